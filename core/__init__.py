@@ -1,0 +1,40 @@
+"""Attention Lab's compute package: pure PyTorch, no UI.
+
+    >>> import core
+    >>> tr = core.attention(core.tokens.C18_EMBEDDING, core.tokens.C18_EMBEDDING, core.tokens.C18_EMBEDDING)
+    >>> tr.weights.shape
+    torch.Size([4, 4])
+
+Inputs may be tensors, numpy arrays or nested lists; results are tensors on the inputs'
+device. Every function returns a frozen dataclass trace of its intermediates.
+"""
+
+from . import masks, positional, tokens
+from .attention import CONVENTIONS, SCORE_FUNCTIONS, AttentionTrace, attention, default_scale, masked_softmax
+from .chunked import chunked_attention
+from .multihead import MultiHeadTrace, fuse_qkv_weights, fused_qkv, merge_heads, multi_head_attention, split_heads
+from .paper import PaperTrace, paper_attention
+from .seeded import seeded_normal
+
+__all__ = [
+    "AttentionTrace", "CONVENTIONS", "MultiHeadTrace", "PaperTrace", "SCORE_FUNCTIONS", "attention",
+    "chunked_attention", "default_scale", "fuse_qkv_weights", "fused_qkv", "masked_softmax", "masks",
+    "merge_heads", "multi_head_attention", "paper_attention", "positional", "seeded_normal",
+    "split_heads", "tokens",
+]
+
+
+def available_devices() -> list[str]:
+    """'cpu' plus 'cuda' and/or 'mps' when present."""
+    import torch
+
+    out = ["cpu"]
+    if torch.cuda.is_available():
+        out.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        out.append("mps")
+    return out
+
+
+__all__.append("available_devices")

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Create .venv and install the Python requirements (idempotent).
+# Usage: bash scripts/setup.sh [dev]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+req=requirements.txt
+[ "${1:-}" = dev ] && req=requirements-dev.txt
+.venv/bin/python -m pip install -q --disable-pip-version-check -r "$req"

@@ -1,0 +1,20 @@
+import pytest
+import torch
+
+DEVICES = [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
+    pytest.param(
+        "mps",
+        marks=pytest.mark.skipif(
+            not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()),
+            reason="no MPS device here",
+        ),
+    ),
+]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """Every device test runs on CPU, and on CUDA/MPS when present (skipped, never failed, without)."""
+    return request.param
