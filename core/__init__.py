@@ -9,7 +9,7 @@ Inputs may be tensors, numpy arrays or nested lists; results are tensors on the 
 device. Every function returns a frozen dataclass trace of its intermediates.
 """
 
-from . import masks, positional, tokens
+from . import lab, masks, positional, tokens
 from .attention import CONVENTIONS, SCORE_FUNCTIONS, AttentionTrace, attention, default_scale, masked_softmax
 from .chunked import chunked_attention
 from .multihead import MultiHeadTrace, fuse_qkv_weights, fused_qkv, merge_heads, multi_head_attention, split_heads
@@ -18,7 +18,7 @@ from .seeded import seeded_normal
 
 __all__ = [
     "AttentionTrace", "CONVENTIONS", "MultiHeadTrace", "PaperTrace", "SCORE_FUNCTIONS", "attention",
-    "chunked_attention", "default_scale", "fuse_qkv_weights", "fused_qkv", "masked_softmax", "masks",
+    "chunked_attention", "default_scale", "lab", "fuse_qkv_weights", "fused_qkv", "masked_softmax", "masks",
     "merge_heads", "multi_head_attention", "paper_attention", "positional", "seeded_normal",
     "split_heads", "tokens",
 ]

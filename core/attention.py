@@ -74,6 +74,29 @@ class AttentionTrace:
         """Axis of ``weights`` that indexes keys; weights sum to 1 along it."""
         return -1 if self.convention == "row" else -2
 
+    @property
+    def weight_sums(self) -> torch.Tensor:
+        """Σ of the weights of each query over its keys (..., n_q): 1, or 0 for a fully masked query."""
+        return self.weights.sum(dim=self.key_axis)
+
+    @property
+    def top_keys(self) -> torch.Tensor:
+        """Index of the key each query attends to most (..., n_q); −1 for a fully masked query (C39)."""
+        top = self.weights.argmax(dim=self.key_axis)
+        return top.masked_fill(self.fully_masked, -1)
+
+    def contributions(self, query: int) -> torch.Tensor:
+        """α_{query, i} · v_i for every key i, (..., n_k, d_v) whatever the convention (C4).
+
+        Summed over keys it gives the output vector of that query: a convex combination of values.
+        """
+        row = self if self.convention == "row" else self.transposed()
+        n_q = row.weights.shape[-2]
+        if not -n_q <= query < n_q:
+            raise ValueError(f"query index {query} is out of range for {n_q} queries")
+        alpha = row.weights[..., query, :]  # (..., n_k)
+        return alpha.unsqueeze(-1) * row.v  # (..., n_k, d_v)
+
     def transposed(self) -> AttentionTrace:
         """The same trace in the other convention (every matrix transposed)."""
         t = _swap

@@ -263,3 +263,29 @@ def test_bad_input_raises_value_error_naming_shapes(kwargs, fragment):
 def test_column_mask_shape_error_is_in_column_terms():
     with pytest.raises(ValueError, match=r"mask of shape \(2, 3\) does not broadcast to the weights' shape \(3, 2\)"):
         core.attention(np.ones((4, 2)), np.ones((4, 3)), np.ones((5, 3)), convention="column", mask=np.ones((2, 3), bool))
+
+
+def test_contributions_sum_to_the_output_in_both_conventions():
+    q, k, v = rand((3, 4), 1), rand((5, 4), 2), rand((5, 2), 3)
+    row = core.attention(q, k, v)
+    col = core.attention(q.T, k.T, v.T, convention="column")
+    for j in range(3):
+        c = row.contributions(j)
+        assert c.shape == (5, 2)
+        torch.testing.assert_close(c.sum(0), row.output[j])
+        torch.testing.assert_close(c[1], row.weights[j, 1] * v[1])
+        torch.testing.assert_close(col.contributions(j), c)
+    with pytest.raises(ValueError, match="out of range"):
+        row.contributions(3)
+
+
+def test_weight_sums_and_top_keys_in_both_conventions():
+    q, k, v = rand((3, 4), 1), rand((5, 4), 2), rand((5, 2), 3)
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[2] = False
+    row = core.attention(q, k, v, mask=mask)
+    col = core.attention(q.T, k.T, v.T, mask=mask.T, convention="column")
+    for tr in (row, col):
+        torch.testing.assert_close(tr.weight_sums, torch.tensor([1.0, 1.0, 0.0], dtype=torch.float64))
+        expected = [int(np.argmax(row.weights[i].numpy())) for i in range(2)] + [-1]
+        assert tr.top_keys.tolist() == expected

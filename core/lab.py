@@ -1,0 +1,122 @@
+r"""The Attention Playground's pipeline as one pure function (used by the app and notebooks).
+
+    X_q (n_q, d_model) ──W_q──▶ Q (n_q, d_k) ┐
+    X_kv (n_k, d_model) ─W_k──▶ K (n_k, d_k) ├─▶ core.attention ─▶ AttentionTrace
+    X_kv (n_k, d_model) ─W_v──▶ V (n_k, d_v) ┘
+
+``qkv="identity"`` uses Q = X_q, K = V = X_kv (source 001's simplification);
+``"projection"`` uses Q = X_q W_q, K = X_kv W_k, V = X_kv W_v; ``"direct"`` takes Q, K, V as given.
+Self-attention passes the same X twice; cross-attention passes target and source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+from ._tensor import TensorLike, as_tensors, shape_str
+from .attention import AttentionTrace, attention
+
+QKV_MODES = ("identity", "projection", "direct")
+
+
+@dataclass(frozen=True, eq=False)
+class PlaygroundTrace:
+    """X_q (n_q, d_model), X_kv (n_k, d_model); W_q/W_k (d_model, d_k), W_v (d_model, d_v) or None;
+    Q (n_q, d_k), K (n_k, d_k), V (n_k, d_v) in row convention; ``attn`` in the chosen convention."""
+
+    X_q: torch.Tensor
+    X_kv: torch.Tensor
+    W_q: torch.Tensor | None
+    W_k: torch.Tensor | None
+    W_v: torch.Tensor | None
+    Q: torch.Tensor
+    K: torch.Tensor
+    V: torch.Tensor
+    attn: AttentionTrace
+    qkv: str
+
+
+def playground(
+    X_q: TensorLike,
+    X_kv: TensorLike | None = None,
+    *,
+    qkv: str = "identity",
+    W_q: TensorLike | None = None,
+    W_k: TensorLike | None = None,
+    W_v: TensorLike | None = None,
+    Q: TensorLike | None = None,
+    K: TensorLike | None = None,
+    V: TensorLike | None = None,
+    score: str = "scaled_dot",
+    params: Mapping[str, TensorLike] | None = None,
+    scale: float | None = None,
+    temperature: float = 1.0,
+    mask: TensorLike | None = None,
+    convention: str = "row",
+    device=None,
+    dtype=None,
+) -> PlaygroundTrace:
+    """Run the playground pipeline. ``mask`` is always given in row convention (n_q, n_k);
+    it is transposed for ``convention="column"``. Raises ValueError on malformed input."""
+    if qkv not in QKV_MODES:
+        raise ValueError(f"unknown qkv mode '{qkv}'; choose one of {', '.join(QKV_MODES)}")
+    named = {"X_q": X_q, "X_kv": X_q if X_kv is None else X_kv}
+    if qkv == "projection":
+        named |= {"W_q": W_q, "W_k": W_k, "W_v": W_v}
+    if qkv == "direct":
+        named |= {"Q": Q, "K": K, "V": V}
+    t = as_tensors(named, device=device, dtype=dtype)
+    Xq, Xkv = t["X_q"], t["X_kv"]
+    for name in ("X_q", "X_kv"):
+        if t[name].dim() != 2:
+            raise ValueError(f"{name} must be (n, d_model) but has shape {shape_str(t[name].shape)}")
+    Wq = Wk = Wv = None
+    if qkv == "identity":
+        Q_r, K_r, V_r = Xq, Xkv, Xkv
+    elif qkv == "projection":
+        Wq, Wk, Wv = t["W_q"], t["W_k"], t["W_v"]
+        for xname, x, wname, W in (("X_q", Xq, "W_q", Wq), ("X_kv", Xkv, "W_k", Wk), ("X_kv", Xkv, "W_v", Wv)):
+            if W.dim() != 2 or W.shape[0] != x.shape[1]:
+                raise ValueError(f"{xname} {shape_str(x.shape)} cannot be multiplied by {wname} {shape_str(W.shape)}")
+        Q_r = Xq @ Wq  # (n_q, d_model)(d_model, d_k) → (n_q, d_k)
+        K_r = Xkv @ Wk  # (n_k, d_model)(d_model, d_k) → (n_k, d_k)
+        V_r = Xkv @ Wv  # (n_k, d_model)(d_model, d_v) → (n_k, d_v)
+    else:
+        Q_r, K_r, V_r = t["Q"], t["K"], t["V"]
+
+    m = None
+    if mask is not None:
+        m = torch.as_tensor(mask, dtype=torch.bool, device=Q_r.device)
+        if m.shape != (Q_r.shape[0], K_r.shape[0]):
+            raise ValueError(f"mask {shape_str(m.shape)} must be (n_q, n_k) = {shape_str((Q_r.shape[0], K_r.shape[0]))}")
+    if convention == "column":
+        # every matrix transposed: tokens become columns
+        attn = attention(Q_r.T, K_r.T, V_r.T, score=score, params=params, scale=scale, temperature=temperature,
+                         mask=None if m is None else m.T, convention="column")
+    else:
+        attn = attention(Q_r, K_r, V_r, score=score, params=params, scale=scale, temperature=temperature,
+                         mask=m, convention=convention)
+    return PlaygroundTrace(X_q=Xq, X_kv=Xkv, W_q=Wq, W_k=Wk, W_v=Wv, Q=Q_r, K=K_r, V=V_r, attn=attn, qkv=qkv)
+
+
+def c18_lookup(tokens, *, fallback_seed: int = 0, dtype=torch.float32) -> tuple[torch.Tensor, list[str]]:
+    """C18's 3-dim embedding for its four tokens; any other token gets a seeded random 3-vector.
+
+    Returns (X (n, 3), the tokens that were not in the C18 table).
+    """
+    from .tokens import C18_EMBEDDING, C18_TOKENS, embed
+
+    table = dict(zip(C18_TOKENS, C18_EMBEDDING, strict=True))
+    rows, unknown = [], []
+    for tok in tokens:
+        if tok in table:
+            rows.append(torch.tensor(table[tok], dtype=dtype))
+        else:
+            unknown.append(tok)
+            rows.append(embed([tok], 3, seed=fallback_seed, dtype=dtype)[0])
+    if not rows:
+        return torch.zeros(0, 3, dtype=dtype), unknown
+    return torch.stack(rows), unknown  # (n, 3)

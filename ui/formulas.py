@@ -1,0 +1,60 @@
+"""LaTeX for every step, in both notations. Text only — the numbers come from core."""
+
+from __future__ import annotations
+
+# score(q, k) for one pair
+SCORE_PAIR = {
+    "dot": r"\mathrm{score}(q, k) = q^\top k",
+    "scaled_dot": r"\mathrm{score}(q, k) = \dfrac{q^\top k}{\sqrt{d_k}}",
+    "general": r"\mathrm{score}(q, k) = k^\top W q,\quad W \in \mathbb{R}^{d_k \times d_k}",
+    "additive": r"\mathrm{score}(q, k) = w_a^\top \tanh(W_a q + U_a k),\quad W_a, U_a \in \mathbb{R}^{d_a \times d_k},\ "
+                r"w_a \in \mathbb{R}^{d_a}",
+    "cosine": r"\mathrm{score}(q, k) = \dfrac{q^\top k}{\lVert q \rVert\,\lVert k \rVert}",
+}
+
+# f(Q, K) as a matrix, row convention (rows = queries) and column convention (rows = keys)
+SCORE_MATRIX = {
+    "row": {
+        "dot": r"S = Q K^\top",
+        "scaled_dot": r"S = Q K^\top",
+        "general": r"S = Q W^\top K^\top",
+        "additive": r"S_{ij} = w_a^\top \tanh(W_a q_i + U_a k_j)",
+        "cosine": r"S_{ij} = \dfrac{q_i^\top k_j}{\lVert q_i \rVert \lVert k_j \rVert}",
+    },
+    "column": {
+        "dot": r"S = K^\top Q",
+        "scaled_dot": r"S = K^\top Q",
+        "general": r"S = K^\top W Q",
+        "additive": r"S_{ij} = w_a^\top \tanh(W_a q_j + U_a k_i)",
+        "cosine": r"S_{ij} = \dfrac{k_i^\top q_j}{\lVert k_i \rVert \lVert q_j \rVert}",
+    },
+}
+
+WHOLE = {
+    "row": r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}_{\text{row}}\!\left(\frac{f(Q, K)\cdot s}{T} + M\right) V",
+    "column": r"\mathrm{Attention}(Q, K, V) = V \,\mathrm{Softmax}_{\text{column}}\!\left(\frac{f(Q, K)\cdot s}{T} + M\right)",
+}
+
+SCALED = r"\tilde S = S \cdot s \,/\, T"
+MASKED = {
+    "row": r"L = \tilde S + M,\quad M_{ij} = 0 \text{ or } -\infty",
+    "column": r"L = \tilde S + M,\quad M_{ij} = 0 \text{ or } -\infty",
+}
+SOFTMAX = {
+    "row": r"\alpha_{ij} = \frac{e^{L_{ij}}}{\sum_{j'} e^{L_{ij'}}}\quad(\text{each row sums to } 1)",
+    "column": r"\alpha_{ij} = \frac{e^{L_{ij}}}{\sum_{i'} e^{L_{i'j}}}\quad(\text{each column sums to } 1)",
+}
+OUTPUT = {
+    "row": r"O = \alpha V,\qquad o_i = \sum_j \alpha_{ij} v_j",
+    "column": r"O = V \alpha,\qquad o_j = \sum_i \alpha_{ij} v_i",
+}
+CONTRIB = r"o = \sum_i \alpha_i \, v_i,\qquad 0 \le \alpha_i \le 1,\ \sum_i \alpha_i = 1"
+
+PROJECTION = {
+    "row": r"Q = X_q W_Q,\quad K = X_{kv} W_K,\quad V = X_{kv} W_V",
+    "column": r"Q = W^Q X_q,\quad K = W^K X_{kv},\quad V = W^V X_{kv}",
+}
+
+
+def scale_text(scale_mode: str) -> str:
+    return {"auto": r"s = \text{the function's own scale}", "sqrt_dk": r"s = 1/\sqrt{d_k}", "none": r"s = 1"}[scale_mode]

@@ -1,0 +1,55 @@
+"""One lookup for every UI string: ``t("key", **fmt)`` in the current language.
+
+Tables live in ``assets/i18n/{en,ko}.json``; a test checks both hold the same keys.
+Long explanations live in ``assets/explain/<name>.<lang>.md`` (:func:`explain`).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import streamlit as st
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+LANGS = ("en", "ko")
+LANG_NAMES = {"en": "English", "ko": "한국어"}
+
+
+@cache
+def table(lang: str) -> dict[str, str]:
+    with open(ASSETS / "i18n" / f"{lang}.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def current_lang() -> str:
+    lang = st.session_state.get("settings.lang", "en")
+    return lang if lang in LANGS else "en"
+
+
+def t(key: str, lang: str | None = None, **fmt) -> str:
+    """The string for ``key``; falls back to English, then to the key itself (never raises)."""
+    lang = lang or current_lang()
+    text = table(lang).get(key) or table("en").get(key) or key
+    if fmt:
+        try:
+            return text.format(**fmt)
+        except (KeyError, IndexError, ValueError):
+            return text
+    return text
+
+
+@cache
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def explain(name: str, lang: str | None = None) -> str:
+    """A long markdown explanation from assets/explain (English if the translation is missing)."""
+    lang = lang or current_lang()
+    for candidate in (lang, "en"):
+        path = ASSETS / "explain" / f"{name}.{candidate}.md"
+        if path.exists():
+            return _read(path)
+    return ""

@@ -1,0 +1,266 @@
+"""The Playground's configuration as plain data: defaults, validation, URL and JSON forms.
+
+A scenario is a dict of simple values (see DEFAULTS) plus ``matrices``: learner edits as
+full matrices keyed by name ("X", "W_q", …). It round-trips through query parameters (a
+teacher's link) and through a JSON file. Every value from outside is validated; an invalid
+value is replaced by its default and reported by name — never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from core.attention import SCORE_FUNCTIONS
+from core.lab import QKV_MODES
+
+MAX_TOKENS = 512
+INTERACTIVE_TOKENS = 64
+MAX_TOKEN_TEXT = 20_000
+MAX_JSON_BYTES = 256 * 1024
+MAX_DIM = 16
+
+PRESETS = {
+    "c18": "나는 오늘 사과를 먹었다",
+    "c19": "when you play the game of thrones",
+    "c11": "attention is very",
+    "c26": "We see the sky",
+}
+
+EMBEDDINGS = ("c18", "random", "onehot")
+SCALES = ("auto", "sqrt_dk", "none")
+MODES = ("self", "cross")
+CONVENTIONS = ("row", "column")
+MATRIX_NAMES = ("X", "X_src", "W_q", "W_k", "W_v", "Q", "K", "V", "W", "W_a", "U_a", "w_a")
+
+DEFAULTS: dict[str, Any] = {
+    "tokens": PRESETS["c18"],
+    "source": PRESETS["c26"],
+    "mode": "self",
+    "embedding": "c18",
+    "d_model": 3,
+    "qkv": "identity",
+    "d_k": 3,
+    "d_v": 3,
+    "score": "scaled_dot",
+    "d_a": 4,
+    "scale": "auto",
+    "temperature": 1.0,
+    "causal": False,
+    "pad": [],
+    "blocked": [],
+    "convention": "row",
+    "query": 0,
+}
+
+# short names for the URL
+URL_NAMES = {
+    "tokens": "tok", "source": "src", "mode": "mode", "embedding": "emb", "d_model": "dm", "qkv": "qkv",
+    "d_k": "dk", "d_v": "dv", "score": "score", "d_a": "da", "scale": "scale", "temperature": "T",
+    "causal": "causal", "pad": "pad", "blocked": "blk", "convention": "conv", "query": "q",
+}
+
+
+def _int_in(lo: int, hi: int):
+    def check(v):
+        if isinstance(v, bool):
+            return None
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            return None
+        if not math.isfinite(f) or f != int(f):
+            return None
+        i = int(f)
+        return i if lo <= i <= hi else None
+    return check
+
+
+def _choice(options):
+    return lambda v: v if isinstance(v, str) and v in options else None
+
+
+def _text(v):
+    return v if isinstance(v, str) and len(v) <= MAX_TOKEN_TEXT else None
+
+
+def _bool(v):
+    if isinstance(v, bool):
+        return v
+    if v in ("1", "true", "True", 1):
+        return True
+    if v in ("0", "false", "False", 0):
+        return False
+    return None
+
+
+def _temperature(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return round(f, 2) if math.isfinite(f) and 0.1 <= f <= 5.0 else None
+
+
+def _int_list(v):
+    if isinstance(v, str):
+        try:
+            v = json.loads(v) if v.strip().startswith("[") else [int(x) for x in v.split(",") if x.strip()]
+        except (ValueError, TypeError):
+            return None
+    if not isinstance(v, list) or len(v) > MAX_TOKENS:
+        return None
+    out = []
+    for x in v:
+        i = _int_in(0, MAX_TOKENS - 1)(x)
+        if i is None:
+            return None
+        out.append(i)
+    return sorted(set(out))
+
+
+def _cells(v):
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return None
+    if not isinstance(v, list) or len(v) > 4096:
+        return None
+    out = []
+    for c in v:
+        if not (isinstance(c, (list, tuple)) and len(c) == 2):
+            return None
+        i, j = _int_in(0, MAX_TOKENS - 1)(c[0]), _int_in(0, MAX_TOKENS - 1)(c[1])
+        if i is None or j is None:
+            return None
+        out.append([i, j])
+    return sorted({tuple(c) for c in out})
+
+
+VALIDATORS = {
+    "tokens": _text, "source": _text, "mode": _choice(MODES), "embedding": _choice(EMBEDDINGS),
+    "d_model": _int_in(1, MAX_DIM), "qkv": _choice(QKV_MODES), "d_k": _int_in(1, MAX_DIM),
+    "d_v": _int_in(1, MAX_DIM), "score": _choice(SCORE_FUNCTIONS), "d_a": _int_in(1, MAX_DIM),
+    "scale": _choice(SCALES), "temperature": _temperature, "causal": _bool, "pad": _int_list,
+    "blocked": _cells, "convention": _choice(CONVENTIONS), "query": _int_in(0, MAX_TOKENS - 1),
+}
+
+
+def validate_matrix(v) -> list[list[float]] | None:
+    """A rectangular list of finite numbers with at most MAX_TOKENS rows and MAX_TOKENS columns."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return None
+    if not isinstance(v, list) or not v or len(v) > MAX_TOKENS:
+        return None
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        v = [[x] for x in v]  # a vector becomes a column
+    rows = []
+    width = None
+    for row in v:
+        if not isinstance(row, list) or not row or len(row) > MAX_TOKENS:
+            return None
+        if width is None:
+            width = len(row)
+        if len(row) != width:
+            return None
+        out_row = []
+        for x in row:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or abs(x) > 1e6:
+                return None
+            out_row.append(float(x))
+        rows.append(out_row)
+    return rows
+
+
+def validate(raw: dict) -> tuple[dict, dict, list[str]]:
+    """(values, matrices, refused names) from a raw mapping; missing names take defaults silently."""
+    values, refused = dict(DEFAULTS), []
+    for name, check in VALIDATORS.items():
+        if name in raw:
+            val = check(raw[name])
+            if val is None:
+                refused.append(name)
+            else:
+                values[name] = val
+    matrices = {}
+    for name, m in (raw.get("matrices") or {}).items() if isinstance(raw.get("matrices"), dict) else []:
+        if name not in MATRIX_NAMES:
+            refused.append(f"matrices.{name}")
+            continue
+        mv = validate_matrix(m)
+        if mv is None:
+            refused.append(f"matrices.{name}")
+        else:
+            matrices[name] = mv
+    if raw.get("matrices") is not None and not isinstance(raw.get("matrices"), dict):
+        refused.append("matrices")
+    return values, matrices, refused
+
+
+# ------------------------------------------------------------------ URL form
+def to_query(values: dict, matrices: dict) -> dict[str, str]:
+    """Query parameters for the values that differ from the defaults, plus the edited matrices."""
+    q = {}
+    for name, short in URL_NAMES.items():
+        v = values.get(name, DEFAULTS[name])
+        if v == DEFAULTS[name]:
+            continue
+        if isinstance(v, bool):
+            q[short] = "1" if v else "0"
+        elif isinstance(v, list):
+            q[short] = json.dumps(v, separators=(",", ":"))
+        else:
+            q[short] = str(v)
+    for name, m in matrices.items():
+        q[f"m_{name}"] = json.dumps(m, separators=(",", ":"))
+    return q
+
+
+def from_query(params: dict[str, str]) -> tuple[dict, dict, list[str]]:
+    raw: dict[str, Any] = {}
+    for name, short in URL_NAMES.items():
+        if short in params:
+            raw[name] = params[short]
+    mats = {k[2:]: v for k, v in params.items() if k.startswith("m_")}
+    if mats:
+        raw["matrices"] = mats
+    return validate(raw)
+
+
+def url_keys() -> set[str]:
+    return set(URL_NAMES.values())
+
+
+# ------------------------------------------------------------------ JSON form
+def to_json(values: dict, matrices: dict, settings: dict) -> str:
+    doc = {"app": "attention-lab", "kind": "playground-scenario", "version": 1, "settings": settings,
+           "playground": {**values, "matrices": matrices}}
+    return json.dumps(doc, ensure_ascii=False, indent=2)
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used at all; ``key`` names the i18n message."""
+
+    def __init__(self, key: str, **fmt):
+        super().__init__(key)
+        self.key, self.fmt = key, fmt
+
+
+def from_json(data: bytes) -> tuple[dict, dict, dict, list[str]]:
+    """(values, matrices, settings, refused) from an uploaded file; raises ScenarioError."""
+    if len(data) > MAX_JSON_BYTES:
+        raise ScenarioError("err.upload_size", limit=MAX_JSON_BYTES // 1024)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ScenarioError("err.upload_json") from None
+    if not isinstance(doc, dict) or doc.get("app") != "attention-lab" or not isinstance(doc.get("playground"), dict):
+        raise ScenarioError("err.upload_kind")
+    values, matrices, refused = validate(doc["playground"])
+    settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+    return values, matrices, settings, refused
