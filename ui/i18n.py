@@ -40,6 +40,19 @@ def t(key: str, lang: str | None = None, **fmt) -> str:
     return text
 
 
+def labeller(prefix: str, *, empty_key: str | None = None):
+    """A format_func for option widgets: option ``v`` → t(prefix + v), in the language of *this*
+    run (bound now, so the label never depends on when Streamlit calls it)."""
+    lang = current_lang()
+
+    def label(v) -> str:
+        if empty_key is not None and not v:
+            return t(empty_key, lang=lang)
+        return t(f"{prefix}{v}", lang=lang)
+
+    return label
+
+
 @cache
 def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")

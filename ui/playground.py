@@ -19,7 +19,7 @@ import core
 from core.tokens import tokenize
 
 from . import compute, formulas, scenario, settings
-from .i18n import t
+from .i18n import labeller, t
 from .render import (
     EDIT_LIMIT,
     clicked_cell,
@@ -76,8 +76,10 @@ def _values() -> dict:
     return vals
 
 
-def _on_preset() -> None:
-    choice = st.session_state.get("pg.preset_choice")
+def _on_preset(widget_key: str) -> None:
+    """Load an example, then reset the menu so it reads “choose an example” again."""
+    choice = st.session_state.get(widget_key)
+    st.session_state[widget_key] = ""
     if choice in scenario.PRESETS:
         st.session_state[_key("tokens")] = scenario.PRESETS[choice]
         st.session_state[_key("embedding")] = "c18" if choice == "c18" else "random"
@@ -190,11 +192,12 @@ def render() -> None:
     with c1:
         st.text_input(t("pg.tokens"), key=_key("tokens"), help=t("pg.tokens.help"))
     with c2:
-        st.selectbox(t("pg.preset"), options=[""] + list(scenario.PRESETS), key="pg.preset_choice",
-                     format_func=lambda p: t("pg.preset.none") if not p else f"{t('preset.' + p)}",
-                     on_change=_on_preset)
+        preset_key = f"pg.preset_choice.{settings.get('lang')}"  # one menu per language
+        st.selectbox(t("pg.preset"), options=[""] + list(scenario.PRESETS), key=preset_key,
+                     format_func=labeller("preset.", empty_key="pg.preset.none"),
+                     on_change=_on_preset, args=(preset_key,))
     with c3:
-        st.radio(t("pg.mode"), scenario.MODES, key=_key("mode"), format_func=lambda m: t(f"pg.mode.{m}"),
+        st.radio(t("pg.mode"), scenario.MODES, key=_key("mode"), format_func=labeller("pg.mode."),
                  horizontal=True)
     v = _values()
     cross = v["mode"] == "cross"
@@ -209,7 +212,7 @@ def render() -> None:
     q_labels, k_labels = token_labels(tq), token_labels(tk)
 
     st.radio(t("pg.convention"), scenario.CONVENTIONS, key=_key("convention"),
-             format_func=lambda c: t(f"conv.{c}"), horizontal=True, help=t("pg.convention.help"))
+             format_func=labeller("conv."), horizontal=True, help=t("pg.convention.help"))
     v = _values()
     conv = v["convention"]
 
@@ -221,7 +224,7 @@ def render() -> None:
         e1, e2 = st.columns([2, 2])
         with e1:
             st.radio(t("pg.embedding"), scenario.EMBEDDINGS, key=_key("embedding"),
-                     format_func=lambda e: t(f"pg.embedding.{e}"), horizontal=True)
+                     format_func=labeller("pg.embedding."), horizontal=True)
         emb = st.session_state[_key("embedding")]
         with e2:
             st.slider(t("pg.d_model"), 1, scenario.MAX_DIM, key=_key("d_model"), disabled=emb != "random",
@@ -240,7 +243,7 @@ def render() -> None:
 
     # -- Q, K, V
     with tabs[1]:
-        st.radio(t("pg.qkv"), core.lab.QKV_MODES, key=_key("qkv"), format_func=lambda m: t(f"pg.qkv.{m}"),
+        st.radio(t("pg.qkv"), core.lab.QKV_MODES, key=_key("qkv"), format_func=labeller("pg.qkv."),
                  horizontal=True)
         qkv = st.session_state[_key("qkv")]
         Wq = Wk = Wv = Qd = Kd = Vd = None
@@ -278,13 +281,13 @@ def render() -> None:
 
     # -- score function
     with tabs[2]:
-        st.radio(t("pg.score"), core.SCORE_FUNCTIONS, key=_key("score"), format_func=lambda s: t(f"score.{s}"),
+        st.radio(t("pg.score"), core.SCORE_FUNCTIONS, key=_key("score"), format_func=labeller("score."),
                  horizontal=True)
         score = st.session_state[_key("score")]
         st.latex(formulas.SCORE_PAIR[score])
         s1, s2 = st.columns(2)
         with s1:
-            st.radio(t("pg.scale"), scenario.SCALES, key=_key("scale"), format_func=lambda s: t(f"scale.{s}"),
+            st.radio(t("pg.scale"), scenario.SCALES, key=_key("scale"), format_func=labeller("scale."),
                      horizontal=True, help=t("pg.scale.help"))
         with s2:
             st.slider(t("pg.temperature"), 0.1, 5.0, step=0.1, key=_key("temperature"), help=t("pg.temperature.help"))

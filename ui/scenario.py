@@ -136,7 +136,7 @@ def _cells(v):
         if i is None or j is None:
             return None
         out.append([i, j])
-    return sorted({tuple(c) for c in out})
+    return [list(c) for c in sorted({tuple(c) for c in out})]
 
 
 VALIDATORS = {

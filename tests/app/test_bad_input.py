@@ -1,0 +1,137 @@
+"""AppTest: bad input gives a clear message in the learner's language; the last valid state stays."""
+
+from __future__ import annotations
+
+import pytest
+
+import core
+from core import tokens
+
+from .helpers import close, edit, figure, heat, page, texts
+
+C18_X = tokens.c18_embedding().numpy()
+C18_W = core.attention(C18_X, C18_X, C18_X).weights
+
+
+def no_exception(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.mark.parametrize("lang, fragment", [("en", "no tokens"), ("ko", "토큰이 없습니다")])
+def test_empty_text_keeps_the_last_valid_tokens(lang, fragment):
+    at = page()
+    at.radio(key="_w.settings.lang").set_value(lang).run()
+    at.text_input(key="pg.tokens").input("   ").run()
+    no_exception(at)
+    assert any(fragment in e.value for e in at.error)
+    close(heat(at, "pg.chart.weights"), C18_W)
+
+
+def test_too_many_tokens_are_refused():
+    at = page()
+    at.text_input(key="pg.tokens").input(" ".join(f"w{i}" for i in range(513))).run()
+    no_exception(at)
+    assert any("513 tokens" in e.value and "512" in e.value for e in at.error)
+    assert heat(at, "pg.chart.weights").shape == (4, 4)
+
+
+def test_large_inputs_hide_values_and_editors_but_still_compute():
+    at = page()
+    toks = [f"t{i}" for i in range(100)]
+    at.text_input(key="pg.tokens").input(" ".join(toks)).run()
+    no_exception(at)
+    assert not at.error
+    assert any("100 tokens" in i.value for i in at.info)
+    assert not [d for d in at.dataframe if (d.key or "").startswith("pg.ed.X.")]
+    W = heat(at, "pg.chart.weights")
+    assert W.shape == (100, 100)
+    assert figure(at, "pg.chart.weights")["data"][0].get("texttemplate") is None
+    X, _ = core.lab.c18_lookup(toks, fallback_seed=0)
+    close(W, core.attention(X, X, X).weights)
+
+
+def test_single_token_is_explained():
+    at = page()
+    at.text_input(key="pg.tokens").input("혼자").run()
+    no_exception(at)
+    assert any("Only one token" in i.value for i in at.info)
+    close(heat(at, "pg.chart.weights"), [[1.0]])
+
+
+@pytest.mark.parametrize("value", ["abc", None, float("nan"), float("inf")])
+def test_non_numeric_or_non_finite_cells_are_refused(value):
+    at = page()
+    edit(at, "X", {0: {"d1": 2.0}})  # a valid edit first: this becomes the last valid state
+    edit(at, "X", {0: {"d1": 2.0}, 1: {"d0": value}})
+    no_exception(at)
+    assert any("row “1 오늘”, column “d0”" in e.value for e in at.error)
+    X = C18_X.copy()
+    X[0, 1] = 2.0
+    close(heat(at, "pg.chart.weights"), core.attention(X, X, X).weights)
+
+
+def test_huge_cell_is_refused():
+    at = page()
+    edit(at, "X", {2: {"d2": 1e30}})
+    no_exception(at)
+    assert any("larger than 1,000,000" in e.value for e in at.error)
+    close(heat(at, "pg.chart.weights"), C18_W)
+
+
+def test_html_and_script_tokens_render_as_text():
+    at = page()
+    evil = "<script>alert(1)</script> <img src=x onerror=alert(1)> **bold** [link](http://x)"
+    at.text_input(key="pg.tokens").input(evil).run()
+    no_exception(at)
+    x_ticks = figure(at, "pg.chart.weights")["layout"]["xaxis"]["ticktext"]
+    assert x_ticks[0].startswith("0 &lt;script&gt;")
+    assert all("<" not in t for t in x_ticks)
+    # markdown that allows HTML never contains a raw token
+    for m in at.markdown:
+        if m.proto.allow_html:
+            assert "<script>" not in m.value and "onerror" not in m.value
+    info = [i.value for i in at.info if "C18 embedding" in i.value][0]
+    assert "\\<script\\>" in info and "<script>" not in info
+
+
+def test_stale_shape_from_a_link_is_dropped_with_a_message():
+    at = page(query={"m_X": "[[1,2],[3,4]]"})
+    no_exception(at)
+    assert any("X" in w.value and "2×2" in w.value and "4×3" in w.value for w in at.warning)
+    close(heat(at, "pg.chart.weights"), C18_W)
+
+
+@pytest.mark.parametrize("query", [
+    {"dk": "abc", "qkv": "projection"},
+    {"score": "<script>", "T": "nan"},
+    {"tok": "a b", "q": "-1"},
+    {"m_X": "not json", "blk": "[[1]]", "pad": "x"},
+    {"lang": "fr", "seed": "-5", "prec": "99", "dev": "tpu"},
+    {"emb": "random", "dm": "1e9", "causal": "maybe"},
+])
+def test_tampered_links_never_break_the_page(query):
+    at = page(query=query)
+    no_exception(at)
+    assert heat(at, "pg.chart.weights").size > 0
+    assert at.warning, "the refused values are reported"
+
+
+def test_query_index_out_of_range_falls_back_to_first():
+    at = page(query={"tok": "a b", "q": "99"})
+    no_exception(at)
+    assert at.selectbox(key="pg.query").value == 0
+
+
+def test_unexpected_failure_is_a_message_not_a_traceback(monkeypatch):
+    from ui import compute
+
+    at = page(run=False)
+
+    def boom(*a, **k):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(compute, "playground", boom)
+    at.run()
+    no_exception(at)
+    assert any("Something went wrong" in e.value for e in at.error)
+    assert "simulated bug" not in texts(at)
