@@ -124,6 +124,28 @@ def _process_clicks() -> None:
         st.session_state["pg._last_mask_click"] = None
 
 
+def _by_label(factory, name: str, labels: list[str], label: str, **kw):
+    """A select/multiselect over token labels whose state is kept as indices under pg.<name>.
+
+    The options change whenever the tokens do, so the widget holds labels and a callback
+    copies the chosen indices back (the index is what the URL and the click handler use)."""
+    wkey = f"pg.w.{name}"
+    cur = st.session_state[_key(name)]
+    if name == "query":
+        st.session_state[wkey] = labels[int(cur)]
+    else:
+        st.session_state[wkey] = [labels[int(i)] for i in cur]
+    return factory(label, labels, key=wkey, on_change=_from_labels, args=(name, tuple(labels)), **kw)
+
+
+def _from_labels(name: str, labels: tuple[str, ...]) -> None:
+    chosen = st.session_state.get(f"pg.w.{name}")
+    if name == "query":
+        st.session_state[_key(name)] = labels.index(chosen) if chosen in labels else 0
+    else:
+        st.session_state[_key(name)] = sorted(labels.index(c) for c in chosen or [] if c in labels)
+
+
 # ---------------------------------------------------------------------------- tokens
 def _tokens(text_key: str, last_key: str, problems: list) -> list[str]:
     text = st.session_state.get(text_key, "")
@@ -319,7 +341,7 @@ def render() -> None:
             st.checkbox(t("pg.mask.causal"), key=_key("causal"), help=t("pg.mask.causal.help"))
         with m2:
             st.session_state[_key("pad")] = [i for i in st.session_state[_key("pad")] if 0 <= int(i) < n_k]
-            st.multiselect(t("pg.mask.pad"), list(range(n_k)), key=_key("pad"), format_func=lambda i: k_labels[i],
+            _by_label(st.multiselect, "pad", k_labels, t("pg.mask.pad"),
                            help=t("pg.mask.pad.help"))
         blocked = [c for c in st.session_state[_key("blocked")] if c[0] < n_q and c[1] < n_k]
         mask = compute.mask(n_q, n_k, bool(st.session_state[_key("causal")]),
@@ -454,7 +476,7 @@ def _inspector(trace, tq, tk, conv, dec) -> None:
         st.session_state[_key("query")] = 0
     q_labels, k_labels = token_labels(tq), token_labels(tk)
     st.subheader(t("pg.inspector"))
-    st.selectbox(t("pg.inspector.query"), list(range(n_q)), key=_key("query"), format_func=lambda i: q_labels[i])
+    _by_label(st.selectbox, "query", q_labels, t("pg.inspector.query"))
     j = int(st.session_state[_key("query")])
     A = trace.attn
     row = A if conv == "row" else A.transposed()
@@ -465,7 +487,7 @@ def _inspector(trace, tq, tk, conv, dec) -> None:
     i1, i2 = st.columns(2)
     with i1:
         st.markdown(f"**{t('pg.inspector.alpha', q=md(q_labels[j]))}**")
-        fig = go.Figure(go.Bar(x=[_plabel(s) for s in k_labels], y=np.round(alpha, dec),
+        fig = go.Figure(go.Bar(x=[_plabel(s) for s in k_labels], y=np.round(alpha, dec).tolist(),
                                text=[f"{a:.{dec}f}" for a in alpha], textposition="outside", marker_color="#2563eb"))
         fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 20, "b": 10}, yaxis={"range": [0, 1.1]})
         st.plotly_chart(fig, key="pg.fig.alpha", config={"displayModeBar": False})
@@ -479,9 +501,9 @@ def _inspector(trace, tq, tk, conv, dec) -> None:
         dims = dim_labels(contrib.shape[1], "v")
         fig = go.Figure()
         for i in range(contrib.shape[0]):
-            fig.add_trace(go.Bar(name=_plabel(k_labels[i]), x=dims, y=np.round(contrib[i], dec),
+            fig.add_trace(go.Bar(name=_plabel(k_labels[i]), x=dims, y=np.round(contrib[i], dec).tolist(),
                                  hovertemplate=f"α·v ({_plabel(k_labels[i])})" + ": %{y}<extra></extra>"))
-        fig.add_trace(go.Scatter(name=t("pg.inspector.sum"), x=dims, y=np.round(out, dec), mode="markers+text",
+        fig.add_trace(go.Scatter(name=t("pg.inspector.sum"), x=dims, y=np.round(out, dec).tolist(), mode="markers+text",
                                  text=[f"{o:.{dec}f}" for o in out], textposition="top center",
                                  marker={"symbol": "diamond", "size": 12, "color": "black"}))
         fig.update_layout(barmode="relative", height=300, margin={"l": 10, "r": 10, "t": 20, "b": 10},

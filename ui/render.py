@@ -59,22 +59,33 @@ def heatmap(
     xs = [plotly_label(s) for s in x_labels]
     ys = [plotly_label(s) for s in y_labels]
     show_text = n_rows <= CELL_TEXT_LIMIT and n_cols <= CELL_TEXT_LIMIT
+    labelled = max(n_rows, n_cols) <= 64  # per-cell hover labels cost payload; large maps hover by index
+    if labelled:
+        custom = [[[ys[i], xs[j], text[i][j]] for j in range(n_cols)] for i in range(n_rows)]
+        hover = f"{y_title}: %{{customdata[0]}}<br>{x_title}: %{{customdata[1]}}<br>%{{customdata[2]}}<extra></extra>"
+    else:
+        custom = None
+        hover = f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>%{{z}}<extra></extra>"
     fig = go.Figure(
         go.Heatmap(
-            z=shown.tolist(), x=list(range(n_cols)), y=list(range(n_rows)), text=text,
-            texttemplate="%{text}" if show_text else None, textfont={"size": 13},
+            z=shown.tolist(), x=list(range(n_cols)), y=list(range(n_rows)),
+            text=text if show_text else None, texttemplate="%{text}" if show_text else None, textfont={"size": 13},
             colorscale=scale, zmin=zmin, zmax=zmax, showscale=False, xgap=1, ygap=1,
-            customdata=[[[ys[i], xs[j]] for j in range(n_cols)] for i in range(n_rows)],
-            hovertemplate=f"{y_title}: %{{customdata[0]}}<br>{x_title}: %{{customdata[1]}}<br>%{{text}}<extra></extra>",
+            customdata=None if clickable else custom, hovertemplate=hover,
+            hoverinfo="skip" if clickable else None,
         )
     )
     if clickable:
+        # Streamlit forwards scatter selections, not heatmap clicks: one invisible marker per cell
+        # carries the click (and the hover label, since it sits on top)
         ii, jj = np.meshgrid(np.arange(n_rows), np.arange(n_cols), indexing="ij")
         fig.add_trace(go.Scatter(
             x=jj.ravel().tolist(), y=ii.ravel().tolist(), mode="markers",
             marker={"symbol": "square", "size": 28 if max(n_rows, n_cols) <= 16 else 8, "opacity": 0.01,
                     "color": "black"},
-            hoverinfo="skip", showlegend=False,
+            customdata=None if custom is None else [c for row in custom for c in row],
+            hovertemplate=hover if labelled else f"{y_title} %{{y}}<br>{x_title} %{{x}}<extra></extra>",
+            showlegend=False,
         ))
     shapes = []
     if highlight_row is not None:

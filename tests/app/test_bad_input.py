@@ -119,7 +119,7 @@ def test_tampered_links_never_break_the_page(query):
 def test_query_index_out_of_range_falls_back_to_first():
     at = page(query={"tok": "a b", "q": "99"})
     no_exception(at)
-    assert at.selectbox(key="pg.query").value == 0
+    assert at.selectbox(key="pg.w.query").value == "0 a"
 
 
 def test_unexpected_failure_is_a_message_not_a_traceback(monkeypatch):

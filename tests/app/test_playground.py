@@ -232,7 +232,7 @@ def test_causal_mask_zeroes_the_upper_triangle_and_shows_minus_infinity():
 
 def test_padding_mask():
     at = page()
-    at.multiselect(key="pg.pad").select(2).run()
+    at.multiselect(key="pg.w.pad").select("2 사과를").run()
     no_errors(at)
     ref = c18_trace(mask=masks.padding([1, 1, 0, 1], 4))
     close(heat(at, "pg.chart.weights"), ref.weights)
@@ -255,7 +255,7 @@ def test_clicking_mask_cells_toggles_them_and_masks_combine():
 def test_fully_masked_row_is_explained_not_hidden():
     at = page()
     at.checkbox(key="pg.causal").check().run()
-    at.multiselect(key="pg.pad").select(0).run()
+    at.multiselect(key="pg.w.pad").select("0 나는").run()
     no_errors(at)
     W = heat(at, "pg.chart.weights")
     assert np.all(W[0] == 0) and np.all(heat(at, "pg.fig.output")[0] == 0)
@@ -282,7 +282,7 @@ def test_column_notation_shows_every_matrix_transposed():
 # ---------------------------------------------------------------- query inspector
 def test_inspector_follows_the_selected_query():
     at = page()
-    at.selectbox(key="pg.query").set_value(3).run()
+    at.selectbox(key="pg.w.query").set_value("3 먹었다").run()
     ref = c18_trace()
     bars = figure(at, "pg.fig.alpha")["data"][0]["y"]
     close(bars, ref.weights[3])
@@ -298,7 +298,7 @@ def test_clicking_a_weights_cell_selects_its_query():
                                                           "box": [], "lasso": []}}
     at.run()
     no_errors(at)
-    assert at.selectbox(key="pg.query").value == 2
+    assert at.selectbox(key="pg.w.query").value == "2 사과를"
     close(figure(at, "pg.fig.alpha")["data"][0]["y"], c18_trace().weights[2])
     assert figure(at, "pg.chart.weights")["layout"]["shapes"][0]["y0"] == 1.5
 

@@ -1,0 +1,105 @@
+"""Real-browser tests: a real `streamlit run` server and the system Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _chromium() -> str:
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        if os.environ.get("ATTN_LAB_SKIP_BROWSER") == "1":
+            pytest.skip("ATTN_LAB_SKIP_BROWSER=1 and no Chromium: browser tests NOT run")
+        pytest.fail("Chromium is missing: install it (apt-get install chromium) — scripts/test.sh does this as root")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    port = _free_port()
+    log = open(ARTIFACTS.joinpath("streamlit-server.log") if ARTIFACTS.mkdir(exist_ok=True) is None else os.devnull, "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.terminate()
+        pytest.fail("streamlit server did not become healthy within 90 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    exe = _chromium()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def new_page(chromium, request):
+    """A fresh browser context per test (its own Streamlit session); screenshot on the way out."""
+    contexts = []
+
+    def make(url: str, *, locale: str = "en-US", height: int = 2600):
+        ctx = chromium.new_context(viewport={"width": 1500, "height": height}, locale=locale)
+        contexts.append(ctx)
+        page = ctx.new_page()
+        page.dialogs = []
+        page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+        page.goto(url)
+        wait_idle(page)
+        return page
+
+    yield make
+    ARTIFACTS.mkdir(exist_ok=True)
+    for i, ctx in enumerate(contexts):
+        for j, pg in enumerate(ctx.pages):
+            try:
+                pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-{i}{j}-final.png"))
+            except Exception:
+                pass
+        ctx.close()
+
+
+def wait_idle(page, timeout: int = 60_000) -> None:
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+    page.wait_for_selector(".js-plotly-plot, [data-testid='stMarkdown']", timeout=timeout)

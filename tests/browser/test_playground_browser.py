@@ -1,0 +1,159 @@
+"""The playground in a real browser against a real server (issue 3, acceptance 3)."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+import numpy as np
+from playwright.sync_api import expect
+
+import core
+from core import masks, tokens
+
+from .conftest import ARTIFACTS, wait_idle
+
+Z = ("(key) => { const el = document.querySelector('.st-key-' + key + ' .js-plotly-plot');"
+     " return el && el.data ? el.data[0].z : null; }")
+
+
+def z(page, key: str) -> np.ndarray:
+    return np.array(page.evaluate(Z, key), dtype=float)
+
+
+def wait_z(page, key: str, predicate: str, timeout: int = 30_000) -> np.ndarray:
+    """Wait until the heatmap's z satisfies a JS predicate on `z`, then return it."""
+    page.wait_for_function(
+        "([key, body]) => { const el = document.querySelector('.st-key-' + key + ' .js-plotly-plot');"
+        " if (!el || !el.data) return false; const z = el.data[0].z; return (" + "new Function('z', 'return ' + body))(z); }",
+        arg=[key, predicate], timeout=timeout)
+    return z(page, key)
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def open_tab(page, label: str) -> None:
+    page.get_by_role("tab", name=label).click()
+
+
+def test_type_tokens_then_causal_mask_turns_upper_triangle_to_zero(server_url, new_page):
+    page = new_page(f"{server_url}/Playground")
+    W = wait_z(page, "pg-chart-weights", "z.length === 4")
+    np.testing.assert_allclose(W, core.attention(tokens.c18_embedding(), tokens.c18_embedding(),
+                                                 tokens.c18_embedding()).weights, atol=6e-4)
+    box = page.locator(".st-key-pg-tokens input")
+    box.fill("the cat sat on the mat")
+    box.press("Enter")
+    W = wait_z(page, "pg-chart-weights", "z.length === 6")
+    assert W.shape == (6, 6)
+    open_tab(page, "④ Mask")
+    page.locator(".st-key-pg-causal label").click()
+    W = wait_z(page, "pg-chart-weights", "z.length === 6 && z[0][5] === 0 && z[0][1] === 0")
+    assert np.all(W[np.triu_indices(6, 1)] == 0)
+    assert W[0, 0] == 1.0
+    toks = "the cat sat on the mat".split()
+    X, _ = core.lab.c18_lookup(toks, fallback_seed=0)
+    np.testing.assert_allclose(W, core.attention(X, X, X, mask=masks.causal(6)).weights, atol=6e-4)
+    shot(page, "playground-causal")
+
+
+def test_clicking_a_weights_cell_moves_the_inspector(server_url, new_page):
+    page = new_page(f"{server_url}/Playground")
+    wait_z(page, "pg-chart-weights", "z.length === 4")
+    chart = page.locator(".st-key-pg-chart-weights .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    # the centre of cell (query 2, key 1) in page coordinates, from plotly's own axes
+    xy = page.evaluate("""() => {
+        const el = document.querySelector('.st-key-pg-chart-weights .js-plotly-plot');
+        const fl = el._fullLayout, r = el.getBoundingClientRect();
+        return [r.left + fl.xaxis._offset + fl.xaxis.l2p(1), r.top + fl.yaxis._offset + fl.yaxis.l2p(2)];
+    }""")
+    page.mouse.click(xy[0], xy[1])
+    expect(page.locator(".st-key-pg-w-query input")).to_have_value("2 사과를", timeout=30_000)
+    wait_idle(page)
+    alpha = page.evaluate("() => Array.from(document.querySelector('.st-key-pg-fig-alpha .js-plotly-plot').data[0].y)")
+    X = tokens.c18_embedding()
+    np.testing.assert_allclose(alpha, core.attention(X, X, X).weights[2], atol=6e-4)
+    shot(page, "playground-inspector")
+
+
+def test_language_and_settings_survive_page_switches(server_url, new_page):
+    page = new_page(f"{server_url}/")
+    page.locator(".st-key-_w-settings-lang").get_by_text("한국어").click()
+    expect(page.locator("h1")).to_contain_text("홈", timeout=30_000)
+    seed = page.locator(".st-key-_w-settings-seed input")
+    seed.fill("42")
+    seed.press("Enter")
+    wait_idle(page)
+    page.wait_for_function("() => location.search.includes('seed=42')", timeout=30_000)
+    page.get_by_role("link", name="어텐션 놀이터").first.click()
+    expect(page.locator("h1")).to_contain_text("어텐션 놀이터", timeout=30_000)
+    wait_idle(page)
+    assert page.locator(".st-key-_w-settings-seed input").input_value() == "42"
+    assert page.locator(".st-key-_w-settings-lang input[type=radio]:checked").count() == 1
+    checked = page.locator(".st-key-_w-settings-lang label:has(input:checked)").inner_text()
+    assert "한국어" in checked
+    # a rerun on the new page keeps them too
+    open_tab(page, "③ 점수 함수")
+    page.locator(".st-key-pg-score").get_by_text("코사인").click()
+    wait_idle(page)
+    expect(page.locator("h1")).to_contain_text("어텐션 놀이터")
+    assert page.locator(".st-key-_w-settings-seed input").input_value() == "42"
+    page.get_by_role("link", name="홈").first.click()
+    expect(page.locator("h1")).to_contain_text("홈", timeout=30_000)
+    assert page.locator(".st-key-_w-settings-seed input").input_value() == "42"
+    shot(page, "home-korean")
+
+
+def test_a_shared_url_gives_the_same_view(server_url, new_page):
+    params = {"tok": "we see the sky", "emb": "random", "score": "cosine", "causal": "1", "T": "0.5", "seed": "3",
+              "m_X": json.dumps(np.round(tokens.embed("we see the sky".split(), 3, seed=3).numpy(), 6).tolist())}
+    page = new_page(f"{server_url}/Playground?{urlencode(params)}")
+    W = wait_z(page, "pg-chart-weights", "z.length === 4")
+    X = tokens.embed("we see the sky".split(), 3, seed=3)
+    ref = core.attention(X, X, X, score="cosine", temperature=0.5, mask=masks.causal(4))
+    np.testing.assert_allclose(W, ref.weights, atol=6e-4)
+    assert page.locator(".st-key-pg-tokens input").input_value() == "we see the sky"
+    # the app writes its own state back into the address bar: opening that URL again gives the same view
+    again = new_page(page.url)
+    np.testing.assert_allclose(wait_z(again, "pg-chart-weights", "z.length === 4"), W, atol=0)
+    shot(again, "playground-shared-url")
+
+
+def test_html_token_is_shown_as_text_and_never_runs(server_url, new_page):
+    page = new_page(f"{server_url}/Playground")
+    box = page.locator(".st-key-pg-tokens input")
+    box.fill("<img src=x onerror=alert(1)> <script>alert(2)</script> ok")
+    box.press("Enter")
+    wait_z(page, "pg-chart-weights", "z.length === 5")  # '<img', 'src=x', 'onerror=alert(1)>', '<script>…', 'ok'
+    wait_idle(page)
+    page.wait_for_timeout(500)
+    assert page.dialogs == []
+    assert page.locator("img[src=x]").count() == 0
+    ticks = page.eval_on_selector_all(".st-key-pg-chart-weights .xtick text", "els => els.map(e => e.textContent)")
+    assert ticks[0] == "0 <img" and ticks[3].startswith("3 <script>"), ticks
+    shot(page, "playground-html-token")
+
+
+def test_malformed_scenario_upload_shows_a_message(server_url, new_page, tmp_path):
+    page = new_page(f"{server_url}/Playground")
+    open_tab(page, "⑤ Share & export")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ this is not json")
+    page.locator(".st-key-pg-upload input[type=file]").set_input_files(str(bad))
+    expect(page.get_by_text("not valid JSON")).to_be_visible(timeout=30_000)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"app": "attention-lab", "playground": {"tokens": "a b c", "causal": True}}))
+    page.locator(".st-key-pg-upload input[type=file]").set_input_files(str(good))
+    W = wait_z(page, "pg-chart-weights", "z.length === 3")
+    assert np.all(W[np.triu_indices(3, 1)] == 0)
+
+
+def test_korean_locale_defaults_to_korean(server_url, new_page):
+    page = new_page(f"{server_url}/Playground", locale="ko-KR")
+    expect(page.locator("h1")).to_contain_text("어텐션 놀이터", timeout=30_000)
+    shot(page, "playground-korean")
