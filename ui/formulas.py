@@ -41,8 +41,8 @@ MASKED = {
     "column": r"L = \tilde S + M,\quad M_{ij} = 0 \text{ or } -\infty",
 }
 SOFTMAX = {
-    "row": r"\alpha_{ij} = \frac{e^{L_{ij}}}{\sum_{j'} e^{L_{ij'}}}\quad(\text{each row sums to } 1)",
-    "column": r"\alpha_{ij} = \frac{e^{L_{ij}}}{\sum_{i'} e^{L_{i'j}}}\quad(\text{each column sums to } 1)",
+    "row": r"\alpha_{ij} = \frac{e^{L_{ij}}}{\sum_{j'} e^{L_{ij'}}},\qquad \sum_j \alpha_{ij} = 1",
+    "column": r"\alpha_{ij} = \frac{e^{L_{ij}}}{\sum_{i'} e^{L_{i'j}}},\qquad \sum_i \alpha_{ij} = 1",
 }
 OUTPUT = {
     "row": r"O = \alpha V,\qquad o_i = \sum_j \alpha_{ij} v_j",

@@ -12,7 +12,6 @@ from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 import core
@@ -22,19 +21,22 @@ from . import compute, formulas, scenario, settings
 from .i18n import labeller, t
 from .render import (
     EDIT_LIMIT,
-    clicked_cell,
     dim_labels,
     heatmap,
     matrix_editor,
     shape_badge,
-    show_figure,
+    show_bars,
+    show_heatmap,
+    stacked_contributions,
     token_labels,
+    weight_bars,
 )
-from .text import md
+from .text import md, short
 
 K = "pg."  # widget-key prefix
 WEIGHTS_CHART = "pg.chart.weights"
 MASK_CHART = "pg.chart.mask"
+CLICKS = "pg.clicks"  # (chart key, (row, col)) of cell clicks since the last run
 
 
 # ---------------------------------------------------------------------------- state helpers
@@ -103,25 +105,28 @@ def _on_upload() -> None:
     st.session_state["pg.messages"].append(("success" if not refused else "warning", msg))
 
 
-def _process_clicks() -> None:
-    """Clicks arrive as the charts' selection state before the widgets render again."""
-    cell = clicked_cell(st.session_state.get(WEIGHTS_CHART))
-    if cell is not None and cell != st.session_state.get("pg._last_weight_click"):
-        st.session_state["pg._last_weight_click"] = cell
-        conv = st.session_state.get(_key("convention"), "row")
-        st.session_state[_key("query")] = cell[0] if conv == "row" else cell[1]
-    elif cell is None:
-        st.session_state["pg._last_weight_click"] = None
-    mcell = clicked_cell(st.session_state.get(MASK_CHART))
-    if mcell is not None and mcell != st.session_state.get("pg._last_mask_click"):
-        st.session_state["pg._last_mask_click"] = mcell
-        if st.session_state.get(_key("convention"), "row") == "column":
-            mcell = (mcell[1], mcell[0])  # column notation: rows are keys, columns are queries
-        blocked = {tuple(c) for c in st.session_state.get(_key("blocked"), [])}
-        blocked ^= {mcell}  # toggle the clicked (query, key) cell
-        st.session_state[_key("blocked")] = sorted(list(c) for c in blocked)
-    elif mcell is None:
-        st.session_state["pg._last_mask_click"] = None
+def _drain_clicks() -> None:
+    """Apply the cell clicks that arrived since the last run, in order."""
+    for key, cell in st.session_state.pop(CLICKS, []) or []:
+        if key == WEIGHTS_CHART:
+            _on_weight_click(cell)
+        elif key == MASK_CHART:
+            _on_mask_click(cell)
+
+
+def _on_weight_click(cell: tuple[int, int]) -> None:
+    """A click on a weights cell selects its query (the row, or the column in column notation)."""
+    conv = st.session_state.get(_key("convention"), "row")
+    st.session_state[_key("query")] = cell[0] if conv == "row" else cell[1]
+
+
+def _on_mask_click(cell: tuple[int, int]) -> None:
+    """A click on a mask cell blocks or unblocks that (query, key) pair."""
+    if st.session_state.get(_key("convention"), "row") == "column":
+        cell = (cell[1], cell[0])  # column notation: rows are keys, columns are queries
+    blocked = {tuple(c) for c in st.session_state.get(_key("blocked"), [])}
+    blocked ^= {cell}
+    st.session_state[_key("blocked")] = sorted(list(c) for c in blocked)
 
 
 def _by_label(factory, name: str, labels: list[str], label: str, **kw):
@@ -201,7 +206,7 @@ def editor_key(name: str, rows, cols) -> str:
 # ---------------------------------------------------------------------------- page
 def render() -> None:
     _init_state()
-    _process_clicks()
+    _drain_clicks()
     dec = settings.get("precision")
     st.session_state["pg._changed"] = {}
     problems: list[tuple[str, str]] = list(st.session_state["pg.messages"])
@@ -350,14 +355,13 @@ def render() -> None:
         st.caption(t("pg.mask.custom.help"))
         mshow = np.ones((n_q, n_k)) if mask is None else mask.astype(float)
         if conv == "column":
-            mfig = heatmap(mshow.T, x_labels=q_labels, y_labels=k_labels, x_title=t("axis.query"),
-                           y_title=t("axis.key"), decimals=0, sequential=True, clickable=True)
-        else:
-            mfig = heatmap(mshow, x_labels=k_labels, y_labels=q_labels, x_title=t("axis.key"),
-                           y_title=t("axis.query"), decimals=0, sequential=True, clickable=True)
-        if conv == "column":
             st.caption(t("pg.mask.column_note"))
-        show_figure(mfig, key=MASK_CHART, clickable=True)
+            mspec = heatmap(mshow.T, x_labels=_short(q_labels), y_labels=_short(k_labels), x_title=t("axis.query"),
+                            y_title=t("axis.key"), decimals=0, sequential=True, clickable=True)
+        else:
+            mspec = heatmap(mshow, x_labels=_short(k_labels), y_labels=_short(q_labels), x_title=t("axis.key"),
+                            y_title=t("axis.query"), decimals=0, sequential=True, clickable=True)
+        show_heatmap(mspec, key=MASK_CHART, click_queue=CLICKS)
         if blocked and st.button(t("pg.mask.clear")):
             st.session_state[_key("blocked")] = []
             st.rerun()
@@ -388,6 +392,10 @@ def render() -> None:
         _share(trace, q_labels, k_labels, conv)
 
 
+def _short(labels) -> list[str]:
+    return [short(s) for s in labels]
+
+
 def _show_problems(problems) -> None:
     seen = set()
     for kind, msg in problems:
@@ -408,7 +416,7 @@ def _axes(conv: str, q_labels, k_labels):
 def _pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode) -> None:
     A = trace.attn
     n_q, n_k = len(q_labels), len(k_labels)
-    xl, yl, xt, yt = _axes(conv, q_labels, k_labels)
+    xl, yl, xt, yt = _axes(conv, _short(q_labels), _short(k_labels))
     sq = f"{n_q}×{n_k}" if conv == "row" else f"{n_k}×{n_q}"
     d_k, d_v = trace.Q.shape[1], trace.V.shape[1]
     st.subheader(t("pg.pipeline"))
@@ -419,24 +427,30 @@ def _pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode) -> None:
         st.markdown(f"**{title}**")
         st.latex(latex)
         shape_badge(shape)
-        fig = heatmap(z, x_labels=kw.pop("x", xl), y_labels=kw.pop("y", yl), x_title=kw.pop("xt", xt),
-                      y_title=kw.pop("yt", yt), decimals=dec, **kw)
-        return fig
+        return heatmap(z, x_labels=kw.pop("x", xl), y_labels=kw.pop("y", yl), x_title=kw.pop("xt", xt),
+                       y_title=kw.pop("yt", yt), decimals=dec, **kw)
 
     qk = f"Q ({n_q}×{d_k}) · Kᵀ ({d_k}×{n_k}) → ({n_q}×{n_k})" if conv == "row" else \
         f"Kᵀ ({n_k}×{d_k}) · Q ({d_k}×{n_q}) → ({n_k}×{n_q})"
-    c1, c2, c3 = st.columns(3)
+    n_max = max(n_q, n_k)
+    if n_max <= 6:  # three small maps side by side; larger ones get room to breathe
+        c1, c2, c3 = st.columns(3)
+    else:
+        (c1, c2), (c3, _) = st.columns(2), st.columns(2)
     with c1:
-        show_figure(panel(t("step.scores"), formulas.SCORE_MATRIX[conv][score], qk, A.scores.numpy()),
-                    key="pg.fig.scores")
+        show_heatmap(panel(t("step.scores"), formulas.SCORE_MATRIX[conv][score], qk, A.scores.numpy()),
+                     key="pg.fig.scores")
     with c2:
-        show_figure(panel(t("step.scaled"), formulas.SCALED, f"({sq}) · {A.scale:.{dec}g} / {A.temperature:g} → ({sq})",
-                          A.scaled.numpy()), key="pg.fig.scaled")
+        show_heatmap(panel(t("step.scaled"), formulas.SCALED, f"({sq}) · {A.scale:.{dec}g} / {A.temperature:g} → ({sq})",
+                           A.scaled.numpy()), key="pg.fig.scaled")
     with c3:
         neg = np.isneginf(A.logits.numpy())
-        show_figure(panel(t("step.masked"), formulas.MASKED[conv], f"({sq}) + M ({sq}) → ({sq})",
-                          np.where(neg, 0.0, A.logits.numpy()), neg_inf=neg), key="pg.fig.masked")
-    c4, c5 = st.columns([3, 2])
+        show_heatmap(panel(t("step.masked"), formulas.MASKED[conv], f"({sq}) + M ({sq}) → ({sq})",
+                           np.where(neg, 0.0, A.logits.numpy()), neg_inf=neg), key="pg.fig.masked")
+    if n_max <= 12:
+        c4, c5 = st.columns([3, 2])
+    else:
+        c4, c5 = st.container(), st.container()
     with c4:
         W = A.weights.numpy()
         sums, fully = A.weight_sums.numpy(), A.fully_masked.numpy()
@@ -447,11 +461,11 @@ def _pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode) -> None:
         st.latex(formulas.SOFTMAX[conv])
         shape_badge(f"softmax ({sq}) → ({sq})")
         st.caption(t("pg.weights.click"))
-        fig = heatmap(W, x_labels=xl, y_labels=yl, x_title=xt, y_title=yt, decimals=dec, sequential=True,
-                      side_text=notes if conv == "row" else None, clickable=True, **kw)
+        spec = heatmap(W, x_labels=xl, y_labels=yl, x_title=xt, y_title=yt, decimals=dec, sequential=True,
+                       side_text=notes if conv == "row" else None, clickable=True, **kw)
         if conv == "column":
             st.caption(t("pg.column_sums") + "  " + ",  ".join(notes))
-        show_figure(fig, key=WEIGHTS_CHART, clickable=True)
+        show_heatmap(spec, key=WEIGHTS_CHART, click_queue=CLICKS)
         if fully.any():
             names = ", ".join(md(q_labels[i]) for i in np.flatnonzero(fully))
             st.warning(t("pg.fully_masked", names=names))
@@ -463,9 +477,9 @@ def _pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode) -> None:
         if conv == "row":
             fig = panel(t("step.output"), formulas.OUTPUT[conv], out_shape, O, x=vl, xt=t("axis.dim"))
         else:
-            fig = panel(t("step.output"), formulas.OUTPUT[conv], out_shape, O, y=vl, yt=t("axis.dim"), x=q_labels,
-                        xt=t("axis.query"))
-        show_figure(fig, key="pg.fig.output")
+            fig = panel(t("step.output"), formulas.OUTPUT[conv], out_shape, O, y=vl, yt=t("axis.dim"),
+                        x=_short(q_labels), xt=t("axis.query"))
+        show_heatmap(fig, key="pg.fig.output")
         st.caption(t("pg.output.note"))
 
 
@@ -487,10 +501,7 @@ def _inspector(trace, tq, tk, conv, dec) -> None:
     i1, i2 = st.columns(2)
     with i1:
         st.markdown(f"**{t('pg.inspector.alpha', q=md(q_labels[j]))}**")
-        fig = go.Figure(go.Bar(x=[_plabel(s) for s in k_labels], y=np.round(alpha, dec).tolist(),
-                               text=[f"{a:.{dec}f}" for a in alpha], textposition="outside", marker_color="#2563eb"))
-        fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 20, "b": 10}, yaxis={"range": [0, 1.1]})
-        st.plotly_chart(fig, key="pg.fig.alpha", config={"displayModeBar": False})
+        show_bars(weight_bars(k_labels, alpha, dec), key="pg.fig.alpha")
         top = int(A.top_keys[j])
         if top >= 0:
             st.caption(t("pg.inspector.top", q=md(q_labels[j]), k=md(k_labels[top]), a=f"{alpha[top]:.{dec}f}"))
@@ -498,23 +509,8 @@ def _inspector(trace, tq, tk, conv, dec) -> None:
             st.caption(t("pg.fully_masked_short"))
     with i2:
         st.markdown(f"**{t('pg.inspector.output', q=md(q_labels[j]))}**")
-        dims = dim_labels(contrib.shape[1], "v")
-        fig = go.Figure()
-        for i in range(contrib.shape[0]):
-            fig.add_trace(go.Bar(name=_plabel(k_labels[i]), x=dims, y=np.round(contrib[i], dec).tolist(),
-                                 hovertemplate=f"α·v ({_plabel(k_labels[i])})" + ": %{y}<extra></extra>"))
-        fig.add_trace(go.Scatter(name=t("pg.inspector.sum"), x=dims, y=np.round(out, dec).tolist(), mode="markers+text",
-                                 text=[f"{o:.{dec}f}" for o in out], textposition="top center",
-                                 marker={"symbol": "diamond", "size": 12, "color": "black"}))
-        fig.update_layout(barmode="relative", height=300, margin={"l": 10, "r": 10, "t": 20, "b": 10},
-                          legend={"orientation": "h", "y": -0.2})
-        st.plotly_chart(fig, key="pg.fig.contrib", config={"displayModeBar": False})
-
-
-def _plabel(s: str) -> str:
-    from .text import plotly_label
-
-    return plotly_label(s)
+        show_bars(stacked_contributions(k_labels, contrib, out, dec, total_label=t("pg.inspector.sum")),
+                  key="pg.fig.contrib")
 
 
 # ---------------------------------------------------------------------------- share & export
@@ -533,7 +529,7 @@ def _share(trace, q_labels, k_labels, conv) -> None:
     st.code(f"{base}?{urlencode(query)}", language=None)
     d1, d2 = st.columns(2)
     with d1:
-        st.download_button(t("share.csv"), data=_csv(trace, q_labels, k_labels), file_name="attention-matrices.csv",
+        st.download_button(t("share.csv"), data=lambda: _csv(trace, q_labels, k_labels), file_name="attention-matrices.csv",
                            mime="text/csv", key="pg.dl.csv")
     with d2:
         st.download_button(t("share.json"), data=scenario.to_json(values, matrices, settings.settings_query()),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,13 +11,48 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from .i18n import t
-from .text import indexed_labels, plotly_label
+from .text import indexed_labels, short
 
 CELL_TEXT_LIMIT = 16  # cell values are printed inside cells up to this many rows/columns
 EDIT_LIMIT = 64  # matrices are editable up to this many tokens
 
-DIVERGING = "RdBu_r"
-SEQUENTIAL = "Blues"
+
+
+class PrebuiltFigure(go.Figure):
+    """A plotly figure handed over as a finished dict.
+
+    st.plotly_chart converts any figure with ``to_dict()``; plotly's own objects validate
+    and deep-copy every cell on the way, which costs far more than the attention itself
+    (0.3 s for a 64 × 64 map). The dicts built here use only documented plotly attributes.
+    """
+
+    def __init__(self, spec: dict):
+        super().__init__()
+        self._spec = spec
+
+    def to_dict(self) -> dict:  # what Streamlit serialises
+        return self._spec
+
+
+# ----------------------------------------------------------------------------- heatmaps
+_ASSETS = Path(__file__).resolve().parent.parent / "assets" / "components"
+_HEATMAP_COMPONENT = st.components.v2.component(
+    "attention_lab_heatmap",
+    js=(_ASSETS / "heatmap.js").read_text(encoding="utf-8"),
+    css=(_ASSETS / "heatmap.css").read_text(encoding="utf-8"),
+)
+TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table; beyond, a plotly image
+
+# colour stops (display only): sequential for weights and masks, diverging for signed values
+_SEQ = ((0.0, (247, 251, 255)), (0.5, (107, 174, 214)), (1.0, (8, 48, 107)))
+_DIV = ((0.0, (33, 102, 172)), (0.5, (247, 247, 247)), (1.0, (178, 24, 43)))
+_MASKED_BG = "#e2e8f0"
+
+
+def _rgb(t: np.ndarray, stops) -> np.ndarray:
+    """Colour of each value t ∈ [0, 1] by linear interpolation between the stops: (..., 3) ints."""
+    xs = [p for p, _ in stops]
+    return np.stack([np.interp(np.clip(t, 0, 1), xs, [c[ch] for _, c in stops]) for ch in range(3)], axis=-1).round()
 
 
 def heatmap(
@@ -30,114 +66,122 @@ def heatmap(
     neg_inf: np.ndarray | None = None,
     sequential: bool = False,
     side_text: Sequence[str] | None = None,
+    side_title: str = "",
     clickable: bool = False,
     highlight: tuple[int, int] | None = None,
     highlight_row: int | None = None,
     highlight_col: int | None = None,
-    height: int | None = None,
-) -> go.Figure:
-    """A labelled heatmap of ``z`` (rows = y, columns = x).
+) -> dict:
+    """The display spec of a labelled heatmap of ``z`` (rows = y, columns = x).
 
-    neg_inf marks cells shown as −∞ (masked logits). side_text adds one note right of each
-    row (e.g. row sums). clickable overlays nearly transparent markers so a click on a cell
-    comes back to Python as a selected point (Streamlit forwards scatter selections only).
+    Values are rounded to ``decimals`` for display; neg_inf marks cells shown as −∞ (masked
+    logits); side_text adds a note right of each row (e.g. row sums); clickable cells report
+    (row, column) clicks. Render it with :func:`show_heatmap`.
     """
     z = np.asarray(z, dtype=float)
     n_rows, n_cols = z.shape
     shown = np.round(z, decimals)
-    if neg_inf is not None:
-        shown = np.where(neg_inf, np.nan, shown)
-    finite = shown[np.isfinite(shown)]
+    ninf = np.zeros(z.shape, dtype=bool) if neg_inf is None else np.asarray(neg_inf, dtype=bool)
+    finite = shown[~ninf & np.isfinite(shown)]
     if sequential:
-        zmin, zmax, scale = 0.0, max(1e-12, float(finite.max()) if finite.size else 1.0), SEQUENTIAL
+        lo, hi, stops = 0.0, max(1e-12, float(finite.max()) if finite.size else 1.0), _SEQ
     else:
-        lim = float(np.abs(finite).max()) if finite.size else 1.0
-        zmin, zmax, scale = -max(lim, 1e-12), max(lim, 1e-12), DIVERGING
+        lim = max(float(np.abs(finite).max()) if finite.size else 1.0, 1e-12)
+        lo, hi, stops = -lim, lim, _DIV
+    table = max(n_rows, n_cols) <= TABLE_LIMIT
+    text = bg = fg = None
+    if table:  # the per-cell strings only the HTML table needs
+        fmt = f"{{:.{decimals}f}}".format
+        rgb = _rgb((np.nan_to_num(shown) - lo) / (hi - lo), stops).astype(int)
+        dark = rgb @ np.array([0.299, 0.587, 0.114]) < 140
+        flat_t = ["−∞" if m else fmt(v) for v, m in zip(shown.ravel().tolist(), ninf.ravel().tolist(), strict=True)]
+        flat_b = [_MASKED_BG if m else f"rgb({r},{g},{b_})"
+                  for (r, g, b_), m in zip(rgb.reshape(-1, 3).tolist(), ninf.ravel().tolist(), strict=True)]
+        flat_f = ["#475569" if m else ("#ffffff" if d else "#0f172a")
+                  for d, m in zip(dark.ravel().tolist(), ninf.ravel().tolist(), strict=True)]
+        text = [flat_t[i * n_cols:(i + 1) * n_cols] for i in range(n_rows)]
+        bg = [flat_b[i * n_cols:(i + 1) * n_cols] for i in range(n_rows)]
+        fg = [flat_f[i * n_cols:(i + 1) * n_cols] for i in range(n_rows)]
+    z_shown = np.where(ninf, np.nan, shown)
+    return {
+        "z": [[None if v != v else v for v in row] for row in z_shown.tolist()],  # NaN (−∞ cells) → null
+        "text": text, "bg": bg, "fg": fg, "xs": [str(x) for x in x_labels], "ys": [str(y) for y in y_labels],
+        "x_title": x_title, "y_title": y_title, "side": None if side_text is None else list(side_text),
+        "side_title": side_title, "clickable": bool(clickable),
+        "show_text": n_rows <= CELL_TEXT_LIMIT and n_cols <= CELL_TEXT_LIMIT,
+        "vertical": n_cols > 6 or max((len(str(x)) for x in x_labels), default=0) > 8,
+        "highlight_row": highlight_row, "highlight_col": highlight_col,
+        "mark": None if highlight is None else list(highlight),
+        "sequential": sequential, "lo": lo, "hi": hi,
+    }
+
+
+def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> None:
+    """Mount a heatmap spec: an HTML table for up to TABLE_LIMIT rows/columns, a plotly image
+    with hover values beyond. A click on a cell appends ``(key, (row, col))`` to the list
+    ``st.session_state[click_queue]``, which the page drains at the start of the next run."""
+    n_rows, n_cols = len(spec["ys"]), len(spec["xs"])
+    if max(n_rows, n_cols) <= TABLE_LIMIT:
+        def clicked() -> None:
+            state = st.session_state.get(key) or {}
+            cell = state.get("cell") if hasattr(state, "get") else None
+            if click_queue and isinstance(cell, (list, tuple)) and len(cell) == 2:
+                st.session_state.setdefault(click_queue, []).append((key, (int(cell[0]), int(cell[1]))))
+
+        _HEATMAP_COMPONENT(data=spec, key=key, on_cell_change=clicked)
+        return
+    layout = {
+        "height": int(min(720, max(260, 4 * n_rows + 120))), "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+        "xaxis": {"title": {"text": spec["x_title"]}, "side": "top", "showticklabels": False},
+        "yaxis": {"title": {"text": spec["y_title"]}, "autorange": "reversed", "showticklabels": False},
+    }
+    trace = {"type": "heatmap", "z": spec["z"], "zmin": spec["lo"], "zmax": spec["hi"], "showscale": False,
+             "colorscale": [[t, f"rgb{c}"] for t, c in (_SEQ if spec["sequential"] else _DIV)],
+             "hovertemplate": f"{spec['y_title']} %{{y}}<br>{spec['x_title']} %{{x}}<br>%{{z}}<extra></extra>"}
+    st.plotly_chart(PrebuiltFigure({"data": [trace], "layout": layout}), key=key, config={"displayModeBar": False})
+
+
+_BARS_COMPONENT = st.components.v2.component(
+    "attention_lab_bars",
+    js=(_ASSETS / "bars.js").read_text(encoding="utf-8"),
+    css=(_ASSETS / "bars.css").read_text(encoding="utf-8"),
+)
+_PALETTE = ("#2563eb", "#f97316", "#16a34a", "#dc2626", "#9333ea", "#0891b2", "#ca8a04", "#db2777",
+            "#4b5563", "#65a30d", "#7c3aed", "#0d9488")
+
+
+def weight_bars(labels: Sequence[str], alpha: np.ndarray, decimals: int) -> dict:
+    """Bars of one query's weights over the keys (0 … 1)."""
+    vals = np.round(np.asarray(alpha, dtype=float), decimals).tolist()
     fmt = f"{{:.{decimals}f}}"
-    text = [["−∞" if (neg_inf is not None and neg_inf[i, j]) else fmt.format(shown[i, j]) for j in range(n_cols)]
-            for i in range(n_rows)]
-    xs = [plotly_label(s) for s in x_labels]
-    ys = [plotly_label(s) for s in y_labels]
-    show_text = n_rows <= CELL_TEXT_LIMIT and n_cols <= CELL_TEXT_LIMIT
-    labelled = max(n_rows, n_cols) <= 64  # per-cell hover labels cost payload; large maps hover by index
-    if labelled:
-        custom = [[[ys[i], xs[j], text[i][j]] for j in range(n_cols)] for i in range(n_rows)]
-        hover = f"{y_title}: %{{customdata[0]}}<br>{x_title}: %{{customdata[1]}}<br>%{{customdata[2]}}<extra></extra>"
-    else:
-        custom = None
-        hover = f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>%{{z}}<extra></extra>"
-    fig = go.Figure(
-        go.Heatmap(
-            z=shown.tolist(), x=list(range(n_cols)), y=list(range(n_rows)),
-            text=text if show_text else None, texttemplate="%{text}" if show_text else None, textfont={"size": 13},
-            colorscale=scale, zmin=zmin, zmax=zmax, showscale=False, xgap=1, ygap=1,
-            customdata=None if clickable else custom, hovertemplate=hover,
-            hoverinfo="skip" if clickable else None,
-        )
-    )
-    if clickable:
-        # Streamlit forwards scatter selections, not heatmap clicks: one invisible marker per cell
-        # carries the click (and the hover label, since it sits on top)
-        ii, jj = np.meshgrid(np.arange(n_rows), np.arange(n_cols), indexing="ij")
-        fig.add_trace(go.Scatter(
-            x=jj.ravel().tolist(), y=ii.ravel().tolist(), mode="markers",
-            marker={"symbol": "square", "size": 28 if max(n_rows, n_cols) <= 16 else 8, "opacity": 0.01,
-                    "color": "black"},
-            customdata=None if custom is None else [c for row in custom for c in row],
-            hovertemplate=hover if labelled else f"{y_title} %{{y}}<br>{x_title} %{{x}}<extra></extra>",
-            showlegend=False,
-        ))
-    shapes = []
-    if highlight_row is not None:
-        shapes.append(dict(type="rect", x0=-0.5, x1=n_cols - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
-                           line={"color": "#f59e0b", "width": 3}))
-    if highlight_col is not None:
-        shapes.append(dict(type="rect", y0=-0.5, y1=n_rows - 0.5, x0=highlight_col - 0.5, x1=highlight_col + 0.5,
-                           line={"color": "#f59e0b", "width": 3}))
-    if highlight is not None:
-        i, j = highlight
-        shapes.append(dict(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
-                           line={"color": "#dc2626", "width": 4}))
-    annotations = []
-    if side_text is not None:
-        for i, s in enumerate(side_text):
-            annotations.append(dict(x=n_cols - 0.5, y=i, xref="x", yref="y", text=s, showarrow=False,
-                                    xanchor="left", xshift=6, font={"size": 12, "color": "#475569"}))
-    dense = max(n_rows, n_cols) > 40
-    fig.update_layout(
-        shapes=shapes, annotations=annotations,
-        margin={"l": 10, "r": 70 if side_text is not None else 10, "t": 10, "b": 10},
-        height=height or int(min(720, max(220, 34 * n_rows + 90))),
-        xaxis={"tickmode": "array", "tickvals": list(range(n_cols)), "ticktext": xs, "side": "top",
-               "title": {"text": x_title}, "showticklabels": not dense, "fixedrange": True},
-        yaxis={"tickmode": "array", "tickvals": list(range(n_rows)), "ticktext": ys, "autorange": "reversed",
-               "title": {"text": y_title}, "showticklabels": not dense, "fixedrange": True},
-        dragmode=False, clickmode="event+select",
-    )
-    return fig
+    rows = [{"label": short(lab), "segments": [{"value": v, "color": "#2563eb", "name": "", "text": fmt.format(v)}],
+             "total": None, "value_text": fmt.format(v)} for lab, v in zip(labels, vals, strict=True)]
+    return {"rows": rows, "lo": 0.0, "hi": 1.0, "legend": []}
 
 
-def show_figure(fig: go.Figure, *, key: str | None = None, clickable: bool = False):
-    """Render a figure; with ``clickable`` return the selection event (a dict) or None."""
-    config = {"displayModeBar": False}
-    if clickable:
-        return st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points", config=config)
-    st.plotly_chart(fig, key=key, config=config)
-    return None
+def stacked_contributions(labels: Sequence[str], contrib: np.ndarray, total: np.ndarray, decimals: int,
+                          *, total_label: str) -> dict:
+    """One bar per output dimension: the pieces α_i·v_i (one colour per key) stacked from 0, and
+    the black mark of their sum (the output value)."""
+    contrib = np.round(np.asarray(contrib, dtype=float), decimals)  # (n_k, d_v)
+    tot = np.round(np.asarray(total, dtype=float), decimals)
+    fmt = f"{{:.{decimals}f}}"
+    colours = [_PALETTE[i % len(_PALETTE)] for i in range(contrib.shape[0])]
+    rows = []
+    for d in range(contrib.shape[1]):
+        segs = [{"value": float(contrib[i, d]), "color": colours[i], "name": short(labels[i]),
+                 "text": fmt.format(contrib[i, d])} for i in range(contrib.shape[0])]
+        rows.append({"label": f"v{d}", "segments": segs, "total": float(tot[d]), "value_text": fmt.format(tot[d])})
+    pos = np.clip(contrib, 0, None).sum(axis=0)
+    neg = np.clip(contrib, None, 0).sum(axis=0)
+    legend = [{"name": short(labels[i]), "color": colours[i]} for i in range(min(contrib.shape[0], CELL_TEXT_LIMIT))]
+    legend.append({"name": total_label, "color": "#0f172a"})
+    return {"rows": rows, "lo": float(min(0.0, neg.min(initial=0.0))), "hi": float(max(1e-12, pos.max(initial=0.0))),
+            "legend": legend}
 
 
-def clicked_cell(event) -> tuple[int, int] | None:
-    """(row, col) of the first clicked point of a selection event, or None."""
-    try:
-        points = event["selection"]["points"]
-    except (KeyError, TypeError):
-        return None
-    for p in points or []:
-        try:
-            return int(round(float(p["y"]))), int(round(float(p["x"])))
-        except (KeyError, TypeError, ValueError):
-            continue
-    return None
+def show_bars(spec: dict, *, key: str) -> None:
+    _BARS_COMPONENT(data=spec, key=key)
 
 
 def matrix_frame(m: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str]) -> pd.DataFrame:
@@ -185,14 +229,6 @@ def matrix_editor(
         return fallback, t("err.cell_huge", row=row_labels[i], col=col_labels[j])
     st.session_state[last_key] = values
     return values, None
-
-
-def editor_edits(key: str) -> dict:
-    """The edits held by a data editor, as {row: {col: value}} (for sharing in a URL)."""
-    state = st.session_state.get(key)
-    if isinstance(state, dict):
-        return {str(r): dict(c) for r, c in (state.get("edited_rows") or {}).items()}
-    return {}
 
 
 def token_labels(tokens: Sequence[str]) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import re
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$&:])")
@@ -13,14 +12,12 @@ def md(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
-def plotly_label(text: str, limit: int = 24) -> str:
-    """Escape ``text`` for plotly (which renders a subset of HTML in labels) and shorten it."""
-    s = str(text)
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return html.escape(s, quote=True)
-
-
 def indexed_labels(tokens: list[str]) -> list[str]:
     """Unique labels for axes and table rows even when a token repeats: '0 the', '3 the'."""
     return [f"{i} {tok}" for i, tok in enumerate(tokens)]
+
+
+def short(text: str, limit: int = 14) -> str:
+    """A label shortened for a chart axis (shown as text, never as HTML)."""
+    s = str(text)
+    return s if len(s) <= limit else s[: limit - 1] + "…"

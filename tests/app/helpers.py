@@ -40,21 +40,51 @@ def no_errors(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
-def figure(at: AppTest, key: str) -> dict:
-    for el in at.get("plotly_chart"):
-        if el.proto.id.endswith(f"-{key}"):
-            return json.loads(el.proto.spec)
-    raise AssertionError(f"no chart with key {key}; have {[e.proto.id[-30:] for e in at.get('plotly_chart')]}")
+def _element(at: AppTest, key: str):
+    for kind in ("bidi_component", "plotly_chart"):
+        for el in at.get(kind):
+            if el.proto.id.endswith(f"-{key}"):
+                return kind, el
+    raise AssertionError(f"no chart with key {key}")
+
+
+def spec(at: AppTest, key: str) -> dict:
+    """The data a chart was drawn from: the heatmap/bars component's JSON, or a plotly figure."""
+    kind, el = _element(at, key)
+    return json.loads(el.proto.json if kind == "bidi_component" else el.proto.spec)
+
+
+def is_plotly(at: AppTest, key: str) -> bool:
+    return _element(at, key)[0] == "plotly_chart"
 
 
 def heat(at: AppTest, key: str) -> np.ndarray:
-    """The z values of a heatmap figure (None → NaN)."""
-    z = figure(at, key)["data"][0]["z"]
+    """The values of a heatmap as shown (rounded to the precision setting; −∞ cells → NaN)."""
+    s = spec(at, key)
+    z = s["data"][0]["z"] if "data" in s else s["z"]
     return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
 
 
 def ticks(at: AppTest, key: str, axis: str = "x") -> list[str]:
-    return figure(at, key)["layout"][f"{axis}axis"]["ticktext"]
+    """The labels along a heatmap's columns (x) or rows (y)."""
+    return spec(at, key)[f"{axis}s"]
+
+
+def click(at: AppTest, key: str, row: int, col: int) -> AppTest:
+    """A click on a heatmap cell as the page receives it (the browser tests click for real)."""
+    at.session_state["pg.clicks"] = [(key, (row, col))]
+    return at.run()
+
+
+def bars(at: AppTest, key: str) -> np.ndarray:
+    """Bar segments as (segments, rows): for the α bars one row per key; for the stacked
+    contributions one column per output dimension and one row per key."""
+    rows = spec(at, key)["rows"]
+    return np.array([[seg["value"] for seg in r["segments"]] for r in rows], dtype=float).T
+
+
+def bar_totals(at: AppTest, key: str) -> np.ndarray:
+    return np.array([r["total"] for r in spec(at, key)["rows"]], dtype=float)
 
 
 def editor(at: AppTest, name: str):

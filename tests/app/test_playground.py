@@ -9,7 +9,7 @@ import torch
 import core
 from core import masks, tokens
 
-from .helpers import close, decode, edit, figure, heat, no_errors, page, texts, ticks
+from .helpers import bar_totals, bars, click, close, edit, heat, no_errors, page, spec, texts, ticks
 
 C18_X = tokens.c18_embedding().numpy()
 
@@ -29,8 +29,7 @@ def test_defaults_show_the_c18_example_computed_by_core():
     close(heat(at, "pg.fig.output"), ref.output)
     assert ticks(at, "pg.chart.weights", "x") == ["0 나는", "1 오늘", "2 사과를", "3 먹었다"]
     # row sums beside the weights
-    notes = [a["text"] for a in figure(at, "pg.chart.weights")["layout"]["annotations"]]
-    assert notes == ["Σ 1.000000"] * 4
+    assert spec(at, "pg.chart.weights")["side"] == ["Σ 1.000000"] * 4
     assert "Q (4×3) · Kᵀ (3×4) → (4×4)" in "\n".join(str(m.value) for m in at.markdown)
 
 
@@ -78,7 +77,7 @@ def test_precision_setting_rounds_the_display():
     at = page(precision=2)
     z = heat(at, "pg.chart.weights")
     close(z, np.round(c18_trace().weights.double().numpy(), 2), tol=1e-9)
-    assert figure(at, "pg.chart.weights")["data"][0]["text"][0][0] == "0.32"
+    assert spec(at, "pg.chart.weights")["text"][0][0] == "0.32"
 
 
 # ---------------------------------------------------------------- embeddings
@@ -226,8 +225,9 @@ def test_causal_mask_zeroes_the_upper_triangle_and_shows_minus_infinity():
     W = heat(at, "pg.chart.weights")
     close(W, ref.weights)
     assert np.all(W[np.triu_indices(4, 1)] == 0)
-    logits_fig = figure(at, "pg.fig.masked")["data"][0]
-    assert logits_fig["text"][0][1] == "−∞" and logits_fig["text"][1][0] != "−∞"
+    logits = spec(at, "pg.fig.masked")
+    assert logits["text"][0][1] == "−∞" and logits["text"][1][0] != "−∞"
+    assert np.isnan(heat(at, "pg.fig.masked")[0, 1])
 
 
 def test_padding_mask():
@@ -242,9 +242,7 @@ def test_padding_mask():
 def test_clicking_mask_cells_toggles_them_and_masks_combine():
     at = page()
     at.checkbox(key="pg.causal").check().run()
-    at.session_state["pg.chart.mask"] = {"selection": {"points": [{"x": 0, "y": 3}], "point_indices": [12],
-                                                       "box": [], "lasso": []}}
-    at.run()
+    click(at, "pg.chart.mask", 3, 0)
     no_errors(at)
     m = masks.causal(4).clone()
     m[3, 0] = False
@@ -260,7 +258,7 @@ def test_fully_masked_row_is_explained_not_hidden():
     W = heat(at, "pg.chart.weights")
     assert np.all(W[0] == 0) and np.all(heat(at, "pg.fig.output")[0] == 0)
     assert any("0 나는" in w.value and "weights 0" in w.value for w in at.warning)
-    notes = [a["text"] for a in figure(at, "pg.chart.weights")["layout"]["annotations"]]
+    notes = spec(at, "pg.chart.weights")["side"]
     assert notes[0] == "all masked" and notes[1] == "Σ 1.000000"
 
 
@@ -284,23 +282,18 @@ def test_inspector_follows_the_selected_query():
     at = page()
     at.selectbox(key="pg.w.query").set_value("3 먹었다").run()
     ref = c18_trace()
-    bars = figure(at, "pg.fig.alpha")["data"][0]["y"]
-    close(bars, ref.weights[3])
-    contrib = figure(at, "pg.fig.contrib")["data"]
-    stacked = np.array([decode(tr["y"]) for tr in contrib[:-1]])
-    close(stacked, ref.contributions(3))
-    close(contrib[-1]["y"], ref.output[3])
+    close(bars(at, "pg.fig.alpha")[0], ref.weights[3])
+    close(bars(at, "pg.fig.contrib"), ref.contributions(3))  # (n_k, d_v): one segment per key and dimension
+    close(bar_totals(at, "pg.fig.contrib"), ref.output[3])
 
 
 def test_clicking_a_weights_cell_selects_its_query():
     at = page()
-    at.session_state["pg.chart.weights"] = {"selection": {"points": [{"x": 1, "y": 2}], "point_indices": [9],
-                                                          "box": [], "lasso": []}}
-    at.run()
+    click(at, "pg.chart.weights", 2, 1)
     no_errors(at)
     assert at.selectbox(key="pg.w.query").value == "2 사과를"
-    close(figure(at, "pg.fig.alpha")["data"][0]["y"], c18_trace().weights[2])
-    assert figure(at, "pg.chart.weights")["layout"]["shapes"][0]["y0"] == 1.5
+    close(bars(at, "pg.fig.alpha")[0], c18_trace().weights[2])
+    assert spec(at, "pg.chart.weights")["highlight_row"] == 2
 
 
 # ---------------------------------------------------------------- language

@@ -13,19 +13,21 @@ from core import masks, tokens
 
 from .conftest import ARTIFACTS, wait_idle
 
-Z = ("(key) => { const el = document.querySelector('.st-key-' + key + ' .js-plotly-plot');"
-     " return el && el.data ? el.data[0].z : null; }")
+# the heatmap component keeps the values it shows on its root element (inside a shadow root)
+FIND_Z = ("const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
+          " const root = host && host.shadowRoot && host.shadowRoot.querySelector('.alhm');"
+          " const z = root && root.dataset.z ? JSON.parse(root.dataset.z) : null;")
+Z = "(key) => { " + FIND_Z + " return z; }"
 
 
 def z(page, key: str) -> np.ndarray:
-    return np.array(page.evaluate(Z, key), dtype=float)
+    return np.array([[np.nan if v is None else v for v in row] for row in page.evaluate(Z, key)], dtype=float)
 
 
 def wait_z(page, key: str, predicate: str, timeout: int = 30_000) -> np.ndarray:
     """Wait until the heatmap's z satisfies a JS predicate on `z`, then return it."""
     page.wait_for_function(
-        "([key, body]) => { const el = document.querySelector('.st-key-' + key + ' .js-plotly-plot');"
-        " if (!el || !el.data) return false; const z = el.data[0].z; return (" + "new Function('z', 'return ' + body))(z); }",
+        "([key, body]) => { " + FIND_Z + " if (!z) return false; return (new Function('z', 'return ' + body))(z); }",
         arg=[key, predicate], timeout=timeout)
     return z(page, key)
 
@@ -63,18 +65,11 @@ def test_type_tokens_then_causal_mask_turns_upper_triangle_to_zero(server_url, n
 def test_clicking_a_weights_cell_moves_the_inspector(server_url, new_page):
     page = new_page(f"{server_url}/Playground")
     wait_z(page, "pg-chart-weights", "z.length === 4")
-    chart = page.locator(".st-key-pg-chart-weights .js-plotly-plot")
-    chart.scroll_into_view_if_needed()
-    # the centre of cell (query 2, key 1) in page coordinates, from plotly's own axes
-    xy = page.evaluate("""() => {
-        const el = document.querySelector('.st-key-pg-chart-weights .js-plotly-plot');
-        const fl = el._fullLayout, r = el.getBoundingClientRect();
-        return [r.left + fl.xaxis._offset + fl.xaxis.l2p(1), r.top + fl.yaxis._offset + fl.yaxis.l2p(2)];
-    }""")
-    page.mouse.click(xy[0], xy[1])
+    page.locator('.st-key-pg-chart-weights td[data-i="2"][data-j="1"]').click()
     expect(page.locator(".st-key-pg-w-query input")).to_have_value("2 사과를", timeout=30_000)
     wait_idle(page)
-    alpha = page.evaluate("() => Array.from(document.querySelector('.st-key-pg-fig-alpha .js-plotly-plot').data[0].y)")
+    expect(page.locator(".st-key-pg-chart-weights tr.hl th.row")).to_have_text("2 사과를")
+    alpha = [float(v) for v in page.locator(".st-key-pg-fig-alpha .albars .value").all_text_contents()]
     X = tokens.c18_embedding()
     np.testing.assert_allclose(alpha, core.attention(X, X, X).weights[2], atol=6e-4)
     shot(page, "playground-inspector")
@@ -133,7 +128,7 @@ def test_html_token_is_shown_as_text_and_never_runs(server_url, new_page):
     page.wait_for_timeout(500)
     assert page.dialogs == []
     assert page.locator("img[src=x]").count() == 0
-    ticks = page.eval_on_selector_all(".st-key-pg-chart-weights .xtick text", "els => els.map(e => e.textContent)")
+    ticks = page.locator(".st-key-pg-chart-weights th.col").all_text_contents()
     assert ticks[0] == "0 <img" and ticks[3].startswith("3 <script>"), ticks
     shot(page, "playground-html-token")
 
@@ -156,4 +151,6 @@ def test_malformed_scenario_upload_shows_a_message(server_url, new_page, tmp_pat
 def test_korean_locale_defaults_to_korean(server_url, new_page):
     page = new_page(f"{server_url}/Playground", locale="ko-KR")
     expect(page.locator("h1")).to_contain_text("어텐션 놀이터", timeout=30_000)
+    wait_z(page, "pg-chart-weights", "z.length === 4")
+    expect(page.get_by_text("4 · 소프트맥스 가중치 α")).to_be_visible()
     shot(page, "playground-korean")

@@ -1,0 +1,151 @@
+"""Playground benchmarks: ``python -m bench.playground`` (prints Markdown for BENCHMARKS.md).
+
+1. Server-side rerun: AppTest runs the real page script after a token change, at n = 8, 64,
+   256 tokens (random embeddings, projections, causal mask), median of repeats; the same
+   measurement of a bare one-widget page in the same run gives the framework's floor.
+2. Browser round trip: a real `streamlit run` server and headless Chromium; the time from
+   pressing Enter in the token box to the weights heatmap holding the new shape, at n = 8
+   and 64, next to the bare page's Enter → updated text.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
+def sentence(n: int, salt: int) -> str:
+    return " ".join(f"w{salt}_{i}" for i in range(n))
+
+
+def server_rerun_ms(n: int, repeats: int = 7) -> float:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/1_Playground.py").run()
+    at.radio(key="pg.embedding").set_value("random").run()
+    at.radio(key="pg.qkv").set_value("projection").run()
+    at.checkbox(key="pg.causal").check().run()
+    times = []
+    for r in range(repeats + 1):
+        at.text_input(key="pg.tokens").input(sentence(n, r))
+        t0 = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - t0)
+        assert not at.exception, at.exception
+    return statistics.median(times[1:]) * 1e3
+
+
+def bare_rerun_ms(repeats: int = 7) -> float:
+    at = AppTest.from_file(str(ROOT / "bench" / "bare_app.py"), default_timeout=60).run()
+    times = []
+    for r in range(repeats + 1):
+        at.text_input(key="text").input(sentence(8, r))
+        t0 = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[1:]) * 1e3
+
+
+def _serve(script: str):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
+                             "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--browser.gatherUsageStats", "false"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
+                return proc, url
+        except OSError:
+            time.sleep(0.3)
+    proc.terminate()
+    raise RuntimeError(f"server for {script} did not start")
+
+
+# true once the weights and the output heatmaps both show M rows (values live on the component root)
+_Z_LEN = ("['pg-chart-weights', 'pg-fig-output'].every(key => {"
+          " const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
+          " const root = host && host.shadowRoot && host.shadowRoot.querySelector('.alhm');"
+          " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; })")
+
+
+def browser_ms(repeats: int = 5) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    exe = os.environ.get("CHROMIUM") or shutil.which("chromium")
+    app, app_url = _serve("app.py")
+    bare, bare_url = _serve("bench/bare_app.py")
+    out = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=exe, args=ARGS)
+            page = browser.new_page(viewport={"width": 1500, "height": 2400})
+            # bare page: Enter → text updated
+            page.goto(bare_url)
+            page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+            box = page.locator("input[aria-label='text']")
+            times = []
+            for r in range(repeats + 1):
+                n = 8 + r
+                box.fill(sentence(n, r))
+                t0 = time.perf_counter()
+                box.press("Enter")
+                page.wait_for_function(f"() => document.body.innerText.includes('echo: {n} words')")
+                times.append(time.perf_counter() - t0)
+            out["bare"] = statistics.median(times[1:]) * 1e3
+            for n in (8, 64):
+                page.goto(f"{app_url}/Playground?emb=random&qkv=projection&causal=1&tok=a+b+c")
+                page.wait_for_function("(M) => " + _Z_LEN, arg=3, timeout=60_000)  # the default example
+                box = page.locator(".st-key-pg-tokens input")
+                times = []
+                for r in range(repeats + 1):
+                    m = n - (r % 2)  # alternate n and n−1 so every change is visible in the shape
+                    box.fill(sentence(m, r))
+                    t0 = time.perf_counter()
+                    box.press("Enter")
+                    page.wait_for_function("(M) => " + _Z_LEN, arg=m, timeout=60_000)
+                    times.append(time.perf_counter() - t0)
+                out[n] = statistics.median(times[1:]) * 1e3
+            browser.close()
+    finally:
+        app.terminate()
+        bare.terminate()
+    return out
+
+
+def main() -> None:
+    print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
+    bare = bare_rerun_ms()
+    print("\n| server-side rerun (AppTest, token change) | median | × bare page |\n|---|---|---|")
+    print(f"| bare one-widget page | {bare:.0f} ms | 1.0× |")
+    for n in (8, 64, 256):
+        ms = server_rerun_ms(n, repeats=5 if n < 256 else 3)
+        print(f"| playground, n = {n} | {ms:.0f} ms | {ms / bare:.1f}× |")
+    if shutil.which("chromium") or os.environ.get("CHROMIUM"):
+        b = browser_ms()
+        print("\n| browser round trip (Enter → updated chart) | median | × bare page |\n|---|---|---|")
+        print(f"| bare one-widget page | {b['bare']:.0f} ms | 1.0× |")
+        for n in (8, 64):
+            print(f"| playground, n = {n} | {b[n]:.0f} ms | {b[n] / b['bare']:.2f}× |")
+    else:
+        print("\n(no Chromium: browser round trip not measured)")
+
+
+if __name__ == "__main__":
+    main()
