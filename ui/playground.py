@@ -266,7 +266,11 @@ def render() -> None:
         X_kv = X_q
         if cross:
             X_kv = _editable("X_src", X_all[n_q:], k_labels, dcols, t("pg.edit_x_src"), problems, dec, interactive)
-        shape_badge(f"X {n_q}×{d_model}" + (f",  X_src {n_k}×{d_model}" if cross else ""))
+        if conv == "row":
+            shape_badge(f"X {n_q}×{d_model}" + (f",  X_src {n_k}×{d_model}" if cross else ""))
+        else:
+            shape_badge(f"X {d_model}×{n_q}" + (f",  X_src {d_model}×{n_k}" if cross else ""))
+            st.caption(t("pg.editors_rows"))
 
     # -- Q, K, V
     with tabs[1]:
@@ -292,9 +296,14 @@ def render() -> None:
             with w3:
                 Wv = _editable("W_v", compute.projection(d_model, d_v, seed, "W_v"), dcols, dim_labels(d_v, "v"),
                                "W_V", problems, dec, True)
-            shape_badge(f"Q = X·W_Q: ({n_q}×{d_model})·({d_model}×{d_k}) → ({n_q}×{d_k})")
-            shape_badge(f"K = X·W_K: ({n_k}×{d_model})·({d_model}×{d_k}) → ({n_k}×{d_k})")
-            shape_badge(f"V = X·W_V: ({n_k}×{d_model})·({d_model}×{d_v}) → ({n_k}×{d_v})")
+            if conv == "row":
+                shape_badge(f"Q = X·W_Q: ({n_q}×{d_model})·({d_model}×{d_k}) → ({n_q}×{d_k})")
+                shape_badge(f"K = X·W_K: ({n_k}×{d_model})·({d_model}×{d_k}) → ({n_k}×{d_k})")
+                shape_badge(f"V = X·W_V: ({n_k}×{d_model})·({d_model}×{d_v}) → ({n_k}×{d_v})")
+            else:  # W^Q = W_Qᵀ acts on columns
+                shape_badge(f"Q = W^Q·X: ({d_k}×{d_model})·({d_model}×{n_q}) → ({d_k}×{n_q})")
+                shape_badge(f"K = W^K·X: ({d_k}×{d_model})·({d_model}×{n_k}) → ({d_k}×{n_k})")
+                shape_badge(f"V = W^V·X: ({d_v}×{d_model})·({d_model}×{n_k}) → ({d_v}×{n_k})")
         elif qkv == "direct":
             d_k = d_v = d_model
             st.caption(t("pg.qkv.direct.help"))
@@ -304,7 +313,8 @@ def render() -> None:
         else:
             d_k = d_v = d_model
             st.markdown(t("pg.qkv.identity.help"))
-        shape_badge(f"Q {n_q}×{d_k},  K {n_k}×{d_k},  V {n_k}×{d_v}")
+        shape_badge(f"Q {n_q}×{d_k},  K {n_k}×{d_k},  V {n_k}×{d_v}" if conv == "row"
+                    else f"Q {d_k}×{n_q},  K {d_k}×{n_k},  V {d_v}×{n_k}")
 
     # -- score function
     with tabs[2]:

@@ -304,3 +304,15 @@ def test_korean_language_everywhere_on_the_page():
     assert at.title[0].value.endswith("어텐션 놀이터")
     assert at.text_input(key="pg.tokens").label.startswith("토큰")
     assert at.session_state["settings.lang"] == "ko"
+
+
+def test_column_notation_shapes_are_written_the_other_way_round():
+    at = page()
+    at.radio(key="pg.qkv").set_value("projection").run()
+    at.slider(key="pg.d_k").set_value(2).run()
+    at.radio(key="pg.convention").set_value("column").run()
+    no_errors(at)
+    shapes = "\n".join(str(m.value) for m in at.markdown)
+    assert "Q = W^Q·X: (2×3)·(3×4) → (2×4)" in shapes
+    assert "Kᵀ (4×2) · Q (2×4) → (4×4)" in shapes
+    assert "V (3×4) · α (4×4) → (3×4)" in shapes
