@@ -128,6 +128,9 @@ def page_setup(page_id: str) -> None:
     st.set_page_config(page_title=f"{t(f'page.{page_id}.title')} · Attention Lab", page_icon=info.icon,
                        layout="wide", initial_sidebar_state="expanded")
     refused = init_settings()
+    from . import shared  # the scenario every page shares survives page switches
+
+    shared.persist()
     inject_css()
     sidebar()
     for k, v in settings_query().items():

@@ -81,3 +81,22 @@ def test_korean_default_from_browser_locale_is_not_forced_in_apptest():
     del at.session_state["settings.lang"]
     at.run()
     assert at.session_state["settings.lang"] == "en"
+
+
+def test_the_playground_scenario_and_edits_survive_a_page_switch():
+    import core
+    from core import masks, tokens
+
+    from .helpers import close, edit, heat
+
+    at = page()
+    at.checkbox(key="pg.causal").check().run()
+    edit(at, "X", {0: {"d2": 3.0}})
+    at.switch_page("app.py").run()
+    no_errors(at)
+    at.switch_page(PLAYGROUND).run()
+    no_errors(at)
+    assert at.checkbox(key="pg.causal").value is True
+    X = tokens.c18_embedding().numpy()
+    X[0, 2] = 3.0
+    close(heat(at, "pg.chart.weights"), core.attention(X, X, X, mask=masks.causal(4)).weights)
