@@ -9,8 +9,17 @@ Inputs may be tensors, numpy arrays or nested lists; results are tensors on the 
 device. Every function returns a frozen dataclass trace of its intermediates.
 """
 
-from . import lab, masks, positional, tokens
-from .attention import CONVENTIONS, SCORE_FUNCTIONS, AttentionTrace, attention, default_scale, masked_softmax
+from . import experiments, lab, masks, pitfalls, positional, tokens
+from .attention import (
+    CONVENTIONS,
+    SCORE_FUNCTIONS,
+    AttentionTrace,
+    attention,
+    default_scale,
+    l2_normalize,
+    masked_softmax,
+    transpose_gap,
+)
 from .chunked import chunked_attention
 from .multihead import MultiHeadTrace, fuse_qkv_weights, fused_qkv, merge_heads, multi_head_attention, split_heads
 from .paper import PaperTrace, paper_attention
@@ -18,9 +27,9 @@ from .seeded import seeded_normal
 
 __all__ = [
     "AttentionTrace", "CONVENTIONS", "MultiHeadTrace", "PaperTrace", "SCORE_FUNCTIONS", "attention",
-    "chunked_attention", "default_scale", "lab", "fuse_qkv_weights", "fused_qkv", "masked_softmax", "masks",
-    "merge_heads", "multi_head_attention", "paper_attention", "positional", "seeded_normal",
-    "split_heads", "tokens",
+    "chunked_attention", "default_scale", "experiments", "fuse_qkv_weights", "fused_qkv", "l2_normalize", "lab",
+    "masked_softmax", "masks", "merge_heads", "multi_head_attention", "paper_attention", "pitfalls", "positional",
+    "seeded_normal", "split_heads", "tokens", "transpose_gap",
 ]
 
 

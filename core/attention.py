@@ -313,3 +313,26 @@ def attention(
         temperature=temp_f, convention="row", params=P,
     )
     return trace.transposed() if convention == "column" else trace
+
+
+def transpose_gap(row: AttentionTrace, column: AttentionTrace) -> dict[str, float]:
+    """max |row − columnᵀ| for every matrix of two traces of the same numbers (0 when they agree).
+
+    −∞ entries (masked logits) count as equal when both sides hold them."""
+    if row.convention != "row" or column.convention != "column":
+        raise ValueError("give a row-convention trace and a column-convention trace")
+    gaps = {}
+    for name in ("q", "k", "v", "scores", "scaled", "logits", "weights", "output"):
+        a, b = getattr(row, name), _swap(getattr(column, name))
+        if a.shape != b.shape:
+            raise ValueError(f"{name}: row {shape_str(a.shape)} vs columnᵀ {shape_str(b.shape)}")
+        both_inf = torch.isneginf(a) & torch.isneginf(b)
+        diff = torch.where(both_inf, torch.zeros_like(a), (a - b).abs())
+        gaps[name] = float(diff.max()) if diff.numel() else 0.0
+    return gaps
+
+
+def l2_normalize(x: TensorLike, *, eps: float = _COSINE_EPS) -> torch.Tensor:
+    """Each vector (last axis) divided by its length: x / ‖x‖ (a zero vector stays zero)."""
+    t = as_tensors({"x": x})["x"]
+    return t / t.norm(dim=-1, keepdim=True).clamp_min(eps)

@@ -1,0 +1,79 @@
+r"""What goes wrong: the mistakes the sources warn about (C12, C19, C34, C35), computed for real.
+
+Each function takes row-convention tensors (..., n_q, n_k) and returns what the mistaken
+computation gives, so a page can show it beside the correct one from :func:`core.attention`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ._tensor import TensorLike, as_bool_mask, as_tensor, as_tensors
+from .attention import masked_softmax
+
+
+@dataclass(frozen=True, eq=False)
+class PitfallResult:
+    """weights (..., n_q, n_k) from the mistaken recipe; their sums per query (over keys, the
+    axis that should sum to 1) and per key (over queries)."""
+
+    weights: torch.Tensor
+    sums_per_query: torch.Tensor
+    sums_per_key: torch.Tensor
+
+
+def _result(w: torch.Tensor) -> PitfallResult:
+    return PitfallResult(weights=w, sums_per_query=w.sum(dim=-1), sums_per_key=w.sum(dim=-2))
+
+
+def wrong_axis_softmax(logits: TensorLike) -> PitfallResult:
+    """C34: softmax over the **query** axis (dim=-2) instead of the keys (dim=-1).
+
+    Each key's weights over the queries then sum to 1, and a query's weights no longer do.
+    ``logits`` may hold −∞ for masked entries; a key masked for every query gets zeros.
+    """
+    L = as_tensor(logits, "logits", finite=False)
+    if torch.isnan(L).any() or torch.isposinf(L).any():
+        raise ValueError("logits must be finite or −∞")
+    allowed = ~torch.isneginf(L)
+    w, _ = masked_softmax(L, allowed, dim=-2)  # (..., n_q, n_k), wrong axis
+    return _result(w)
+
+
+def mask_after_softmax(scaled: TensorLike, mask: TensorLike) -> PitfallResult:
+    """C12/C35: softmax first, then multiply by a 0/1 mask — the rows no longer sum to 1."""
+    S = as_tensor(scaled, "scaled")
+    m = as_bool_mask(mask, device=S.device).expand(S.shape)
+    w = torch.softmax(S, dim=-1) * m.to(S.dtype)  # (..., n_q, n_k)
+    return _result(w)
+
+
+def mask_with_value(scaled: TensorLike, mask: TensorLike, value: float = -1e9) -> PitfallResult:
+    """Masking with a large negative number instead of −∞: the same weights up to rounding while
+    a query can still see something; a fully masked query gets a *uniform* row instead of zeros."""
+    S = as_tensor(scaled, "scaled")
+    m = as_bool_mask(mask, device=S.device).expand(S.shape)
+    w = torch.softmax(S.masked_fill(~m, float(value)), dim=-1)
+    return _result(w)
+
+
+def torch_sdpa(q: TensorLike, k: TensorLike, v: TensorLike, *, mask: TensorLike | None = None,
+               scale: float | None = None) -> torch.Tensor:
+    """PyTorch's own ``scaled_dot_product_attention`` on the same numbers (row convention).
+
+    For a fully masked query torch 2.13 returns zeros, as core does (older releases, and
+    ``nn.MultiheadAttention``, return NaN).
+    """
+    t = as_tensors({"Q": q, "K": k, "V": v})
+    m = None if mask is None else as_bool_mask(mask, device=t["Q"].device)
+    return F.scaled_dot_product_attention(t["Q"], t["K"], t["V"], attn_mask=m, scale=scale)
+
+
+def naive_softmax(logits: TensorLike) -> torch.Tensor:
+    """``torch.softmax`` applied straight to masked logits: a row that is all −∞ becomes NaN
+    (0 / 0), and the NaN then spreads through ``weights @ V``."""
+    L = as_tensor(logits, "logits", finite=False)
+    return torch.softmax(L, dim=-1)
