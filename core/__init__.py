@@ -18,6 +18,7 @@ from .attention import (
     default_scale,
     l2_normalize,
     masked_softmax,
+    max_abs_diff,
     transpose_gap,
 )
 from .chunked import chunked_attention
@@ -28,7 +29,7 @@ from .seeded import seeded_normal
 __all__ = [
     "AttentionTrace", "CONVENTIONS", "MultiHeadTrace", "PaperTrace", "SCORE_FUNCTIONS", "attention",
     "chunked_attention", "default_scale", "experiments", "fuse_qkv_weights", "fused_qkv", "l2_normalize", "lab",
-    "masked_softmax", "masks", "merge_heads", "multi_head_attention", "paper_attention", "pitfalls", "positional",
+    "masked_softmax", "masks", "max_abs_diff", "merge_heads", "multi_head_attention", "paper_attention", "pitfalls", "positional",
     "seeded_normal", "split_heads", "tokens", "transpose_gap",
 ]
 

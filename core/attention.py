@@ -336,3 +336,11 @@ def l2_normalize(x: TensorLike, *, eps: float = _COSINE_EPS) -> torch.Tensor:
     """Each vector (last axis) divided by its length: x / ‖x‖ (a zero vector stays zero)."""
     t = as_tensors({"x": x})["x"]
     return t / t.norm(dim=-1, keepdim=True).clamp_min(eps)
+
+
+def max_abs_diff(a: TensorLike, b: TensorLike) -> float:
+    """max |a − b| over all entries (shapes must match)."""
+    t = as_tensors({"a": a, "b": b})
+    if t["a"].shape != t["b"].shape:
+        raise ValueError(f"shapes differ: {shape_str(t['a'].shape)} vs {shape_str(t['b'].shape)}")
+    return float((t["a"] - t["b"]).abs().max()) if t["a"].numel() else 0.0

@@ -19,12 +19,13 @@ DEFAULT_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 class ScalingExperiment:
     """Per dimension d (len D): measured Var(qᵀk); mean max softmax weight, entropy (nats) and
     gradient norm ‖∂L/∂logits‖ over the trials, unscaled and scaled by 1/√d. ``dots`` holds the
-    raw qᵀk samples (D, n_samples) for histograms."""
+    raw qᵀk samples (D, n_samples) for histograms, ``dots_scaled`` the same divided by √d."""
 
     dims: tuple[int, ...]
     n_keys: int
     var_dot: torch.Tensor
     dots: torch.Tensor
+    dots_scaled: torch.Tensor
     max_weight: torch.Tensor
     max_weight_scaled: torch.Tensor
     entropy: torch.Tensor
@@ -65,6 +66,8 @@ def scaling_experiment(dims=DEFAULT_DIMS, *, n_keys: int = 16, n_samples: int = 
         out["mw"][i], out["ent"][i], out["gn"][i] = _softmax_stats(logits, upstream)
         out["mws"][i], out["ents"][i], out["gns"][i] = _softmax_stats(logits / math.sqrt(d), upstream)
     return ScalingExperiment(
-        dims=dims, n_keys=n_keys, var_dot=var_dot, dots=dots, max_weight=out["mw"], max_weight_scaled=out["mws"],
+        dims=dims, n_keys=n_keys, var_dot=var_dot, dots=dots,
+        dots_scaled=dots / torch.tensor(dims, dtype=dots.dtype).sqrt().unsqueeze(1),  # qᵀk / √d, (D, n_samples)
+        max_weight=out["mw"], max_weight_scaled=out["mws"],
         entropy=out["ent"], entropy_scaled=out["ents"], grad_norm=out["gn"], grad_norm_scaled=out["gns"],
     )

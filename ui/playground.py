@@ -15,7 +15,7 @@ import streamlit as st
 
 import core
 
-from . import compute, formulas, scenario, settings, shared
+from . import formulas, scenario, settings, shared
 from .i18n import labeller, t
 from .render import (
     dim_labels,
@@ -58,22 +58,13 @@ def _drain_clicks() -> None:
         if chart == WEIGHTS_CHART:
             _on_weight_click(cell)
         elif chart == MASK_CHART:
-            _on_mask_click(cell)
+            shared.toggle_mask_cell(cell)
 
 
 def _on_weight_click(cell: tuple[int, int]) -> None:
     """A click on a weights cell selects its query (the row, or the column in column notation)."""
     conv = st.session_state.get(key("convention"), "row")
     st.session_state[key("query")] = cell[0] if conv == "row" else cell[1]
-
-
-def _on_mask_click(cell: tuple[int, int]) -> None:
-    """A click on a mask cell blocks or unblocks that (query, key) pair."""
-    if st.session_state.get(key("convention"), "row") == "column":
-        cell = (cell[1], cell[0])  # column notation: rows are keys, columns are queries
-    blocked = {tuple(c) for c in st.session_state.get(key("blocked"), [])}
-    blocked ^= {cell}
-    st.session_state[key("blocked")] = sorted(list(c) for c in blocked)
 
 
 # ---------------------------------------------------------------------------- tokens
@@ -113,40 +104,12 @@ def render() -> None:
 
     # -- mask
     with tabs[3]:
-        m1, m2 = st.columns([1, 2])
-        with m1:
-            st.checkbox(t("pg.mask.causal"), key=key("causal"), help=t("pg.mask.causal.help"))
-        with m2:
-            st.session_state[key("pad")] = [i for i in st.session_state[key("pad")] if 0 <= int(i) < n_k]
-            shared.by_label(st.multiselect, "pad", k_labels, t("pg.mask.pad"),
-                           help=t("pg.mask.pad.help"))
-        blocked = [c for c in st.session_state[key("blocked")] if c[0] < n_q and c[1] < n_k]
-        mask = compute.mask(n_q, n_k, bool(st.session_state[key("causal")]),
-                            tuple(int(i) for i in st.session_state[key("pad")]),
-                            tuple((int(i), int(j)) for i, j in blocked))
-        st.caption(t("pg.mask.custom.help"))
-        mshow = np.ones((n_q, n_k)) if mask is None else mask.astype(float)
-        if conv == "column":
-            st.caption(t("pg.mask.column_note"))
-            mspec = heatmap(mshow.T, x_labels=_short(q_labels), y_labels=_short(k_labels), x_title=t("axis.query"),
-                            y_title=t("axis.key"), decimals=0, sequential=True, clickable=True)
-        else:
-            mspec = heatmap(mshow, x_labels=_short(k_labels), y_labels=_short(q_labels), x_title=t("axis.key"),
-                            y_title=t("axis.query"), decimals=0, sequential=True, clickable=True)
-        show_heatmap(mspec, key=MASK_CHART, click_queue=CLICKS)
-        if blocked and st.button(t("pg.mask.clear")):
-            st.session_state[key("blocked")] = []
-            st.rerun()
+        mask = shared.mask_controls(n_q, n_k, q_labels, k_labels, conv, chart_key=MASK_CHART, click_queue=CLICKS)
 
     # -- compute (cached) with the last valid trace kept on failure
-    scale_mode = st.session_state[key("scale")]
-    scale = None if scale_mode == "auto" else (core.default_scale("scaled_dot", d_k) if scale_mode == "sqrt_dk" else 1.0)
+    scale_mode, _ = shared.scale_choice(d_k)
     try:
-        trace = compute.playground(
-            np.asarray(inp.X_q, np.float32), np.asarray(inp.X_kv, np.float32), inp.qkv, inp.W_q, inp.W_k, inp.W_v,
-            inp.Q, inp.K, inp.V, score,
-            {k: np.asarray(p, np.float32) for k, p in params.items()}, scale,
-            float(st.session_state[key("temperature")]), mask, conv, settings.get("device"))
+        trace = shared.run(inp, score, params, mask, conv)
         st.session_state["pg._last_trace"] = (trace, tq, tk)
     except ValueError as err:
         problems.append(("error", t("err.compute", detail=str(err))))

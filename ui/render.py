@@ -64,6 +64,7 @@ def heatmap(
     y_title: str,
     decimals: int = 3,
     neg_inf: np.ndarray | None = None,
+    nan: np.ndarray | None = None,
     sequential: bool = False,
     side_text: Sequence[str] | None = None,
     side_title: str = "",
@@ -94,7 +95,9 @@ def heatmap(
         fmt = f"{{:.{decimals}f}}".format
         rgb = _rgb((np.nan_to_num(shown) - lo) / (hi - lo), stops).astype(int)
         dark = rgb @ np.array([0.299, 0.587, 0.114]) < 140
-        flat_t = ["−∞" if m else fmt(v) for v, m in zip(shown.ravel().tolist(), ninf.ravel().tolist(), strict=True)]
+        isnan = np.zeros(z.shape, dtype=bool) if nan is None else np.asarray(nan, dtype=bool)
+        flat_t = ["−∞" if m else ("NaN" if n else fmt(v))
+                  for v, m, n in zip(shown.ravel().tolist(), ninf.ravel().tolist(), isnan.ravel().tolist(), strict=True)]
         flat_b = [_MASKED_BG if m else f"rgb({r},{g},{b_})"
                   for (r, g, b_), m in zip(rgb.reshape(-1, 3).tolist(), ninf.ravel().tolist(), strict=True)]
         flat_f = ["#475569" if m else ("#ffffff" if d else "#0f172a")

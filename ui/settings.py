@@ -30,6 +30,9 @@ PAGES = (
     PageInfo("home", "app.py", ":material/home:", "C1, C2, C4"),
     PageInfo("playground", "pages/1_Playground.py", ":material/tune:",
              "C1–C2, C4–C9, C11, C13–C16, C18–C19, C33, C39"),
+    PageInfo("notations", "pages/2_Notations.py", ":material/swap_horiz:", "C1, C2, C11, C34"),
+    PageInfo("scores", "pages/3_Score_functions.py", ":material/functions:", "C3, C5–C10, C19, C40"),
+    PageInfo("masks", "pages/4_Masks.py", ":material/grid_on:", "C11, C12, C35, C39"),
 )
 PAGE_BY_ID = {p.id: p for p in PAGES}
 

@@ -18,8 +18,8 @@ from core.tokens import tokenize
 
 from . import compute, formulas, scenario, settings
 from .i18n import labeller, t
-from .render import EDIT_LIMIT, dim_labels, matrix_editor, shape_badge, token_labels
-from .text import md
+from .render import EDIT_LIMIT, dim_labels, heatmap, matrix_editor, shape_badge, show_heatmap, token_labels
+from .text import md, short
 
 K = "pg."  # widget-key prefix
 PERSISTED = tuple(f"pg.{name}" for name in scenario.DEFAULTS)
@@ -353,6 +353,65 @@ def score_params(score: str, d_k: int, problems: list, *, editors: bool) -> dict
             params["w_a"] = editable("w_a", compute.projection(d_a, 1, seed, "w_a")[:, 0], acols, ["w_a"],
                                      "w_a (d_a)", problems, dec, editors)
     return params
+
+
+def scale_choice(d_k: int) -> tuple[str, float | None]:
+    """(mode, scale) of the scale radio: None = the score function's own default (core decides)."""
+    mode = st.session_state.get(key("scale"), "auto")
+    if mode == "auto":
+        return mode, None
+    return mode, core.default_scale("scaled_dot", d_k) if mode == "sqrt_dk" else 1.0
+
+
+def current_mask(n_q: int, n_k: int):
+    """The scenario's mask (causal & padding & clicked cells), row convention, or None."""
+    pad = tuple(int(i) for i in st.session_state.get(key("pad"), []) if 0 <= int(i) < n_k)
+    blocked = tuple((int(i), int(j)) for i, j in st.session_state.get(key("blocked"), []) if i < n_q and j < n_k)
+    return compute.mask(n_q, n_k, bool(st.session_state.get(key("causal"), False)), pad, blocked)
+
+
+def run(inp: Inputs, score: str, params: dict, mask, conv: str):
+    """The cached core call for the scenario's numbers in one notation (raises ValueError)."""
+    _, scale = scale_choice(inp.d_k)
+    return compute.playground(
+        np.asarray(inp.X_q, np.float32), np.asarray(inp.X_kv, np.float32), inp.qkv, inp.W_q, inp.W_k, inp.W_v,
+        inp.Q, inp.K, inp.V, score, {k: np.asarray(p, np.float32) for k, p in params.items()}, scale,
+        float(st.session_state.get(key("temperature"), 1.0)), mask, conv, settings.get("device"))
+
+
+def toggle_mask_cell(cell: tuple[int, int]) -> None:
+    """A click on a mask cell blocks or unblocks that (query, key) pair."""
+    if st.session_state.get(key("convention"), "row") == "column":
+        cell = (cell[1], cell[0])  # column notation: rows are keys, columns are queries
+    blocked = {tuple(c) for c in st.session_state.get(key("blocked"), [])}
+    blocked ^= {cell}
+    st.session_state[key("blocked")] = sorted(list(c) for c in blocked)
+
+
+def mask_controls(n_q: int, n_k: int, q_labels, k_labels, conv: str, *, chart_key: str, click_queue: str):
+    """Causal checkbox, PAD tokens and the clickable mask map; returns the combined row mask or None."""
+    m1, m2 = st.columns([1, 2])
+    with m1:
+        st.checkbox(t("pg.mask.causal"), key=key("causal"), help=t("pg.mask.causal.help"))
+    with m2:
+        st.session_state[key("pad")] = [i for i in st.session_state[key("pad")] if 0 <= int(i) < n_k]
+        by_label(st.multiselect, "pad", k_labels, t("pg.mask.pad"), help=t("pg.mask.pad.help"))
+    mask = current_mask(n_q, n_k)
+    st.caption(t("pg.mask.custom.help"))
+    mshow = np.ones((n_q, n_k)) if mask is None else mask.astype(float)
+    ql, kl = [short(s) for s in q_labels], [short(s) for s in k_labels]
+    if conv == "column":
+        st.caption(t("pg.mask.column_note"))
+        spec = heatmap(mshow.T, x_labels=ql, y_labels=kl, x_title=t("axis.query"), y_title=t("axis.key"),
+                       decimals=0, sequential=True, clickable=True)
+    else:
+        spec = heatmap(mshow, x_labels=kl, y_labels=ql, x_title=t("axis.key"), y_title=t("axis.query"),
+                       decimals=0, sequential=True, clickable=True)
+    show_heatmap(spec, key=chart_key, click_queue=click_queue)
+    if st.session_state.get(key("blocked")) and st.button(t("pg.mask.clear"), key=f"{chart_key}.clear"):
+        st.session_state[key("blocked")] = []
+        st.rerun()
+    return mask
 
 
 def show_problems(problems) -> None:

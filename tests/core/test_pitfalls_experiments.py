@@ -84,7 +84,14 @@ def test_scaling_experiment_measures_var_d_and_the_saturation():
     assert e.entropy[-1] < e.entropy_scaled[-1]
     assert e.grad_norm[-1] < 0.5 * e.grad_norm_scaled[-1]
     assert e.dots.shape == (3, 4000)
+    torch.testing.assert_close(e.dots_scaled[2], e.dots[2] / 16)
     again = experiments.scaling_experiment(dims=(1, 16, 256), n_samples=4000, seed=1)
     assert torch.equal(again.var_dot, e.var_dot)
     with pytest.raises(ValueError):
         experiments.scaling_experiment(dims=())
+
+
+def test_max_abs_diff():
+    assert core.max_abs_diff([[1.0, 2.0]], [[1.0, 2.5]]) == 0.5
+    with pytest.raises(ValueError, match="shapes differ"):
+        core.max_abs_diff([[1.0]], [[1.0, 2.0]])
