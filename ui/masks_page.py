@@ -77,7 +77,8 @@ def render() -> None:
         with col:
             st.markdown(f"**{t(label)}**")
             show_heatmap(heatmap(z, x_labels=kl, y_labels=ql, x_title=t("axis.key"), y_title=t("axis.query"),
-                                 decimals=dec, neg_inf=neg, sequential=seq, side_text=side), key=f"mk.{label}")
+                                 decimals=0 if label == "mk.step.M" else dec, neg_inf=neg, sequential=seq,
+                                 side_text=side), key=f"mk.{label}")
     shape_badge(f"M ({n_q}×{n_k}) + S̃ ({n_q}×{n_k}) → softmax → α ({n_q}×{n_k})")
     if tr.fully_masked.any():
         st.warning(t("pg.fully_masked", names=", ".join(md(inp.q_labels[i]) for i in np.flatnonzero(tr.fully_masked))))
@@ -87,8 +88,8 @@ def render() -> None:
     st.markdown(t("mk.order.text"))
     after = core.pitfalls.mask_after_softmax(tr.scaled, mask)
     big = core.pitfalls.mask_with_value(tr.scaled, mask, value=-1e9)
-    o1, o2, o3 = st.columns(3)
-    for col, (label, w, sums, k) in zip((o1, o2, o3), (
+    grid = st.columns(3) if max(n_q, n_k) <= 3 else [*st.columns(2), st.columns(2)[0]]
+    for col, (label, w, sums, k) in zip(grid, (
             ("mk.order.right", tr.weights, tr.weight_sums, "right"),
             ("mk.order.after", after.weights, after.sums_per_query, "after"),
             ("mk.order.big", big.weights, big.sums_per_query, "big")), strict=True):

@@ -44,6 +44,11 @@ def test_dynamic_keys_exist_for_every_option():
     expected += [f"conv.{c}" for c in scenario.CONVENTIONS] + [f"pg.mode.{m}" for m in scenario.MODES]
     expected += [f"preset.{p}" for p in scenario.PRESETS]
     expected += [f"page.{p.id}.title" for p in PAGES] + [f"page.{p.id}.blurb" for p in PAGES]
+    expected += [f"nt.m.{m}" for m in ("Q", "scores", "logits", "weights", "output")]
+    expected += [f"nt.axes.{a}.{s}" for a in ("tokens", "qk") for s in ("row", "col")]
+    expected += ["nt.selected.qk", "nt.selected.tok"] + [f"mk.step.{s}" for s in ("M", "scaled", "logits", "weights")]
+    expected += [f"mk.order.{k}{c}" for k in ("right", "after", "big") for c in ("", ".code")]
+    expected += [f"sc.exp.{k}" for k in ("max", "entropy", "grad")]
     assert [k for k in expected if k not in en] == []
 
 

@@ -33,6 +33,8 @@ def wait_z(page, key: str, predicate: str, timeout: int = 30_000) -> np.ndarray:
 
 
 def shot(page, name: str) -> None:
+    wait_idle(page)
+    page.wait_for_timeout(300)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
