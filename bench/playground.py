@@ -1,4 +1,4 @@
-"""Playground benchmarks: ``python -m bench.playground`` (prints Markdown for BENCHMARKS.md).
+"""Page benchmarks: ``python -m bench.playground`` (prints Markdown for BENCHMARKS.md).
 
 1. Server-side rerun: AppTest runs the real page script after a token change, at n = 8, 64,
    256 tokens (random embeddings, projections, causal mask), median of repeats; the same
@@ -6,6 +6,8 @@
 2. Browser round trip: a real `streamlit run` server and headless Chromium; the time from
    pressing Enter in the token box to the weights heatmap holding the new shape, at n = 8
    and 64, next to the bare page's Enter → updated text.
+3. Every page's server-side rerun after a seed change (all numbers recomputed), and the √d_k
+   experiment on its own.
 """
 
 from __future__ import annotations
@@ -46,6 +48,33 @@ def server_rerun_ms(n: int, repeats: int = 7) -> float:
         times.append(time.perf_counter() - t0)
         assert not at.exception, at.exception
     return statistics.median(times[1:]) * 1e3
+
+
+def page_rerun_ms(path: str, repeats: int = 5) -> float:
+    """A page's rerun after a seed change: new random numbers, so every cached result is recomputed."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page(path).run()
+    at.radio(key="pg.embedding").set_value("random").run() if path != "app.py" else None
+    times = []
+    for r in range(repeats + 1):
+        at.number_input(key="_w.settings.seed").set_value(100 + r)
+        t0 = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - t0)
+        assert not at.exception, at.exception
+    return statistics.median(times[1:]) * 1e3
+
+
+def experiment_ms(repeats: int = 5) -> float:
+    import core
+
+    times = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        core.experiments.scaling_experiment(seed=r)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
 
 
 def bare_rerun_ms(repeats: int = 7) -> float:
@@ -137,6 +166,12 @@ def main() -> None:
     for n in (8, 64, 256):
         ms = server_rerun_ms(n, repeats=5 if n < 256 else 3)
         print(f"| playground, n = {n} | {ms:.0f} ms | {ms / bare:.1f}× |")
+    print("\n| server-side rerun after a seed change (default sizes) | median | target |\n|---|---|---|")
+    print(f"| √d_k experiment alone (core.experiments.scaling_experiment, 11 sizes) | {experiment_ms():.0f} ms | ≤ 300 ms |")
+    for path, name in (("pages/1_Playground.py", "Playground"), ("pages/2_Notations.py", "Two notations"),
+                       ("pages/3_Score_functions.py", "Score functions (with the experiment)"),
+                       ("pages/4_Masks.py", "Masks")):
+        print(f"| {name} | {page_rerun_ms(path):.0f} ms | ≤ 300 ms |")
     if shutil.which("chromium") or os.environ.get("CHROMIUM"):
         b = browser_ms()
         print("\n| browser round trip (Enter → updated chart) | median | × bare page |\n|---|---|---|")
