@@ -33,13 +33,14 @@ def render() -> None:
     with st.expander(t("shared.numbers"), expanded=False):
         st.caption(t("shared.numbers.help"))
         inp = shared.inputs(problems, editors=False)
+    conv = shared.notation_switch()
     n_q, n_k = len(inp.tq), len(inp.tk)
     ql, kl = [short(s) for s in inp.q_labels], [short(s) for s in inp.k_labels]
 
     st.subheader(t("mk.build"))
     c1, c2 = st.columns([2, 1])
     with c1:
-        mask = shared.mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, "row", chart_key=MASK_CHART,
+        mask = shared.mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, chart_key=MASK_CHART,
                                     click_queue=CLICKS)
     with c2:
         square = n_q == n_k
@@ -65,7 +66,7 @@ def render() -> None:
 
     # -- the additive form and what it does
     st.subheader(t("mk.steps"))
-    st.latex(formulas.MASKED["row"])
+    st.latex(formulas.MASKED[conv])
     M = core.masks.additive(mask)
     steps = [("mk.step.M", np.where(np.isneginf(M.numpy()), 0, M.numpy()), np.isneginf(M.numpy()), False, None),
              ("mk.step.scaled", tr.scaled.numpy(), None, False, None),
@@ -76,9 +77,12 @@ def render() -> None:
     for col, (label, z, neg, seq, side) in zip(cols, steps, strict=True):
         with col:
             st.markdown(f"**{t(label)}**")
-            show_heatmap(heatmap(z, x_labels=kl, y_labels=ql, x_title=t("axis.key"), y_title=t("axis.query"),
-                                 decimals=0 if label == "mk.step.M" else dec, neg_inf=neg, sequential=seq,
-                                 side_text=side), key=f"mk.{label}")
+            zz, lab = shared.qk_view(z, conv, ql, kl)
+            nn = None if neg is None else shared.qk_view(neg, conv, ql, kl)[0]
+            show_heatmap(heatmap(zz, decimals=0 if label == "mk.step.M" else dec, neg_inf=nn, sequential=seq,
+                                 side_text=side if conv == "row" else None, **lab), key=f"mk.{label}")
+            if side and conv == "column":
+                st.caption(t("pg.column_sums") + " " + ", ".join(s.split()[-1] for s in side))
     shape_badge(f"M ({n_q}×{n_k}) + S̃ ({n_q}×{n_k}) → softmax → α ({n_q}×{n_k})")
     if tr.fully_masked.any():
         st.warning(t("pg.fully_masked", names=", ".join(md(inp.q_labels[i]) for i in np.flatnonzero(tr.fully_masked))))
@@ -96,8 +100,11 @@ def render() -> None:
         with col:
             st.markdown(f"**{t(label)}**")
             st.code(t(label + ".code"), language="python")
-            show_heatmap(heatmap(w.numpy(), x_labels=kl, y_labels=ql, x_title=t("axis.key"), y_title=t("axis.query"),
-                                 decimals=dec, sequential=True, side_text=_sums(sums.numpy(), dec)), key=f"mk.order.{k}")
+            z, lab = shared.qk_view(w.numpy(), conv, ql, kl)
+            show_heatmap(heatmap(z, decimals=dec, sequential=True, side_text=_sums(sums.numpy(), dec) if conv == "row"
+                                 else None, **lab), key=f"mk.order.{k}")
+            if conv == "column":
+                st.caption(t("pg.column_sums") + " " + ", ".join(f"{s:.{dec}f}" for s in sums.numpy()))
     st.caption(t("mk.order.diff", gap=f"{core.max_abs_diff(big.weights, tr.weights):.2g}"))
 
     _source_example(dec)

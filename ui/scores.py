@@ -27,6 +27,7 @@ def render() -> None:
     with st.expander(t("shared.numbers"), expanded=False):
         st.caption(t("shared.numbers.help"))
         inp = shared.inputs(problems, editors=False)
+    conv = shared.notation_switch()
     n_q, n_k = len(inp.tq), len(inp.tk)
     ql, kl = [short(s) for s in inp.q_labels], [short(s) for s in inp.k_labels]
     with st.expander(t("sc.params"), expanded=False):
@@ -53,11 +54,12 @@ def render() -> None:
             with col:
                 st.markdown(f"**{t('score.' + score)}**")
                 st.latex(formulas.SCORE_PAIR[score].split(r",\quad")[0])
+                st.latex(formulas.SCORE_MATRIX[conv][score])
                 st.caption(t("sc.scores_scale", s=f"{tr.scale:.{dec}g}"))
-                show_heatmap(heatmap(tr.scores.numpy(), x_labels=kl, y_labels=ql, x_title=t("axis.key"),
-                                     y_title=t("axis.query"), decimals=dec), key=f"sc.scores.{score}")
-                show_heatmap(heatmap(tr.weights.numpy(), x_labels=kl, y_labels=ql, x_title=t("axis.key"),
-                                     y_title=t("axis.query"), decimals=dec, sequential=True), key=f"sc.weights.{score}")
+                z, lab = shared.qk_view(tr.scores.numpy(), conv, ql, kl)
+                show_heatmap(heatmap(z, decimals=dec, **lab), key=f"sc.scores.{score}")
+                z, lab = shared.qk_view(tr.weights.numpy(), conv, ql, kl)
+                show_heatmap(heatmap(z, decimals=dec, sequential=True, **lab), key=f"sc.weights.{score}")
 
     # -- cosine vs dot
     st.subheader(t("sc.cos.title"))
@@ -67,22 +69,22 @@ def render() -> None:
     c1, c2, c3 = st.columns(3)
     with c1:
         st.markdown(f"**{t('sc.cos.dot')}**")
-        show_heatmap(heatmap(traces["dot"].scores.numpy(), x_labels=kl, y_labels=ql, x_title=t("axis.key"),
-                             y_title=t("axis.query"), decimals=dec), key="sc.cos.dot")
+        z, lab = shared.qk_view(traces["dot"].scores.numpy(), conv, ql, kl)
+        show_heatmap(heatmap(z, decimals=dec, **lab), key="sc.cos.dot")
     with c2:
         st.markdown(f"**{t('sc.cos.normed')}**")
-        show_heatmap(heatmap(dot_n, x_labels=kl, y_labels=ql, x_title=t("axis.key"), y_title=t("axis.query"),
-                             decimals=dec), key="sc.cos.normed")
+        z, lab = shared.qk_view(dot_n, conv, ql, kl)
+        show_heatmap(heatmap(z, decimals=dec, **lab), key="sc.cos.normed")
     with c3:
         st.markdown(f"**{t('score.cosine')}**")
-        show_heatmap(heatmap(traces["cosine"].scores.numpy(), x_labels=kl, y_labels=ql, x_title=t("axis.key"),
-                             y_title=t("axis.query"), decimals=dec), key="sc.cos.cos")
+        z, lab = shared.qk_view(traces["cosine"].scores.numpy(), conv, ql, kl)
+        show_heatmap(heatmap(z, decimals=dec, **lab), key="sc.cos.cos")
     gap = core.max_abs_diff(dot_n, traces["cosine"].scores)
     (st.success if gap < 1e-5 else st.error)(t("sc.cos.check", gap=f"{gap:.2g}"))
     st.caption(t("sc.cos.why"))
 
     _sqrt_dk_experiment(dec)
-    _c19_slip(dec)
+    _c19_slip(dec, conv)
     _softmax_slip()
 
 
@@ -139,7 +141,7 @@ def _sqrt_dk_experiment(dec: int) -> None:
     st.caption(t("sc.exp.caption", n=e["n_keys"]))
 
 
-def _c19_slip(dec: int) -> None:
+def _c19_slip(dec: int, conv: str) -> None:
     st.subheader(t("sc.c19.title"))
     st.markdown(t("sc.c19.text"))
     toks = core.tokens.C19_TOKENS
@@ -152,13 +154,13 @@ def _c19_slip(dec: int) -> None:
     with c1:
         st.markdown(f"**{t('sc.c19.right', d=d_k)}**")
         shape_badge(f"Q K ᵀ / √{d_k}:  (7×3)(3×7) → (7×7)")
-        show_heatmap(heatmap(right, x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
-                             decimals=dec, sequential=True), key="sc.c19.right")
+        z, lab = shared.qk_view(right, conv, labels, labels)
+        show_heatmap(heatmap(z, decimals=dec, sequential=True, **lab), key="sc.c19.right")
     with c2:
         st.markdown(f"**{t('sc.c19.wrong', n=n)}**")
         shape_badge(f"Q K ᵀ / √{n}:  (7×3)(3×7) → (7×7)")
-        show_heatmap(heatmap(wrong, x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
-                             decimals=dec, sequential=True), key="sc.c19.wrong")
+        z, lab = shared.qk_view(wrong, conv, labels, labels)
+        show_heatmap(heatmap(z, decimals=dec, sequential=True, **lab), key="sc.c19.wrong")
     st.caption(t("sc.c19.caption"))
 
 

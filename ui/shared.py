@@ -414,6 +414,22 @@ def mask_controls(n_q: int, n_k: int, q_labels, k_labels, conv: str, *, chart_ke
     return mask
 
 
+def qk_view(z, conv: str, q_labels, k_labels) -> tuple[np.ndarray, dict]:
+    """An (n_q × n_k) row-convention matrix laid out in the chosen notation: in column notation
+    it is shown transposed (rows = keys, columns = queries). Returns (matrix, heatmap labels)."""
+    z = np.asarray(z)
+    if conv == "column":
+        return z.T, {"x_labels": q_labels, "y_labels": k_labels, "x_title": t("axis.query"), "y_title": t("axis.key")}
+    return z, {"x_labels": k_labels, "y_labels": q_labels, "x_title": t("axis.key"), "y_title": t("axis.query")}
+
+
+def notation_switch() -> str:
+    """The row/column notation radio, shared by every page; returns the chosen notation."""
+    st.radio(t("pg.convention"), scenario.CONVENTIONS, key=key("convention"), format_func=labeller("conv."),
+             horizontal=True, help=t("pg.convention.help"))
+    return st.session_state[key("convention")]
+
+
 def show_problems(problems) -> None:
     seen = set()
     for kind, msg in problems:

@@ -178,3 +178,18 @@ def test_concept_pages_refuse_bad_tokens_like_the_playground(path, text):
         assert any("<script>" in str(el.proto.json) for el in at.get("bidi_component"))  # data, shown as text
     else:
         assert at.error and "Something went wrong" not in at.error[0].value
+
+
+@pytest.mark.parametrize("path, keys", [(SCORES, ("sc.scores.dot", "sc.weights.additive", "sc.cos.cos", "sc.c19.wrong")),
+                                        (MASKS, ("mk.mk.step.weights", "mk.mk.step.M", "mk.order.after"))])
+def test_score_and_mask_pages_follow_the_notation(path, keys):
+    at = page(path)
+    row = {k: heat(at, k) for k in keys}
+    at.radio(key="pg.convention").set_value("column").run()
+    no_errors(at)
+    for k in keys:
+        close(heat(at, k), row[k].T, tol=0)
+    if path == SCORES:
+        col = core.attention(C18_X.T, C18_X.T, C18_X.T, score="dot", convention="column")
+        close(heat(at, "sc.scores.dot"), col.scores)
+        assert any("K^\\top Q" in str(l.value) for l in at.latex)
