@@ -120,3 +120,65 @@ def c18_lookup(tokens, *, fallback_seed: int = 0, dtype=torch.float32) -> tuple[
     if not rows:
         return torch.zeros(0, 3, dtype=dtype), unknown
     return torch.stack(rows), unknown  # (n, 3)
+
+
+def paper_weights_from_mha(W_q: TensorLike, W_k: TensorLike, W_v: TensorLike, W_o: TensorLike, n_heads: int):
+    """Per-head matrices of the math-paper form (C22) equivalent to Concat(heads)·W_O.
+
+    With row-convention weights (x @ W) split per head, W_h^Q = W_q[:, h]ᵀ (d_k, d),
+    W_h^K = W_k[:, h]ᵀ (d_k, d) and W_h^V = (W_v[:, h] W_o[h, :])ᵀ (d, d): the value and output
+    projections of a head folded into one d × d matrix. Returns (W_Q, W_K, W_V) stacked (H, ·, d).
+    """
+    t = as_tensors({"W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o})
+    d = t["W_q"].shape[0]
+    for name in ("W_q", "W_k", "W_v"):
+        if t[name].dim() != 2 or t[name].shape[0] != d or t[name].shape[1] % n_heads:
+            raise ValueError(f"{name} {shape_str(t[name].shape)} must be (d, H·d_head) with H={n_heads}")
+    if t["W_o"].shape != (t["W_v"].shape[1], d):
+        raise ValueError(f"W_o {shape_str(t['W_o'].shape)} must be ({t['W_v'].shape[1]}, {d}) to keep width d")
+    d_k, d_v = t["W_q"].shape[1] // n_heads, t["W_v"].shape[1] // n_heads
+    W_Q = torch.stack([t["W_q"][:, h * d_k:(h + 1) * d_k].T for h in range(n_heads)])  # (H, d_k, d)
+    W_K = torch.stack([t["W_k"][:, h * d_k:(h + 1) * d_k].T for h in range(n_heads)])  # (H, d_k, d)
+    W_V = torch.stack([(t["W_v"][:, h * d_v:(h + 1) * d_v] @ t["W_o"][h * d_v:(h + 1) * d_v, :]).T
+                       for h in range(n_heads)])  # (H, d, d)
+    return W_Q, W_K, W_V
+
+
+@dataclass(frozen=True, eq=False)
+class PermutationCheck:
+    """SA(PX) against P·SA(X) for a permutation P of the tokens (C23, C37); all (n, d_v)."""
+
+    perm: torch.Tensor
+    sa_x: torch.Tensor
+    sa_px: torch.Tensor
+    p_sa_x: torch.Tensor
+    max_diff: float
+
+
+def permutation_check(X: TensorLike, perm, *, W_q: TensorLike, W_k: TensorLike, W_v: TensorLike,
+                      positions: TensorLike | None = None) -> PermutationCheck:
+    """Self-attention of X (n, d) and of its permuted rows PX; with ``positions`` (n, d) the
+    same table is added after permuting (the position of a slot does not move with its token)."""
+    t = as_tensors({"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v} | ({} if positions is None else {"P": positions}))
+    Xt = t["X"]
+    p = torch.as_tensor(list(perm), dtype=torch.long, device=Xt.device)
+    n = Xt.shape[0]
+    if sorted(p.tolist()) != list(range(n)):
+        raise ValueError(f"{list(perm)} is not a permutation of 0..{n - 1}")
+
+    def sa(Z):
+        if "P" in t:
+            Z = Z + t["P"]  # x̃_i = x_i + p_i
+        return attention(Z @ t["W_q"], Z @ t["W_k"], Z @ t["W_v"]).output  # (n, d_v)
+
+    sa_x = sa(Xt)
+    sa_px = sa(Xt[p])  # PX: row i of PX is row perm[i] of X
+    p_sa_x = sa_x[p]
+    return PermutationCheck(perm=p, sa_x=sa_x, sa_px=sa_px, p_sa_x=p_sa_x,
+                            max_diff=float((sa_px - p_sa_x).abs().max()))
+
+
+def rank_keys(trace: AttentionTrace, query: int) -> torch.Tensor:
+    """Key indices ordered by the query's score, best match first (C14's retrieval view)."""
+    row = trace if trace.convention == "row" else trace.transposed()
+    return torch.argsort(row.scores[..., query, :], dim=-1, descending=True, stable=True)

@@ -77,3 +77,39 @@ def naive_softmax(logits: TensorLike) -> torch.Tensor:
     (0 / 0), and the NaN then spreads through ``weights @ V``."""
     L = as_tensor(logits, "logits", finite=False)
     return torch.softmax(L, dim=-1)
+
+
+def split_heads_without_transpose(x: TensorLike, n_heads: int) -> torch.Tensor:
+    """C36: (B, N, H·d) reshaped straight to (B, H, N, d) — no transpose.
+
+    The memory order is token-major, so "head h" then holds a block of consecutive features
+    from several tokens: tokens and heads are mixed. Compare :func:`core.split_heads`.
+    """
+    t = as_tensor(x, "x")
+    *lead, n, hd = t.shape
+    if n_heads < 1 or hd % n_heads:
+        raise ValueError(f"width {hd} is not divisible by n_heads={n_heads}")
+    return t.reshape(*lead, n_heads, n, hd // n_heads)  # (B, H, N, d) but scrambled
+
+
+def scrambled_source(n_tokens: int, width: int, n_heads: int) -> torch.Tensor:
+    """Where each entry of the no-transpose split came from: (H, N, d, 2) holding the
+    (token, feature) of x that lands at (head, row, column)."""
+    tok = torch.arange(n_tokens).unsqueeze(1).expand(n_tokens, width)
+    feat = torch.arange(width).unsqueeze(0).expand(n_tokens, width)
+    src = torch.stack([tok, feat], dim=-1)  # (N, H·d, 2)
+    return src.reshape(n_heads, n_tokens, width // n_heads, 2)
+
+
+def multi_head_without_transpose(x: TensorLike, *, W_q: TensorLike, W_k: TensorLike, W_v: TensorLike,
+                                 W_o: TensorLike, n_heads: int) -> torch.Tensor:
+    """Multi-head attention written with the C36 bug: heads split (and merged back) by a bare
+    reshape. x (B, N, d_model) → output (B, N, d_out), different from the correct one."""
+    from .attention import attention
+
+    t = as_tensors({"x": x, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o})
+    q, k, v = (split_heads_without_transpose(t["x"] @ t[w], n_heads) for w in ("W_q", "W_k", "W_v"))
+    heads = attention(q, k, v).output  # (B, H, N, d_v), computed on scrambled rows
+    *lead, h, n, d = heads.shape
+    concat = heads.reshape(*lead, n, h * d)  # the same bug on the way back
+    return concat @ t["W_o"]

@@ -86,3 +86,14 @@ def mask(n_q: int, n_k: int, causal: bool, pad: tuple[int, ...], blocked: tuple[
         if i < n_q and j < n_k:
             m[i, j] = False
     return m.numpy()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def multihead(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, W_o: np.ndarray, n_heads: int,
+              causal: bool, score: str, device: str):
+    """core.multi_head_attention (self-attention, one batch), cached; tensors come back on CPU."""
+    n = x.shape[-2]
+    mask = core.masks.causal(n) if causal else None
+    tr = core.multi_head_attention(x, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=n_heads, mask=mask, score=score,
+                                   device=device)
+    return _to_cpu(tr)

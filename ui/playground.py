@@ -122,7 +122,7 @@ def render() -> None:
         n_q, n_k = len(tq), len(tk)
 
     shared.show_problems(problems)
-    _pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode)
+    pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, query=int(st.session_state.get(key("query"), 0)))
     _inspector(trace, tq, tk, conv, dec)
     with tabs[4]:
         _share(trace, q_labels, k_labels, conv)
@@ -140,7 +140,11 @@ def _axes(conv: str, q_labels, k_labels):
     return q_labels, k_labels, t("axis.query"), t("axis.key")
 
 
-def _pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode) -> None:
+def pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, *, prefix: str = "pg",
+             query: int | None = None, clicks: str | None = CLICKS) -> None:
+    """scores → scaled → masked → softmax weights → output, each with formula and shape.
+
+    Also used by other pages for one attention computation (``prefix`` keeps the keys apart)."""
     A = trace.attn
     n_q, n_k = len(q_labels), len(k_labels)
     xl, yl, xt, yt = _axes(conv, _short(q_labels), _short(k_labels))
@@ -166,14 +170,14 @@ def _pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode) -> None:
         (c1, c2), (c3, _) = st.columns(2), st.columns(2)
     with c1:
         show_heatmap(panel(t("step.scores"), formulas.SCORE_MATRIX[conv][score], qk, A.scores.numpy()),
-                     key="pg.fig.scores")
+                     key=f"{prefix}.fig.scores")
     with c2:
         show_heatmap(panel(t("step.scaled"), formulas.SCALED, f"({sq}) · {A.scale:.{dec}g} / {A.temperature:g} → ({sq})",
-                           A.scaled.numpy()), key="pg.fig.scaled")
+                           A.scaled.numpy()), key=f"{prefix}.fig.scaled")
     with c3:
         neg = np.isneginf(A.logits.numpy())
         show_heatmap(panel(t("step.masked"), formulas.MASKED[conv], f"({sq}) + M ({sq}) → ({sq})",
-                           np.where(neg, 0.0, A.logits.numpy()), neg_inf=neg), key="pg.fig.masked")
+                           np.where(neg, 0.0, A.logits.numpy()), neg_inf=neg), key=f"{prefix}.fig.masked")
     if n_max <= 12:
         c4, c5 = st.columns([3, 2])
     else:
@@ -182,17 +186,17 @@ def _pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode) -> None:
         W = A.weights.numpy()
         sums, fully = A.weight_sums.numpy(), A.fully_masked.numpy()
         notes = [("Σ " + f"{s:.{dec}f}") if not f else t("pg.fully_masked_short") for s, f in zip(sums, fully, strict=True)]
-        q_sel = int(st.session_state.get(key("query"), 0))
-        kw = {"highlight_row": q_sel} if conv == "row" else {"highlight_col": q_sel}
+        kw = {} if query is None else ({"highlight_row": query} if conv == "row" else {"highlight_col": query})
         st.markdown(f"**{t('step.weights')}**")
         st.latex(formulas.SOFTMAX[conv])
         shape_badge(f"softmax ({sq}) → ({sq})")
-        st.caption(t("pg.weights.click"))
+        if clicks:
+            st.caption(t("pg.weights.click"))
         spec = heatmap(W, x_labels=xl, y_labels=yl, x_title=xt, y_title=yt, decimals=dec, sequential=True,
-                       side_text=notes if conv == "row" else None, clickable=True, **kw)
+                       side_text=notes if conv == "row" else None, clickable=bool(clicks), **kw)
         if conv == "column":
             st.caption(t("pg.column_sums") + "  " + ",  ".join(notes))
-        show_heatmap(spec, key=WEIGHTS_CHART, click_queue=CLICKS)
+        show_heatmap(spec, key=f"{prefix}.chart.weights", click_queue=clicks)
         if fully.any():
             names = ", ".join(md(q_labels[i]) for i in np.flatnonzero(fully))
             st.warning(t("pg.fully_masked", names=names))
@@ -206,7 +210,7 @@ def _pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode) -> None:
         else:
             fig = panel(t("step.output"), formulas.OUTPUT[conv], out_shape, O, y=vl, yt=t("axis.dim"),
                         x=_short(q_labels), xt=t("axis.query"))
-        show_heatmap(fig, key="pg.fig.output")
+        show_heatmap(fig, key=f"{prefix}.fig.output")
         st.caption(t("pg.output.note"))
 
 

@@ -112,7 +112,8 @@ def heatmap(
         "x_title": x_title, "y_title": y_title, "side": None if side_text is None else list(side_text),
         "side_title": side_title, "clickable": bool(clickable),
         "show_text": n_rows <= CELL_TEXT_LIMIT and n_cols <= CELL_TEXT_LIMIT,
-        "vertical": n_cols > 6 or max((len(str(x)) for x in x_labels), default=0) > 8,
+        "vertical": (n_cols > 6 and max((len(str(x)) for x in x_labels), default=0) > 3)
+        or max((len(str(x)) for x in x_labels), default=0) > 8,
         "highlight_row": highlight_row, "highlight_col": highlight_col,
         "mark": None if highlight is None else list(highlight),
         "sequential": sequential, "lo": lo, "hi": hi,

@@ -33,6 +33,9 @@ PAGES = (
     PageInfo("notations", "pages/2_Notations.py", ":material/swap_horiz:", "C1, C2, C11, C34"),
     PageInfo("scores", "pages/3_Score_functions.py", ":material/functions:", "C3, C5–C10, C19, C40"),
     PageInfo("masks", "pages/4_Masks.py", ":material/grid_on:", "C11, C12, C35, C39"),
+    PageInfo("multihead", "pages/5_Multi-head.py", ":material/view_column:", "C17, C20–C22, C36, C38"),
+    PageInfo("selfcross", "pages/6_Self_vs_cross.py", ":material/compare_arrows:", "C13–C16"),
+    PageInfo("position", "pages/7_Position.py", ":material/format_list_numbered:", "C23, C24, C37"),
 )
 PAGE_BY_ID = {p.id: p for p in PAGES}
 

@@ -1,0 +1,65 @@
+import torch
+
+import core
+from core import lab, pitfalls, positional
+
+
+def rand(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def test_split_without_transpose_scrambles_tokens_and_heads():
+    x = torch.arange(2 * 3 * 4, dtype=torch.float64).reshape(2, 3, 4)  # B=2, N=3, H·d=4 with H=2
+    wrong = pitfalls.split_heads_without_transpose(x, 2)
+    right = core.split_heads(x, 2)
+    assert wrong.shape == right.shape == (2, 2, 3, 2)
+    assert not torch.equal(wrong, right)
+    assert torch.equal(right[0, 1, 2], x[0, 2, 2:4])  # head 1, token 2 = token 2's features 2..3
+    src = pitfalls.scrambled_source(3, 4, 2)
+    for h in range(2):
+        for n in range(3):
+            for f in range(2):
+                tok, feat = src[h, n, f].tolist()
+                assert wrong[0, h, n, f] == x[0, tok, feat]
+    assert src[0, 1, 0].tolist() == [0, 2]  # "head 0, token 1" is really token 0's features 2..3
+
+
+def test_mha_equals_the_paper_form_with_folded_value_output():
+    d, H, n = 6, 3, 5
+    W_q, W_k, W_v, W_o = rand(d, d, seed=1), rand(d, d, seed=2), rand(d, d, seed=3), rand(d, d, seed=4)
+    X = rand(n, d, seed=5)
+    mha = core.multi_head_attention(X, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=H, score="dot")
+    W_Q, W_K, W_V = lab.paper_weights_from_mha(W_q, W_k, W_v, W_o, H)
+    paper = core.paper_attention(X.T, W_Q, W_K, W_V)
+    torch.testing.assert_close(paper.output, X.T + mha.output.T)
+
+
+def test_permutation_check_identity_and_its_break_with_positions():
+    X, W = rand(5, 4, seed=1), [rand(4, 4, seed=s) for s in (2, 3, 4)]
+    perm = [3, 0, 4, 1, 2]
+    chk = lab.permutation_check(X, perm, W_q=W[0], W_k=W[1], W_v=W[2])
+    assert chk.max_diff < 1e-12
+    P = torch.eye(5, dtype=torch.float64)[perm]
+    torch.testing.assert_close(chk.sa_px, core.attention(P @ X @ W[0], P @ X @ W[1], P @ X @ W[2]).output)
+    pe = positional.sinusoidal(5, 4, dtype=torch.float64)
+    broken = lab.permutation_check(X, perm, W_q=W[0], W_k=W[1], W_v=W[2], positions=pe)
+    assert broken.max_diff > 1e-3
+
+
+def test_rank_keys_orders_by_score():
+    X = core.tokens.c18_embedding()
+    tr = core.attention(X, X, X)
+    order = lab.rank_keys(tr, 3).tolist()
+    assert order[0] == 3 and tr.scores[3, order[0]] >= tr.scores[3, order[-1]]
+    col = core.attention(X.T, X.T, X.T, convention="column")
+    assert lab.rank_keys(col, 3).tolist() == order
+
+
+def test_multi_head_without_transpose_differs_but_h1_is_harmless():
+    x = rand(1, 5, 6, seed=9)
+    W = {n: rand(6, 6, seed=s) for s, n in enumerate(("W_q", "W_k", "W_v", "W_o"))}
+    right = core.multi_head_attention(x, n_heads=3, **W).output
+    wrong = pitfalls.multi_head_without_transpose(x, n_heads=3, **W)
+    assert wrong.shape == right.shape and (wrong - right).abs().max() > 1e-3
+    one = pitfalls.multi_head_without_transpose(x, n_heads=1, **W)
+    torch.testing.assert_close(one, core.multi_head_attention(x, n_heads=1, **W).output)
