@@ -55,7 +55,6 @@ def page_rerun_ms(path: str, repeats: int = 5) -> float:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.switch_page(path).run()
-    at.radio(key="pg.embedding").set_value("random").run() if path != "app.py" else None
     times = []
     for r in range(repeats + 1):
         at.number_input(key="_w.settings.seed").set_value(100 + r)
@@ -170,7 +169,8 @@ def main() -> None:
     print(f"| √d_k experiment alone (core.experiments.scaling_experiment, 11 sizes) | {experiment_ms():.0f} ms | ≤ 300 ms |")
     for path, name in (("pages/1_Playground.py", "Playground"), ("pages/2_Notations.py", "Two notations"),
                        ("pages/3_Score_functions.py", "Score functions (with the experiment)"),
-                       ("pages/4_Masks.py", "Masks")):
+                       ("pages/4_Masks.py", "Masks"), ("pages/5_Multi-head.py", "Multi-head"),
+                       ("pages/6_Self_vs_cross.py", "Self vs cross"), ("pages/7_Position.py", "Order and position")):
         print(f"| {name} | {page_rerun_ms(path):.0f} ms | ≤ 300 ms |")
     if shutil.which("chromium") or os.environ.get("CHROMIUM"):
         b = browser_ms()

@@ -129,6 +129,18 @@ def _wrong_transpose(X, W, tr, H, d_head, n, labels, dec) -> None:
                      f"{row * d_head}…{(row + 1) * d_head - 1}"))
     st.dataframe(pd.DataFrame(rows, columns=[t("mh.wrong.slot"), t("mh.wrong.token"), t("mh.wrong.features"),
                                              t("mh.wrong.should")]), hide_index=True, width="stretch")
+    scrambled = core.attention(*(core.pitfalls.split_heads_without_transpose(p, H)
+                                 for p in (tr.q_proj, tr.k_proj, tr.v_proj)))  # weights (1, H, N, N)
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown(f"**{t('mh.wrong.right_head')}**")
+        show_heatmap(heatmap(tr.weights[0, 0].numpy(), x_labels=labels, y_labels=labels, x_title=t("axis.key"),
+                             y_title=t("axis.query"), decimals=min(dec, 2), sequential=True), key="mh.wrong.right")
+    with c2:
+        st.markdown(f"**{t('mh.wrong.wrong_head')}**")
+        show_heatmap(heatmap(scrambled.weights[0, 0].numpy(), x_labels=[f"{t('mh.wrong.row')} {i}" for i in range(n)],
+                             y_labels=[f"{t('mh.wrong.row')} {i}" for i in range(n)], x_title=t("axis.key"),
+                             y_title=t("axis.query"), decimals=min(dec, 2), sequential=True), key="mh.wrong.wrong")
     wrong = core.pitfalls.multi_head_without_transpose(X, n_heads=H, **W)
     gap = core.max_abs_diff(wrong, tr.output)
     (st.warning if gap > 1e-6 else st.info)(t("mh.wrong.gap", gap=f"{gap:.3g}", H=H))

@@ -58,17 +58,17 @@ def render() -> None:
 
     st.subheader(t("ps.perm.title"))
     default = " ".join(str(i) for i in reversed(range(n)))
-    if _parse_perm(st.session_state.get("ps.perm", ""), n) is None:
-        if st.session_state.get("ps.perm") and st.session_state.get("ps._perm_n") == n:
-            problems.append(("error", t("ps.perm.bad", n=n - 1)))
-        perm = _parse_perm(default, n)
-    else:
-        perm = _parse_perm(st.session_state["ps.perm"], n)
+    if st.session_state.get("ps._perm_n") not in (None, n):  # the tokens changed: start from the reverse order
+        st.session_state["ps.perm"] = default
     st.session_state["ps._perm_n"] = n
+    st.session_state.setdefault("ps.perm", default)
+    perm = _parse_perm(st.session_state["ps.perm"], n)
+    if perm is None:
+        problems.append(("error", t("ps.perm.bad", n=n - 1)))
+        perm = _parse_perm(default, n)
     with c2:
         p1, p2 = st.columns([3, 1])
         with p1:
-            st.session_state.setdefault("ps.perm", default)
             st.text_input(t("ps.perm"), key="ps.perm", help=t("ps.perm.help", n=n - 1))
         with p2:
             st.button(t("ps.shuffle"), on_click=_shuffle, key="ps.shuffle")
