@@ -34,7 +34,8 @@ def render() -> None:
         tokens, _, _ = shared.token_controls(problems)
     c1, c2, c3 = st.columns(3)
     with c1:
-        st.select_slider(t("mh.d_model"), options=D_MODELS, key="mh.d_model", value=st.session_state.get("mh.d_model", 8))
+        st.session_state.setdefault("mh.d_model", 8)
+        st.select_slider(t("mh.d_model"), options=D_MODELS, key="mh.d_model")
     d = int(st.session_state["mh.d_model"])
     divisors = [h for h in range(1, d + 1) if d % h == 0]
     if st.session_state.get("mh.heads") not in divisors:

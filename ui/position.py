@@ -50,7 +50,8 @@ def render() -> None:
     st.session_state["ps._n"] = n
     c1, c2 = st.columns([1, 2])
     with c1:
-        st.select_slider(t("ps.d"), options=DIMS, key="ps.d", value=st.session_state.get("ps.d", 8))
+        st.session_state.setdefault("ps.d", 8)
+        st.select_slider(t("ps.d"), options=DIMS, key="ps.d")
     d = int(st.session_state["ps.d"])
     X = compute.embedding("random", tuple(tokens), d, seed)[0]
     W = {w: compute.projection(d, d, seed, f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
