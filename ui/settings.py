@@ -36,6 +36,9 @@ PAGES = (
     PageInfo("multihead", "pages/5_Multi-head.py", ":material/view_column:", "C17, C20–C22, C36, C38"),
     PageInfo("selfcross", "pages/6_Self_vs_cross.py", ":material/compare_arrows:", "C13–C16"),
     PageInfo("position", "pages/7_Position.py", ":material/format_list_numbered:", "C23, C24, C37"),
+    PageInfo("seq2seq", "pages/8_Seq2seq.py", ":material/translate:", "C25–C27"),
+    PageInfo("block", "pages/9_Transformer_block.py", ":material/layers:", "C28–C31"),
+    PageInfo("vit", "pages/10_Vision_Transformer.py", ":material/image:", "C32"),
 )
 PAGE_BY_ID = {p.id: p for p in PAGES}
 

@@ -6,7 +6,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import core
 from core import block, seq2seq, vit
 
 
