@@ -61,6 +61,7 @@ def render() -> None:
     st.latex(r"h_i = \mathrm{GRU}(x_i, h_{i-1}),\quad e_{t,i} = f_{att}(s_{t-1}, h_i),\quad "
              r"\alpha_{t,\cdot} = \mathrm{softmax}(e_{t,\cdot}),\quad c_t = \sum_i \alpha_{t,i} h_i,\quad "
              r"s_t = \mathrm{GRU}([y_{t-1}; c_t], s_{t-1})")
+    st.session_state.setdefault("s2.att", "additive")
     c1, c2 = st.columns(2)
     with c1:
         st.radio(t("s2.task"), seq2seq.TASKS, key="s2.task", format_func=labeller("s2.task."), horizontal=True)
@@ -74,7 +75,8 @@ def render() -> None:
         if not st.button(t("s2.train"), key="s2.train", type="primary"):
             shared.show_problems(problems)
             return
-        trained = _train(task_name, att, seed, t("s2.training"))
+        _train(task_name, att, seed, t("s2.training"))
+        st.rerun()  # redraw the page with the trained model
     st.success(t("s2.trained", acc=f"{100 * trained.accuracy:.1f}", s=f"{trained.seconds:.1f}", n=trained.cfg.steps))
     st.plotly_chart(PrebuiltFigure({"data": [{"type": "scatter", "mode": "lines", "y": list(np.round(trained.losses, 4)),
                                               "name": "loss"}],
@@ -146,6 +148,7 @@ def _bottleneck(task_name: str, seed: int) -> None:
         models = {att: _train(task, att, seed, t("s2.training_for", att=t(f"s2.att.{att}"))) for att in ("none", "additive")}
         with st.spinner(t("s2.measuring")):
             store[key] = {att: seq2seq.accuracy_by_length(m, LENGTHS) for att, m in models.items()}
+        st.rerun()
     curves = store[key]
     data = [{"type": "scatter", "mode": "lines+markers", "x": list(LENGTHS), "y": list(np.round(curves[att], 3)),
              "name": t(f"s2.att.{att}")} for att in ("none", "additive")]
