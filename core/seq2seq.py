@@ -302,7 +302,7 @@ def train(cfg: Config, seed: int = 0, *, callback: Callable[[int, float], None] 
         opt.step()
         losses.append(float(loss.detach()))
         if callback is not None:
-            callback(step, float(loss))
+            callback(step, losses[-1])
     params = {k: v.detach() for k, v in p.items()}
     src, tgt = make_batch(task, eval_batch, (cfg.min_len, cfg.max_len), torch.Generator().manual_seed(seed + 2))
     acc = token_accuracy(params, cfg, src, tgt)
