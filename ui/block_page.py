@@ -40,9 +40,7 @@ def render() -> None:
     dec = min(settings.get("precision"), 2)
     seed = int(settings.get("seed"))
     st.markdown(t("tb.intro"))
-    with st.expander(t("shared.numbers"), expanded=False):
-        st.caption(t("tb.numbers.help", d=D, H=H, f=D_FF))
-        tokens, _, _ = shared.token_controls(problems)
+    tokens = shared.numbers_panel(problems, tokens_only=True, help_text=t("tb.numbers.help", d=D, H=H, f=D_FF))
     shared.show_problems(problems)
     st.radio(t("tb.activation"), block.ACTIVATIONS, key="tb.act", horizontal=True, format_func=labeller("tb.act."))
     act = st.session_state["tb.act"]

@@ -30,9 +30,7 @@ def render() -> None:
             shared.toggle_mask_cell(cell)
     dec = settings.get("precision")
     st.markdown(t("mk.intro"))
-    with st.expander(t("shared.numbers"), expanded=False):
-        st.caption(t("shared.numbers.help"))
-        inp = shared.inputs(problems, editors=False)
+    inp = shared.numbers_panel(problems)
     conv = shared.notation_switch()
     n_q, n_k = len(inp.tq), len(inp.tk)
     ql, kl = [short(s) for s in inp.q_labels], [short(s) for s in inp.k_labels]

@@ -29,9 +29,7 @@ def render() -> None:
     dec = settings.get("precision")
     seed = int(settings.get("seed"))
     st.markdown(t("mh.intro"))
-    with st.expander(t("shared.numbers"), expanded=False):
-        st.caption(t("mh.numbers.help"))
-        tokens, _, _ = shared.token_controls(problems)
+    tokens = shared.numbers_panel(problems, tokens_only=True, help_text=t("mh.numbers.help"))
     c1, c2, c3 = st.columns(3)
     with c1:
         st.session_state.setdefault("mh.d_model", 8)

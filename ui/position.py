@@ -43,9 +43,7 @@ def render() -> None:
     dec = settings.get("precision")
     seed = int(settings.get("seed"))
     st.markdown(t("ps.intro"))
-    with st.expander(t("shared.numbers"), expanded=False):
-        st.caption(t("ps.numbers.help"))
-        tokens, _, _ = shared.token_controls(problems)
+    tokens = shared.numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))
     n = len(tokens)
     st.session_state["ps._n"] = n
     c1, c2 = st.columns([1, 2])

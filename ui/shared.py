@@ -328,6 +328,16 @@ def inputs(problems: list, *, conv: str = "row", editors: bool = True, embed_box
                   d_k=d_k, d_v=d_v)
 
 
+def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str | None = None):
+    """The shared scenario's controls, folded away on the concept pages: the full inputs
+    (tokens, embedding, Q/K/V; returns :class:`Inputs`) or just the token box (returns the tokens)."""
+    with st.expander(t("shared.numbers"), expanded=False):
+        st.caption(help_text or t("shared.numbers.help"))
+        if tokens_only:
+            return token_controls(problems)[0]
+        return inputs(problems, editors=False)
+
+
 def score_params(score: str, d_k: int, problems: list, *, editors: bool) -> dict[str, np.ndarray]:
     """The seeded (or edited) parameters of a score function: W for general; W_a, U_a, w_a for additive."""
     dec = settings.get("precision")
