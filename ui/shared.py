@@ -165,6 +165,10 @@ def editable(name: str, generated: np.ndarray, rows: list[str], cols: list[str],
     carried = carry.get(name)
     if carried is not None and carried["key"] == k:
         base = np.asarray(carried["value"], dtype=float).reshape(generated.shape)
+    elif carried is not None:  # the tokens, sizes or seed changed: the edits no longer belong here
+        problems.append(("info", t("info.edits_reset", name=name)))
+        del carry[name]
+        carried = None
     value = base
     if show_editor:
         value, problem = matrix_editor(label, base, row_labels=rows, col_labels=cols, key=k, decimals=decimals)

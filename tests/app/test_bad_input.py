@@ -134,3 +134,15 @@ def test_unexpected_failure_is_a_message_not_a_traceback(monkeypatch):
     no_exception(at)
     assert any("Something went wrong" in e.value for e in at.error)
     assert "simulated bug" not in texts(at)
+
+
+def test_edits_that_no_longer_fit_after_a_token_change_are_reported():
+    at = page()
+    edit(at, "X", {0: {"d0": 5.0}})
+    at.text_input(key="pg.tokens").input("나는 오늘 사과를 먹었다 또").run()
+    no_exception(at)
+    assert any("Your edits to X" in i.value for i in at.info)
+    X, _ = core.lab.c18_lookup("나는 오늘 사과를 먹었다 또".split(), fallback_seed=0)
+    close(heat(at, "pg.chart.weights"), core.attention(X, X, X).weights)
+    at.run()  # reported once, not on every rerun
+    assert not any("Your edits to X" in i.value for i in at.info)
