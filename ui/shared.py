@@ -409,7 +409,8 @@ def mask_controls(n_q: int, n_k: int, q_labels, k_labels, conv: str, *, chart_ke
         st.checkbox(t("pg.mask.causal"), key=key("causal"), help=t("pg.mask.causal.help"))
     with m2:
         st.session_state[key("pad")] = [i for i in st.session_state[key("pad")] if 0 <= int(i) < n_k]
-        by_label(st.multiselect, "pad", k_labels, t("pg.mask.pad"), help=t("pg.mask.pad.help"))
+        by_label(st.multiselect, "pad", k_labels, t("pg.mask.pad"), help=t("pg.mask.pad.help"),
+                 placeholder=t("pg.mask.pad.none"))
     mask = current_mask(n_q, n_k)
     st.caption(t("pg.mask.custom.help"))
     mshow = np.ones((n_q, n_k)) if mask is None else mask.astype(float)
