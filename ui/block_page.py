@@ -13,7 +13,7 @@ from core import block
 from . import compute, settings, shared
 from .i18n import labeller, t
 from .render import PrebuiltFigure, dim_labels, heatmap, shape_badge, show_heatmap
-from .text import short
+from .text import shorts
 
 D, H, D_FF = 8, 2, 32
 
@@ -46,7 +46,7 @@ def render() -> None:
     act = st.session_state["tb.act"]
     X = compute.embedding("random", tuple(tokens), D, seed)[0]
     n = X.shape[0]
-    labels = [short(s) for s in shared.token_labels(tokens)]
+    labels = shorts(shared.token_labels(tokens))
     cols = st.columns(2)
     for col, norm in zip(cols, ("post", "pre"), strict=True):
         tr = _block(X, seed, act, norm)

@@ -12,7 +12,7 @@ from . import formulas, settings, shared
 from .i18n import t
 from .render import heatmap, shape_badge, show_heatmap
 from .shared import key
-from .text import md, short
+from .text import md, shorts
 
 CLICKS = "mk.clicks"
 MASK_CHART = "mk.chart.mask"
@@ -33,7 +33,7 @@ def render() -> None:
     inp = shared.numbers_panel(problems)
     conv = shared.notation_switch()
     n_q, n_k = len(inp.tq), len(inp.tk)
-    ql, kl = [short(s) for s in inp.q_labels], [short(s) for s in inp.k_labels]
+    ql, kl = shorts(inp.q_labels), shorts(inp.k_labels)
 
     st.subheader(t("mk.build"))
     c1, c2 = st.columns([2, 1])

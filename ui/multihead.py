@@ -14,7 +14,7 @@ from .i18n import t
 from .playground import pipeline
 from .render import dim_labels, heatmap, shape_badge, show_heatmap
 from .shared import key
-from .text import short
+from .text import shorts
 
 D_MODELS = (2, 3, 4, 6, 8, 12, 16)
 
@@ -45,7 +45,7 @@ def render() -> None:
     H = int(st.session_state["mh.heads"])
     d_head = d // H
     n = len(tokens)
-    labels = [short(s) for s in shared.token_labels(tokens)]
+    labels = shorts(shared.token_labels(tokens))
     X = compute.embedding("random", tuple(tokens), d, seed)[0][None]  # (1, n, d): one batch
     W = _weights(d, seed)
     causal = bool(st.session_state.get(key("causal")))

@@ -15,7 +15,7 @@ from . import formulas, settings, shared
 from .i18n import labeller, t
 from .render import dim_labels, heatmap, shape_badge, show_heatmap
 from .shared import key
-from .text import md, short
+from .text import md, shorts
 
 CLICKS = "nt.clicks"
 SELECTED = "nt.selected"  # (matrix name, i, j) in row-notation coordinates
@@ -63,7 +63,7 @@ def render() -> None:
         return
     shared.show_problems(problems)
     gaps = core.transpose_gap(row.attn, col.attn)
-    ql, kl = [short(s) for s in inp.q_labels], [short(s) for s in inp.k_labels]
+    ql, kl = shorts(inp.q_labels), shorts(inp.k_labels)
     d_k, d_v = row.Q.shape[1], row.V.shape[1]
 
     left, right = st.columns(2)

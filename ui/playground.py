@@ -28,7 +28,7 @@ from .render import (
     weight_bars,
 )
 from .shared import key
-from .text import md, short
+from .text import md, shorts
 
 WEIGHTS_CHART = "pg.chart.weights"
 MASK_CHART = "pg.chart.mask"
@@ -128,18 +128,7 @@ def render() -> None:
         _share(trace, q_labels, k_labels, conv)
 
 
-def _short(labels) -> list[str]:
-    return [short(s) for s in labels]
-
-
 # ---------------------------------------------------------------------------- the pipeline
-def _axes(conv: str, q_labels, k_labels):
-    """(x labels, y labels, x title, y title) for an (n_q×n_k) matrix in this convention."""
-    if conv == "row":
-        return k_labels, q_labels, t("axis.key"), t("axis.query")
-    return q_labels, k_labels, t("axis.query"), t("axis.key")
-
-
 def pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, *, prefix: str = "pg",
              query: int | None = None, clicks: str | None = CLICKS) -> None:
     """scores → scaled → masked → softmax weights → output, each with formula and shape.
@@ -147,7 +136,8 @@ def pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, *, prefix:
     Also used by other pages for one attention computation (``prefix`` keeps the keys apart)."""
     A = trace.attn
     n_q, n_k = len(q_labels), len(k_labels)
-    xl, yl, xt, yt = _axes(conv, _short(q_labels), _short(k_labels))
+    ax = shared.qk_axes(conv, shorts(q_labels), shorts(k_labels))
+    xl, yl, xt, yt = ax["x_labels"], ax["y_labels"], ax["x_title"], ax["y_title"]
     sq = f"{n_q}×{n_k}" if conv == "row" else f"{n_k}×{n_q}"
     d_k, d_v = trace.Q.shape[1], trace.V.shape[1]
     st.subheader(t("pg.pipeline"))
@@ -209,7 +199,7 @@ def pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, *, prefix:
             fig = panel(t("step.output"), formulas.OUTPUT[conv], out_shape, O, x=vl, xt=t("axis.dim"))
         else:
             fig = panel(t("step.output"), formulas.OUTPUT[conv], out_shape, O, y=vl, yt=t("axis.dim"),
-                        x=_short(q_labels), xt=t("axis.query"))
+                        x=shorts(q_labels), xt=t("axis.query"))
         show_heatmap(fig, key=f"{prefix}.fig.output")
         st.caption(t("pg.output.note"))
 
@@ -247,7 +237,7 @@ def _inspector(trace, tq, tk, conv, dec) -> None:
 # ---------------------------------------------------------------------------- share & export
 def _share(trace, q_labels, k_labels, conv) -> None:
     values = shared.values()
-    matrices = _changed_matrices()
+    matrices = dict(st.session_state.get("pg._changed", {}))  # edits and loaded matrices
     query = scenario.to_query(values, matrices) | settings.settings_query()
     current = {k: st.query_params.get(k) for k in st.query_params.keys()}
     if current != query:
@@ -267,11 +257,6 @@ def _share(trace, q_labels, k_labels, conv) -> None:
                            file_name="attention-scenario.json", mime="application/json", key="pg.dl.json")
     st.file_uploader(t("share.upload"), type=["json"], key="pg.upload", on_change=_on_upload,
                      help=t("share.upload.help", limit=scenario.MAX_JSON_BYTES // 1024))
-
-
-def _changed_matrices() -> dict:
-    """Matrices that differ from what the settings generate (edits and loaded overrides)."""
-    return dict(st.session_state.get("pg._changed", {}))
 
 
 def _csv(trace, q_labels, k_labels) -> str:

@@ -11,7 +11,7 @@ import core
 from . import compute, settings, shared
 from .i18n import t
 from .render import dim_labels, heatmap, shape_badge, show_heatmap
-from .text import md, short
+from .text import md, shorts
 
 DIMS = (2, 4, 6, 8, 12, 16)
 
@@ -53,7 +53,7 @@ def render() -> None:
     d = int(st.session_state["ps.d"])
     X = compute.embedding("random", tuple(tokens), d, seed)[0]
     W = {w: compute.projection(d, d, seed, f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
-    labels = [short(s) for s in shared.token_labels(tokens)]
+    labels = shorts(shared.token_labels(tokens))
 
     st.subheader(t("ps.perm.title"))
     default = " ".join(str(i) for i in reversed(range(n)))

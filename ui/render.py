@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -245,13 +246,7 @@ def dim_labels(d: int, prefix: str = "d") -> list[str]:
 
 def shape_badge(text: str) -> None:
     """A one-line shape statement such as ``Q (4×3) · Kᵀ (3×4) → (4×4)``."""
-    st.markdown(f"<span class='shape-badge'>{_escape_html(text)}</span>", unsafe_allow_html=True)
-
-
-def _escape_html(s: str) -> str:
-    import html
-
-    return html.escape(s, quote=True)
+    st.markdown(f"<span class='shape-badge'>{html.escape(text, quote=True)}</span>", unsafe_allow_html=True)
 
 
 CSS = """

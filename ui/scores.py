@@ -11,7 +11,7 @@ import core
 from . import compute, formulas, settings, shared
 from .i18n import t
 from .render import PrebuiltFigure, heatmap, shape_badge, show_heatmap
-from .text import short
+from .text import shorts
 
 
 def _fig(data: list[dict], layout: dict) -> PrebuiltFigure:
@@ -27,7 +27,7 @@ def render() -> None:
     inp = shared.numbers_panel(problems)
     conv = shared.notation_switch()
     n_q, n_k = len(inp.tq), len(inp.tk)
-    ql, kl = [short(s) for s in inp.q_labels], [short(s) for s in inp.k_labels]
+    ql, kl = shorts(inp.q_labels), shorts(inp.k_labels)
     with st.expander(t("sc.params"), expanded=False):
         st.caption(t("sc.params.help"))
         params = {"general": shared.score_params("general", inp.d_k, problems, editors=True),

@@ -13,7 +13,7 @@ from . import compute, settings, shared
 from .i18n import t
 from .render import PrebuiltFigure, heatmap, shape_badge, show_heatmap
 from .shared import key
-from .text import short
+from .text import shorts
 
 
 def render() -> None:
@@ -23,7 +23,7 @@ def render() -> None:
     st.markdown(t("sx.intro"))
     inp = shared.inputs(problems, editors=False)  # token boxes, embedding, Q/K/V: the shared scenario
     n_q, n_k = len(inp.tq), len(inp.tk)
-    ql, kl = [short(s) for s in inp.q_labels], [short(s) for s in inp.k_labels]
+    ql, kl = shorts(inp.q_labels), shorts(inp.k_labels)
     score = st.session_state.get(key("score"), "scaled_dot")
     params = shared.score_params(score, inp.d_k, problems, editors=False)
     try:

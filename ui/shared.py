@@ -19,7 +19,7 @@ from core.tokens import tokenize
 from . import compute, formulas, scenario, settings
 from .i18n import labeller, t
 from .render import EDIT_LIMIT, dim_labels, heatmap, matrix_editor, shape_badge, show_heatmap, token_labels
-from .text import md, short
+from .text import md, shorts
 
 K = "pg."  # widget-key prefix
 PERSISTED = tuple(f"pg.{name}" for name in scenario.DEFAULTS)
@@ -414,7 +414,7 @@ def mask_controls(n_q: int, n_k: int, q_labels, k_labels, conv: str, *, chart_ke
     mask = current_mask(n_q, n_k)
     st.caption(t("pg.mask.custom.help"))
     mshow = np.ones((n_q, n_k)) if mask is None else mask.astype(float)
-    ql, kl = [short(s) for s in q_labels], [short(s) for s in k_labels]
+    ql, kl = shorts(q_labels), shorts(k_labels)
     if conv == "column":
         st.caption(t("pg.mask.column_note"))
         spec = heatmap(mshow.T, x_labels=ql, y_labels=kl, x_title=t("axis.query"), y_title=t("axis.key"),
@@ -429,13 +429,18 @@ def mask_controls(n_q: int, n_k: int, q_labels, k_labels, conv: str, *, chart_ke
     return mask
 
 
+def qk_axes(conv: str, q_labels, k_labels) -> dict:
+    """Heatmap labels of an (n_q × n_k) matrix in the chosen notation (column: rows = keys)."""
+    if conv == "column":
+        return {"x_labels": q_labels, "y_labels": k_labels, "x_title": t("axis.query"), "y_title": t("axis.key")}
+    return {"x_labels": k_labels, "y_labels": q_labels, "x_title": t("axis.key"), "y_title": t("axis.query")}
+
+
 def qk_view(z, conv: str, q_labels, k_labels) -> tuple[np.ndarray, dict]:
     """An (n_q × n_k) row-convention matrix laid out in the chosen notation: in column notation
-    it is shown transposed (rows = keys, columns = queries). Returns (matrix, heatmap labels)."""
+    it is shown transposed. Returns (matrix, heatmap labels)."""
     z = np.asarray(z)
-    if conv == "column":
-        return z.T, {"x_labels": q_labels, "y_labels": k_labels, "x_title": t("axis.query"), "y_title": t("axis.key")}
-    return z, {"x_labels": k_labels, "y_labels": q_labels, "x_title": t("axis.key"), "y_title": t("axis.query")}
+    return (z.T if conv == "column" else z), qk_axes(conv, q_labels, k_labels)
 
 
 def notation_switch() -> str:

@@ -21,3 +21,8 @@ def short(text: str, limit: int = 14) -> str:
     """A label shortened for a chart axis (shown as text, never as HTML)."""
     s = str(text)
     return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def shorts(labels) -> list[str]:
+    """:func:`short` for every label."""
+    return [short(s) for s in labels]
