@@ -1,6 +1,16 @@
 """The Attention Playground (C1–C2, C4–C9, C11, C13–C16, C18–C19, C33, C39)."""
 
+import streamlit as st
+
 from ui import playground, safe, settings
 
 settings.page_setup("playground")
-safe.run(playground.render)
+
+
+@st.fragment
+def body() -> None:
+    """Everything below the header: a change here reruns only this part (not the sidebar)."""
+    safe.run(playground.render)
+
+
+body()

@@ -20,7 +20,7 @@ from .i18n import labeller, t
 from .render import (
     dim_labels,
     heatmap,
-    shape_badge,
+    panel_header,
     show_bars,
     show_heatmap,
     stacked_contributions,
@@ -67,8 +67,6 @@ def _on_weight_click(cell: tuple[int, int]) -> None:
     st.session_state[key("query")] = cell[0] if conv == "row" else cell[1]
 
 
-# ---------------------------------------------------------------------------- tokens
-# ---------------------------------------------------------------------------- matrices
 # ---------------------------------------------------------------------------- page
 def render() -> None:
     problems: list[tuple[str, str]] = []
@@ -81,30 +79,42 @@ def render() -> None:
     st.radio(t("pg.convention"), scenario.CONVENTIONS, key=key("convention"),
              format_func=labeller("conv."), horizontal=True, help=t("pg.convention.help"))
     conv = st.session_state[key("convention")]
-    tabs = st.tabs([t("pg.tab.embed"), t("pg.tab.qkv"), t("pg.tab.score"), t("pg.tab.mask"), t("pg.tab.share")])
+    tabs = _setup_tabs()
+    opened = [bool(tab.open) for tab in tabs]
     with head:
-        inp = shared.inputs(problems, conv=conv, editors=True, embed_box=tabs[0], qkv_box=tabs[1])
+        inp = shared.inputs(problems, conv=conv, editors=True, embed_box=tabs[0], qkv_box=tabs[1],
+                            draw_embed=opened[0], draw_qkv=opened[1])
     tq, tk, q_labels, k_labels = inp.tq, inp.tk, inp.q_labels, inp.k_labels
     n_q, n_k, d_k = len(tq), len(tk), inp.d_k
 
-    # -- score function
-    with tabs[2]:
-        st.radio(t("pg.score"), core.SCORE_FUNCTIONS, key=key("score"), format_func=labeller("score."),
-                 horizontal=True)
-        score = st.session_state[key("score")]
-        st.latex(formulas.SCORE_PAIR[score])
-        s1, s2 = st.columns(2)
-        with s1:
-            st.radio(t("pg.scale"), scenario.SCALES, key=key("scale"), format_func=labeller("scale."),
-                     horizontal=True, help=t("pg.scale.help"))
-        with s2:
-            st.slider(t("pg.temperature"), 0.1, 5.0, step=0.1, key=key("temperature"), help=t("pg.temperature.help"))
-        params = shared.score_params(score, d_k, problems, editors=True)
-        st.caption(t("pg.score.note"))
+    # -- score function (a closed tab draws nothing; the kept choices still apply)
+    score = st.session_state[key("score")]
+    if opened[2]:
+        with tabs[2]:
+            st.radio(t("pg.score"), core.SCORE_FUNCTIONS, key=key("score"), format_func=labeller("score."),
+                     horizontal=True)
+            score = st.session_state[key("score")]
+            st.latex(formulas.SCORE_PAIR[score])
+            s1, s2 = st.columns(2)
+            with s1:
+                st.radio(t("pg.scale"), scenario.SCALES, key=key("scale"), format_func=labeller("scale."),
+                         horizontal=True, help=t("pg.scale.help"))
+            with s2:
+                st.slider(t("pg.temperature"), 0.1, 5.0, step=0.1, key=key("temperature"),
+                          help=t("pg.temperature.help"))
+            params = shared.score_params(score, d_k, problems, editors=True)
+            st.caption(t("pg.score.note"))
+    else:
+        params = shared.score_params(score, d_k, problems, editors=False)
 
     # -- mask
-    with tabs[3]:
-        mask = shared.mask_controls(n_q, n_k, q_labels, k_labels, conv, chart_key=MASK_CHART, click_queue=CLICKS)
+    st.session_state[key("pad")] = [i for i in st.session_state[key("pad")] if 0 <= int(i) < n_k]
+    if opened[3]:
+        with tabs[3]:
+            mask = shared.mask_controls(n_q, n_k, q_labels, k_labels, conv, chart_key=MASK_CHART,
+                                        click_queue=CLICKS)
+    else:
+        mask = shared.current_mask(n_q, n_k)
 
     # -- compute (cached) with the last valid trace kept on failure
     scale_mode, _ = shared.scale_choice(d_k)
@@ -124,8 +134,29 @@ def render() -> None:
     shared.show_problems(problems)
     pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, query=int(st.session_state.get(key("query"), 0)))
     _inspector(trace, tq, tk, conv, dec)
-    with tabs[4]:
-        _share(trace, q_labels, k_labels, conv)
+    query = _sync_url()
+    if opened[4]:
+        with tabs[4]:
+            _share(trace, q_labels, k_labels, query)
+
+
+TABS = ("embed", "qkv", "score", "mask", "share")
+TAB_KEY, TAB_ID = "pg.tab", "pg.tab_id"
+
+
+def _setup_tabs():
+    """The setup tabs. Only the open tab's controls are drawn (``on_change="rerun"``), so a
+    change redraws the few controls in sight; the open tab survives language and page switches."""
+    labels = [t(f"pg.tab.{name}") for name in TABS]
+    chosen = st.session_state.get(TAB_ID)
+    st.session_state[TAB_KEY] = labels[TABS.index(chosen) if chosen in TABS else 0]
+    return st.tabs(labels, key=TAB_KEY, on_change=_on_tab, args=(tuple(labels),))
+
+
+def _on_tab(labels: tuple[str, ...]) -> None:
+    label = st.session_state.get(TAB_KEY)
+    if label in labels:
+        st.session_state[TAB_ID] = TABS[labels.index(label)]
 
 
 # ---------------------------------------------------------------------------- the pipeline
@@ -145,9 +176,7 @@ def pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, *, prefix:
     st.caption(t("pg.pipeline.values", scale=f"{A.scale:.{dec}f}", T=f"{A.temperature:g}"))
 
     def panel(title, latex, shape, z, **kw):
-        st.markdown(f"**{title}**")
-        st.latex(latex)
-        shape_badge(shape)
+        panel_header(title, latex, shape)
         return heatmap(z, x_labels=kw.pop("x", xl), y_labels=kw.pop("y", yl), x_title=kw.pop("xt", xt),
                        y_title=kw.pop("yt", yt), decimals=dec, **kw)
 
@@ -177,9 +206,7 @@ def pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, *, prefix:
         sums, fully = A.weight_sums.numpy(), A.fully_masked.numpy()
         notes = [("Σ " + f"{s:.{dec}f}") if not f else t("pg.fully_masked_short") for s, f in zip(sums, fully, strict=True)]
         kw = {} if query is None else ({"highlight_row": query} if conv == "row" else {"highlight_col": query})
-        st.markdown(f"**{t('step.weights')}**")
-        st.latex(formulas.SOFTMAX[conv])
-        shape_badge(f"softmax ({sq}) → ({sq})")
+        panel_header(t("step.weights"), formulas.SOFTMAX[conv], f"softmax ({sq}) → ({sq})")
         if clicks:
             st.caption(t("pg.weights.click"))
         spec = heatmap(W, x_labels=xl, y_labels=yl, x_title=xt, y_title=yt, decimals=dec, sequential=True,
@@ -235,13 +262,20 @@ def _inspector(trace, tq, tk, conv, dec) -> None:
 
 
 # ---------------------------------------------------------------------------- share & export
-def _share(trace, q_labels, k_labels, conv) -> None:
+def _sync_url() -> dict:
+    """Mirror the whole scenario into the URL (every run, whichever tab is open)."""
     values = shared.values()
     matrices = dict(st.session_state.get("pg._changed", {}))  # edits and loaded matrices
     query = scenario.to_query(values, matrices) | settings.settings_query()
     current = {k: st.query_params.get(k) for k in st.query_params.keys()}
     if current != query:
         st.query_params.from_dict(query)
+    return query
+
+
+def _share(trace, q_labels, k_labels, query: dict) -> None:
+    values = shared.values()
+    matrices = dict(st.session_state.get("pg._changed", {}))
     try:
         base = (st.context.url or "").split("?")[0]
     except Exception:

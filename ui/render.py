@@ -244,6 +244,15 @@ def dim_labels(d: int, prefix: str = "d") -> list[str]:
     return [f"{prefix}{i}" for i in range(d)]
 
 
+def panel_header(title: str, latex: str, shape: str) -> None:
+    """A panel's bold title, its formula and its shape line as one element.
+
+    One element instead of three: every element is a message the browser renders on each
+    rerun, and the pipeline has five panels. ``title`` is UI text (no learner input)."""
+    badge = f"<span class='shape-badge'>{html.escape(shape, quote=True)}</span>"
+    st.markdown(f"**{title}**\n\n$$\n{latex}\n$$\n\n{badge}", unsafe_allow_html=True)
+
+
 def shape_badge(text: str) -> None:
     """A one-line shape statement such as ``Q (4×3) · Kᵀ (3×4) → (4×4)``."""
     st.markdown(f"<span class='shape-badge'>{html.escape(text, quote=True)}</span>", unsafe_allow_html=True)

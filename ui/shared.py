@@ -8,6 +8,7 @@ without editors and compute from the same numbers, edits included.
 from __future__ import annotations
 
 import zlib
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -239,12 +240,13 @@ def token_controls(problems: list, *, presets: bool = True) -> tuple[list[str], 
 
 
 def inputs(problems: list, *, conv: str = "row", editors: bool = True, embed_box=None, qkv_box=None,
-           presets: bool = True) -> Inputs:
+           presets: bool = True, draw_embed: bool = True, draw_qkv: bool = True) -> Inputs:
     """Draw the token, embedding and Q/K/V controls and build the matrices.
 
     ``embed_box``/``qkv_box`` are containers (the Playground's tabs); by default everything goes
     where this is called. With ``editors=False`` no matrix editor is drawn, but the learner's
-    edits from the Playground still apply.
+    edits from the Playground still apply. ``draw_embed``/``draw_qkv`` False (a closed tab)
+    build the same matrices from the kept state without drawing those controls.
     """
     dec = settings.get("precision")
     seed = int(settings.get("seed"))
@@ -256,46 +258,54 @@ def inputs(problems: list, *, conv: str = "row", editors: bool = True, embed_box
     show = editors and interactive
     q_labels, k_labels = token_labels(tq), token_labels(tk)
 
-    with embed_box or st.container():
-        e1, e2 = st.columns([2, 2])
-        with e1:
-            st.radio(t("pg.embedding"), scenario.EMBEDDINGS, key=key("embedding"),
-                     format_func=labeller("pg.embedding."), horizontal=True)
+    with embed_box or nullcontext():
+        if draw_embed:
+            e1, e2 = st.columns([2, 2])
+            with e1:
+                st.radio(t("pg.embedding"), scenario.EMBEDDINGS, key=key("embedding"),
+                         format_func=labeller("pg.embedding."), horizontal=True)
         emb = st.session_state[key("embedding")]
-        with e2:
-            st.slider(t("pg.d_model"), 1, scenario.MAX_DIM, key=key("d_model"), disabled=emb != "random",
-                      help=t("pg.d_model.help"))
+        if draw_embed:
+            with e2:
+                st.slider(t("pg.d_model"), 1, scenario.MAX_DIM, key=key("d_model"), disabled=emb != "random",
+                          help=t("pg.d_model.help"))
         all_tokens = tuple(tq) + (tuple(tk) if cross else ())
         X_all, unknown = compute.embedding(emb, all_tokens, int(st.session_state[key("d_model")]), seed)
         if unknown:
             problems.append(("info", t("info.c18_unknown", tokens=", ".join(md(u) for u in unknown[:8]))))
         d_model = X_all.shape[1]
         dcols = dim_labels(d_model)
-        X_q = editable("X", X_all[:n_q], q_labels, dcols, t("pg.edit_x"), problems, dec, show)
+        X_q = editable("X", X_all[:n_q], q_labels, dcols, t("pg.edit_x"), problems, dec, show and draw_embed)
         X_kv = X_q
         if cross:
-            X_kv = editable("X_src", X_all[n_q:], k_labels, dcols, t("pg.edit_x_src"), problems, dec, show)
-        if editors:
+            X_kv = editable("X_src", X_all[n_q:], k_labels, dcols, t("pg.edit_x_src"), problems, dec,
+                            show and draw_embed)
+        if editors and draw_embed:
             if conv == "row":
                 shape_badge(f"X {n_q}×{d_model}" + (f",  X_src {n_k}×{d_model}" if cross else ""))
             else:
                 shape_badge(f"X {d_model}×{n_q}" + (f",  X_src {d_model}×{n_k}" if cross else ""))
                 st.caption(t("pg.editors_rows"))
 
-    with qkv_box or st.container():
-        st.radio(t("pg.qkv"), core.lab.QKV_MODES, key=key("qkv"), format_func=labeller("pg.qkv."), horizontal=True)
+    with qkv_box or nullcontext():
+        if draw_qkv:
+            st.radio(t("pg.qkv"), core.lab.QKV_MODES, key=key("qkv"), format_func=labeller("pg.qkv."),
+                     horizontal=True)
+        else:
+            editors = False  # a closed tab: the same numbers, nothing drawn
         qkv = st.session_state[key("qkv")]
         Wq = Wk = Wv = Qd = Kd = Vd = None
         if qkv == "projection":
-            s1, s2 = st.columns(2)
-            with s1:
-                st.slider(t("pg.d_k"), 1, scenario.MAX_DIM, key=key("d_k"))
-            with s2:
-                st.slider(t("pg.d_v"), 1, scenario.MAX_DIM, key=key("d_v"))
+            if draw_qkv:
+                s1, s2 = st.columns(2)
+                with s1:
+                    st.slider(t("pg.d_k"), 1, scenario.MAX_DIM, key=key("d_k"))
+                with s2:
+                    st.slider(t("pg.d_v"), 1, scenario.MAX_DIM, key=key("d_v"))
             d_k, d_v = int(st.session_state[key("d_k")]), int(st.session_state[key("d_v")])
             if editors:
                 st.latex(formulas.PROJECTION[conv])
-            w1, w2, w3 = st.columns(3) if editors else (st.container(),) * 3
+            w1, w2, w3 = st.columns(3) if editors else (nullcontext(),) * 3
             with w1:
                 Wq = editable("W_q", compute.projection(d_model, d_k, seed, "W_q"), dcols, dim_labels(d_k, "k"),
                               "W_Q", problems, dec, editors)
@@ -317,9 +327,9 @@ def inputs(problems: list, *, conv: str = "row", editors: bool = True, embed_box
             d_k = d_v = d_model
             if editors:
                 st.caption(t("pg.qkv.direct.help"))
-            Qd = editable("Q", X_q, q_labels, dcols, "Q", problems, dec, show)
-            Kd = editable("K", X_kv, k_labels, dcols, "K", problems, dec, show)
-            Vd = editable("V", X_kv, k_labels, dcols, "V", problems, dec, show)
+            Qd = editable("Q", X_q, q_labels, dcols, "Q", problems, dec, show and editors)
+            Kd = editable("K", X_kv, k_labels, dcols, "K", problems, dec, show and editors)
+            Vd = editable("V", X_kv, k_labels, dcols, "V", problems, dec, show and editors)
         else:
             d_k = d_v = d_model
             if editors:
@@ -356,7 +366,7 @@ def score_params(score: str, d_k: int, problems: list, *, editors: bool) -> dict
             st.slider(t("pg.d_a"), 1, scenario.MAX_DIM, key=key("d_a"), help=t("pg.d_a.help"))
         d_a = int(st.session_state[key("d_a")])
         acols = dim_labels(d_a, "a")
-        a1, a2, a3 = st.columns([2, 2, 1]) if editors else (st.container(),) * 3
+        a1, a2, a3 = st.columns([2, 2, 1]) if editors else (nullcontext(),) * 3
         with a1:
             params["W_a"] = editable("W_a", compute.projection(d_k, d_a, seed, "W_a").T, acols, kcols,
                                      "W_a (d_a×d_k)", problems, dec, editors)
@@ -461,6 +471,7 @@ def show_problems(problems) -> None:
 
 def start(problems: list) -> None:
     """Every page that uses the scenario calls this first."""
+    persist()  # also on a fragment rerun, where page_setup does not run
     init_state()
     st.session_state["pg._changed"] = {}
     problems.extend(st.session_state["pg.messages"])

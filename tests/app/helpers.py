@@ -122,3 +122,10 @@ def decode(a):
 
 def close(a, b, tol=2e-6) -> None:
     np.testing.assert_allclose(np.asarray(decode(a), dtype=float), np.asarray(b, dtype=float), atol=tol, rtol=0)
+
+
+def open_tab(at: AppTest, name: str) -> AppTest:
+    """Open one of the Playground's setup tabs (embed, qkv, score, mask, share), as a click on it
+    does: only the open tab's controls are drawn."""
+    at.session_state["pg.tab_id"] = name
+    return at.run()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ui.i18n import table
 
-from .helpers import PLAYGROUND, no_errors, page
+from .helpers import PLAYGROUND, no_errors, open_tab, page
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,12 +95,15 @@ def test_the_playground_scenario_and_edits_survive_a_page_switch():
     from .helpers import close, edit, heat
 
     at = page()
+    open_tab(at, "mask")
     at.checkbox(key="pg.causal").check().run()
+    open_tab(at, "embed")
     edit(at, "X", {0: {"d2": 3.0}})
     at.switch_page("app.py").run()
     no_errors(at)
     at.switch_page(PLAYGROUND).run()
     no_errors(at)
+    open_tab(at, "mask")
     assert at.checkbox(key="pg.causal").value is True
     X = tokens.c18_embedding().numpy()
     X[0, 2] = 3.0

@@ -9,7 +9,7 @@ import torch
 import core
 from core import masks, tokens
 
-from .helpers import bar_totals, bars, click, close, edit, heat, no_errors, page, spec, texts, ticks
+from .helpers import bar_totals, bars, click, close, edit, heat, no_errors, open_tab, page, spec, texts, ticks
 
 C18_X = tokens.c18_embedding().numpy()
 
@@ -112,6 +112,7 @@ def test_c18_embedding_with_unknown_tokens_is_explained():
 # ---------------------------------------------------------------- Q, K, V
 def test_projections_with_d_k_and_d_v_sliders():
     at = page()
+    open_tab(at, "qkv")
     at.radio(key="pg.qkv").set_value("projection").run()
     at.slider(key="pg.d_k").set_value(2).run()
     at.slider(key="pg.d_v").set_value(4).run()
@@ -128,6 +129,7 @@ def test_projections_with_d_k_and_d_v_sliders():
 
 def test_editing_w_q():
     at = page()
+    open_tab(at, "qkv")
     at.radio(key="pg.qkv").set_value("projection").run()
     edit(at, "W_q", {1: {"k0": -1.5}})
     no_errors(at)
@@ -139,6 +141,7 @@ def test_editing_w_q():
 
 def test_editing_q_k_v_directly():
     at = page()
+    open_tab(at, "qkv")
     at.radio(key="pg.qkv").set_value("direct").run()
     edit(at, "V", {2: {"d0": 4.0}})
     no_errors(at)
@@ -169,6 +172,7 @@ def test_cross_attention_uses_target_queries_and_source_keys():
 @pytest.mark.parametrize("score", ["dot", "scaled_dot", "general", "additive", "cosine"])
 def test_every_score_function(score):
     at = page()
+    open_tab(at, "score")
     at.radio(key="pg.score").set_value(score).run()
     no_errors(at)
     params = None
@@ -185,6 +189,7 @@ def test_every_score_function(score):
 
 def test_additive_d_a_slider_and_w_a_edit():
     at = page()
+    open_tab(at, "score")
     at.radio(key="pg.score").set_value("additive").run()
     at.slider(key="pg.d_a").set_value(2).run()
     edit(at, "w_a", {0: {"w_a": 3.0}})
@@ -198,6 +203,7 @@ def test_additive_d_a_slider_and_w_a_edit():
 
 def test_general_w_edit():
     at = page()
+    open_tab(at, "score")
     at.radio(key="pg.score").set_value("general").run()
     edit(at, "W", {0: {"k0": 2.0}})
     W = tokens.projection(3, 3, seed=0, name="W").T.clone()
@@ -208,6 +214,7 @@ def test_general_w_edit():
 @pytest.mark.parametrize("mode, scale", [("none", 1.0), ("sqrt_dk", 3 ** -0.5)])
 def test_scale_choice_and_temperature(mode, scale):
     at = page()
+    open_tab(at, "score")
     at.radio(key="pg.score").set_value("dot").run()
     at.radio(key="pg.scale").set_value(mode).run()
     at.slider(key="pg.temperature").set_value(0.5).run()
@@ -219,6 +226,7 @@ def test_scale_choice_and_temperature(mode, scale):
 # ---------------------------------------------------------------- masks
 def test_causal_mask_zeroes_the_upper_triangle_and_shows_minus_infinity():
     at = page()
+    open_tab(at, "mask")
     at.checkbox(key="pg.causal").check().run()
     no_errors(at)
     ref = c18_trace(mask=masks.causal(4))
@@ -232,6 +240,7 @@ def test_causal_mask_zeroes_the_upper_triangle_and_shows_minus_infinity():
 
 def test_padding_mask():
     at = page()
+    open_tab(at, "mask")
     at.multiselect(key="pg.w.pad").select("2 사과를").run()
     no_errors(at)
     ref = c18_trace(mask=masks.padding([1, 1, 0, 1], 4))
@@ -241,6 +250,7 @@ def test_padding_mask():
 
 def test_clicking_mask_cells_toggles_them_and_masks_combine():
     at = page()
+    open_tab(at, "mask")
     at.checkbox(key="pg.causal").check().run()
     click(at, "pg.chart.mask", 3, 0)
     no_errors(at)
@@ -252,6 +262,7 @@ def test_clicking_mask_cells_toggles_them_and_masks_combine():
 
 def test_fully_masked_row_is_explained_not_hidden():
     at = page()
+    open_tab(at, "mask")
     at.checkbox(key="pg.causal").check().run()
     at.multiselect(key="pg.w.pad").select("0 나는").run()
     no_errors(at)
@@ -265,6 +276,7 @@ def test_fully_masked_row_is_explained_not_hidden():
 # ---------------------------------------------------------------- notation
 def test_column_notation_shows_every_matrix_transposed():
     at = page()
+    open_tab(at, "mask")
     at.checkbox(key="pg.causal").check().run()
     row = {k: heat(at, k) for k in ("pg.fig.scores", "pg.fig.scaled", "pg.chart.weights", "pg.fig.output")}
     at.radio(key="pg.convention").set_value("column").run()
@@ -274,7 +286,7 @@ def test_column_notation_shows_every_matrix_transposed():
     close(heat(at, "pg.fig.output"), col.output)
     for k, v in row.items():
         close(heat(at, k), v.T)
-    assert any("K^\\top Q" in str(l.value) for l in at.latex)
+    assert any("K^\\top Q" in str(m.value) for m in at.markdown)  # the scores panel's formula
 
 
 # ---------------------------------------------------------------- query inspector
@@ -308,6 +320,7 @@ def test_korean_language_everywhere_on_the_page():
 
 def test_column_notation_shapes_are_written_the_other_way_round():
     at = page()
+    open_tab(at, "qkv")
     at.radio(key="pg.qkv").set_value("projection").run()
     at.slider(key="pg.d_k").set_value(2).run()
     at.radio(key="pg.convention").set_value("column").run()
@@ -316,3 +329,16 @@ def test_column_notation_shapes_are_written_the_other_way_round():
     assert "Q = W^Q·X: (2×3)·(3×4) → (2×4)" in shapes
     assert "Kᵀ (4×2) · Q (2×4) → (4×4)" in shapes
     assert "V (3×4) · α (4×4) → (3×4)" in shapes
+
+
+def test_only_the_open_setup_tab_is_drawn_and_closed_tabs_still_apply():
+    at = page()
+    assert at.dataframe and not at.checkbox  # the embedding tab is open first: X editor, no mask controls
+    open_tab(at, "mask")
+    at.checkbox(key="pg.causal").check().run()
+    assert not at.dataframe and at.checkbox(key="pg.causal").value is True
+    open_tab(at, "score")  # the mask tab is closed now, the mask still applies
+    no_errors(at)
+    close(heat(at, "pg.chart.weights"), c18_trace(mask=masks.causal(4)).weights)
+    at.radio(key="_w.settings.lang").set_value("ko").run()  # the open tab survives a language switch
+    assert at.radio(key="pg.score").label == "점수 함수 f(q, k)"

@@ -8,15 +8,18 @@ import core
 from core import masks, tokens
 from ui import scenario
 
-from .helpers import close, edit, heat, page
+from .helpers import close, edit, heat, open_tab, page
 
 C18_X = tokens.c18_embedding().numpy()
 
 
 def test_settings_and_scenario_are_mirrored_into_the_url():
     at = page()
+    open_tab(at, "mask")
     at.checkbox(key="pg.causal").check().run()
+    open_tab(at, "score")
     at.radio(key="pg.score").set_value("cosine").run()
+    open_tab(at, "embed")
     edit(at, "X", {0: {"d0": 2.0}})
     q = {k: at.query_params[k] for k in at.query_params}
     assert q["causal"] in (["1"], "1")
@@ -26,9 +29,12 @@ def test_settings_and_scenario_are_mirrored_into_the_url():
 
 def test_a_shared_link_reproduces_the_view():
     src = page()
+    open_tab(src, "qkv")
     src.radio(key="pg.qkv").set_value("projection").run()
     src.slider(key="pg.d_k").set_value(2).run()
+    open_tab(src, "mask")
     src.checkbox(key="pg.causal").check().run()
+    open_tab(src, "embed")
     edit(src, "X", {1: {"d2": -1.0}})
     link = {k: (v[0] if isinstance(v, list) else v) for k, v in ((k, src.query_params[k]) for k in src.query_params)}
     dst = page(query=link)
