@@ -4,8 +4,10 @@
    256 tokens (random embeddings, projections, causal mask), median of repeats; the same
    measurement of a bare one-widget page in the same run gives the framework's floor.
 2. Browser round trip: a real `streamlit run` server and headless Chromium; the time from
-   pressing Enter in the token box to the weights heatmap holding the new shape, at n = 8
-   and 64, next to the bare page's Enter → updated text.
+   pressing Enter in the token box to the weights and output heatmaps holding the new shape
+   at n = 8 and 64, next to the bare page's Enter → updated
+   text, a floor page that draws five heatmaps with the same renderer and no computation, and
+   a skeleton page with the Playground's controls and one pipeline chart (bench/skeleton_app.py).
 3. Every page's server-side rerun after a seed change (all numbers recomputed), and the √d_k
    experiment on its own.
 """
@@ -35,11 +37,10 @@ def sentence(n: int, salt: int) -> str:
 
 def server_rerun_ms(n: int, repeats: int = 7) -> float:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for k, v in {"emb": "random", "qkv": "projection", "causal": "1"}.items():  # as the browser benchmark's URL
+        at.query_params[k] = v
     at.run()
     at.switch_page("pages/1_Playground.py").run()
-    at.radio(key="pg.embedding").set_value("random").run()
-    at.radio(key="pg.qkv").set_value("projection").run()
-    at.checkbox(key="pg.causal").check().run()
     times = []
     for r in range(repeats + 1):
         at.text_input(key="pg.tokens").input(sentence(n, r))
@@ -141,47 +142,50 @@ _Z_LEN = ("['pg-chart-weights', 'pg-fig-output'].every(key => {"
           " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; })")
 
 
-def browser_ms(repeats: int = 5) -> dict:
+def _median_round_trip(page, box, repeats: int, sizes, done: str) -> float:
+    """Median time from Enter to ``done(n)`` being true, after one discarded warm-up change."""
+    times = []
+    for r in range(repeats + 1):
+        n = sizes(r)
+        box.fill(sentence(n, r))
+        t0 = time.perf_counter()
+        box.press("Enter")
+        page.wait_for_function(done, arg=n, timeout=60_000)
+        times.append(time.perf_counter() - t0)
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+        time.sleep(0.3)  # let the page settle before the next change
+    return statistics.median(times[1:]) * 1e3
+
+
+def browser_ms(repeats: int = 9) -> dict:
+    """Enter → updated output in a real browser: bare page, floor page, playground at n = 8 and 64."""
     from playwright.sync_api import sync_playwright
 
     exe = os.environ.get("CHROMIUM") or shutil.which("chromium")
-    app, app_url = _serve("app.py")
-    bare, bare_url = _serve("bench/bare_app.py")
+    servers = {name: _serve(script) for name, script in
+               (("bare", "bench/bare_app.py"), ("floor", "bench/floor_app.py"),
+                                     ("skeleton", "bench/skeleton_app.py"), ("app", "app.py"))}
+    echo = "(n) => document.body.innerText.includes('echo: ' + n + ' words')"
     out = {}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=exe, args=ARGS)
             page = browser.new_page(viewport={"width": 1500, "height": 2400})
-            # bare page: Enter → text updated
-            page.goto(bare_url)
-            page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-            box = page.locator("input[aria-label='text']")
-            times = []
-            for r in range(repeats + 1):
-                n = 8 + r
-                box.fill(sentence(n, r))
-                t0 = time.perf_counter()
-                box.press("Enter")
-                page.wait_for_function(f"() => document.body.innerText.includes('echo: {n} words')")
-                times.append(time.perf_counter() - t0)
-            out["bare"] = statistics.median(times[1:]) * 1e3
+            for name in ("bare", "floor", "skeleton"):
+                page.goto(servers[name][1])
+                page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+                box = page.locator("input[aria-label='text']")
+                out[name] = _median_round_trip(page, box, repeats, lambda r: 8 + r, echo)
             for n in (8, 64):
-                page.goto(f"{app_url}/Playground?emb=random&qkv=projection&causal=1&tok=a+b+c")
+                page.goto(f"{servers['app'][1]}/Playground?emb=random&qkv=projection&causal=1&tok=a+b+c")
                 page.wait_for_function("(M) => " + _Z_LEN, arg=3, timeout=60_000)  # the default example
                 box = page.locator(".st-key-pg-tokens input")
-                times = []
-                for r in range(repeats + 1):
-                    m = n - (r % 2)  # alternate n and n−1 so every change is visible in the shape
-                    box.fill(sentence(m, r))
-                    t0 = time.perf_counter()
-                    box.press("Enter")
-                    page.wait_for_function("(M) => " + _Z_LEN, arg=m, timeout=60_000)
-                    times.append(time.perf_counter() - t0)
-                out[n] = statistics.median(times[1:]) * 1e3
+                sizes = lambda r, n=n: n - (r % 2)  # noqa: E731 (alternate n and n−1: every change shows)
+                out[n] = _median_round_trip(page, box, repeats, sizes, "(M) => " + _Z_LEN)
             browser.close()
     finally:
-        app.terminate()
-        bare.terminate()
+        for proc, _ in servers.values():
+            proc.terminate()
     return out
 
 
@@ -208,10 +212,15 @@ def main() -> None:
         print(f"| {task}, attention: {att} | {sec:.1f} s | {100 * acc:.1f} % | ≤ 20 s |")
     if shutil.which("chromium") or os.environ.get("CHROMIUM"):
         b = browser_ms()
-        print("\n| browser round trip (Enter → updated chart) | median | × bare page |\n|---|---|---|")
-        print(f"| bare one-widget page | {b['bare']:.0f} ms | 1.0× |")
+        print("\n| browser round trip (Enter → …) | median | × bare page |\n|---|---|---|")
+        print(f"| bare one-widget page: echo updated | {b['bare']:.0f} ms | 1.0× |")
+        print(f"| floor page (five 8×8 heatmaps, no computation): echo updated | {b['floor']:.0f} ms | "
+              f"{b['floor'] / b['bare']:.2f}× |")
+        print(f"| skeleton page (the Playground's controls, one pipeline chart, no computation): echo updated | "
+              f"{b['skeleton']:.0f} ms | {b['skeleton'] / b['bare']:.2f}× |")
         for n in (8, 64):
-            print(f"| playground, n = {n} | {b[n]:.0f} ms | {b[n] / b['bare']:.2f}× |")
+            print(f"| playground, n = {n}: weights and output heatmaps updated | {b[n]:.0f} ms | "
+                  f"{b[n] / b['bare']:.2f}× |")
     else:
         print("\n(no Chromium: browser round trip not measured)")
 

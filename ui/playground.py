@@ -183,7 +183,8 @@ def pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, *, prefix:
     qk = f"Q ({n_q}×{d_k}) · Kᵀ ({d_k}×{n_k}) → ({n_q}×{n_k})" if conv == "row" else \
         f"Kᵀ ({n_k}×{d_k}) · Q ({d_k}×{n_q}) → ({n_k}×{n_q})"
     n_max = max(n_q, n_k)
-    if n_max <= 6:  # three small maps side by side; larger ones get room to breathe
+    # three maps side by side while every column fits (a cell is about 7 px per printed character)
+    if n_max <= 4 or (n_max <= 6 and dec <= 2):
         c1, c2, c3 = st.columns(3)
     else:
         (c1, c2), (c3, _) = st.columns(2), st.columns(2)
