@@ -48,6 +48,7 @@ TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table; bey
 _SEQ = ((0.0, (247, 251, 255)), (0.5, (107, 174, 214)), (1.0, (8, 48, 107)))
 _DIV = ((0.0, (33, 102, 172)), (0.5, (247, 247, 247)), (1.0, (178, 24, 43)))
 _MASKED_BG = "#e2e8f0"
+_MASKED_RGB = (226, 232, 240)  # the same grey
 
 
 def _rgb(t: np.ndarray, stops) -> np.ndarray:
@@ -91,10 +92,12 @@ def heatmap(
         lim = max(float(np.abs(finite).max()) if finite.size else 1.0, 1e-12)
         lo, hi, stops = -lim, lim, _DIV
     table = max(n_rows, n_cols) <= TABLE_LIMIT
-    text = bg = fg = None
-    if table:  # the per-cell strings only the HTML table needs
-        fmt = f"{{:.{decimals}f}}".format
+    show_text = n_rows <= CELL_TEXT_LIMIT and n_cols <= CELL_TEXT_LIMIT
+    text = bg = fg = rgb_flat = masked = None
+    if table:
         rgb = _rgb((np.nan_to_num(shown) - lo) / (hi - lo), stops).astype(int)
+    if table and show_text:  # an HTML table with the value printed in every cell
+        fmt = f"{{:.{decimals}f}}".format
         dark = rgb @ np.array([0.299, 0.587, 0.114]) < 140
         isnan = np.zeros(z.shape, dtype=bool) if nan is None else np.asarray(nan, dtype=bool)
         flat_t = ["−∞" if m else ("NaN" if n else fmt(v))
@@ -106,13 +109,17 @@ def heatmap(
         text = [flat_t[i * n_cols:(i + 1) * n_cols] for i in range(n_rows)]
         bg = [flat_b[i * n_cols:(i + 1) * n_cols] for i in range(n_rows)]
         fg = [flat_f[i * n_cols:(i + 1) * n_cols] for i in range(n_rows)]
+    elif table:  # too many cells to print: a canvas paints the colours, the values show on hover
+        rgb[ninf] = _MASKED_RGB
+        rgb_flat = rgb.reshape(-1).tolist()
+        masked = ninf.ravel().astype(int).tolist() if ninf.any() else None
     z_shown = np.where(ninf, np.nan, shown)
     return {
         "z": [[None if v != v else v for v in row] for row in z_shown.tolist()],  # NaN (−∞ cells) → null
         "text": text, "bg": bg, "fg": fg, "xs": [str(x) for x in x_labels], "ys": [str(y) for y in y_labels],
         "x_title": x_title, "y_title": y_title, "side": None if side_text is None else list(side_text),
         "side_title": side_title, "clickable": bool(clickable),
-        "show_text": n_rows <= CELL_TEXT_LIMIT and n_cols <= CELL_TEXT_LIMIT,
+        "show_text": show_text, "rgb": rgb_flat, "masked": masked, "decimals": int(decimals),
         "vertical": (n_cols > 6 and max((len(str(x)) for x in x_labels), default=0) > 3)
         or max((len(str(x)) for x in x_labels), default=0) > 8,
         "highlight_row": highlight_row, "highlight_col": highlight_col,

@@ -14,6 +14,10 @@ export default function (component) {
     if (text !== undefined && text !== null) e.textContent = text;
     return e;
   };
+  if (!data.text) {
+    drawCanvas(root, data, setTriggerValue);
+    return;
+  }
   const table = el("table", data.clickable ? "clickable" : "");
   const head = el("tr");
   head.appendChild(el("th", "corner", data.y_title + " ↓  " + data.x_title + " →"));
@@ -56,4 +60,109 @@ export default function (component) {
       if (td) setTriggerValue("cell", [+td.dataset.i, +td.dataset.j]);
     });
   }
+}
+
+// Large maps (values not printed in cells): one canvas instead of thousands of table cells.
+// Colours come from the server (data.rgb, flat r,g,b per cell); labels are drawn as canvas
+// text; the hovered cell's query, key and value show in a line under the map.
+function drawCanvas(root, data, setTriggerValue) {
+  const n = data.ys.length, m = data.xs.length;
+  const font = '"Source Sans Pro", "Noto Sans KR", "Noto Sans CJK KR", sans-serif';
+  const width = Math.max(240, Math.floor(root.getBoundingClientRect().width) || 700);
+  const probe = document.createElement("canvas").getContext("2d");
+  probe.font = "11px " + font;
+  const textW = (list) => list.reduce((w, s) => Math.max(w, probe.measureText(s).width), 0);
+  const left = Math.min(140, Math.ceil(textW(data.ys)) + 10);
+  const sideW = data.side ? Math.min(90, Math.ceil(textW(data.side)) + 10) : 0;
+  const cell = Math.max(3, Math.min(24, Math.floor((width - left - sideW - 4) / m)));
+  const labelsFit = cell >= 11;  // below that, labels would overlap: every k-th label is drawn
+  const step = labelsFit ? 1 : Math.ceil(11 / cell);
+  const top = Math.min(120, Math.ceil(textW(data.xs)) + 10) + 16;
+  const W = left + m * cell + sideW + 4, H = top + n * cell + 4;
+  const dpr = window.devicePixelRatio || 1;
+  const canvas = document.createElement("canvas");
+  canvas.width = Math.round(W * dpr);
+  canvas.height = Math.round(H * dpr);
+  canvas.style.width = W + "px";
+  canvas.style.height = H + "px";
+  canvas.className = data.clickable ? "clickable" : "";
+  const ctx = canvas.getContext("2d");
+  ctx.scale(dpr, dpr);
+  ctx.font = "11px " + font;
+  ctx.fillStyle = "#64748b";
+  ctx.textBaseline = "top";
+  ctx.fillText(data.y_title + " ↓  " + data.x_title + " →", 0, 0);
+  const rgb = data.rgb, gap = cell >= 6 ? 1 : 0;
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < m; j++) {
+      const k = 3 * (i * m + j);
+      ctx.fillStyle = "rgb(" + rgb[k] + "," + rgb[k + 1] + "," + rgb[k + 2] + ")";
+      ctx.fillRect(left + j * cell, top + i * cell, cell - gap, cell - gap);
+    }
+  }
+  ctx.fillStyle = "#334155";
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "right";
+  data.ys.forEach((y, i) => {
+    if (i % step === 0 || data.highlight_row === i) {
+      ctx.fillStyle = data.highlight_row === i ? "#b45309" : "#334155";
+      ctx.fillText(y, left - 4, top + i * cell + cell / 2);
+    }
+  });
+  ctx.textAlign = "left";
+  data.xs.forEach((x, j) => {
+    if (j % step !== 0 && data.highlight_col !== j) return;
+    ctx.save();
+    ctx.translate(left + j * cell + cell / 2, top - 4);
+    ctx.rotate(-Math.PI / 2);
+    ctx.fillStyle = data.highlight_col === j ? "#b45309" : "#334155";
+    ctx.fillText(x, 0, 0);
+    ctx.restore();
+  });
+  if (data.side) {
+    ctx.fillStyle = "#475569";
+    data.side.forEach((s, i) => {
+      if (i % step === 0) ctx.fillText(s, left + m * cell + 6, top + i * cell + cell / 2);
+    });
+  }
+  ctx.lineWidth = 2;
+  if (data.highlight_row !== null && data.highlight_row !== undefined) {
+    ctx.strokeStyle = "#f59e0b";
+    ctx.strokeRect(left - 1, top + data.highlight_row * cell - 1, m * cell + 1, cell + 1);
+  }
+  if (data.highlight_col !== null && data.highlight_col !== undefined) {
+    ctx.strokeStyle = "#f59e0b";
+    ctx.strokeRect(left + data.highlight_col * cell - 1, top - 1, cell + 1, n * cell + 1);
+  }
+  if (data.mark) {
+    ctx.strokeStyle = "#dc2626";
+    ctx.strokeRect(left + data.mark[1] * cell - 1, top + data.mark[0] * cell - 1, cell + 1, cell + 1);
+  }
+  const info = document.createElement("div");
+  info.className = "hover";
+  info.textContent = "\u00a0";
+  const cellAt = (e) => {
+    const r = canvas.getBoundingClientRect();
+    const j = Math.floor((e.clientX - r.left - left) / cell), i = Math.floor((e.clientY - r.top - top) / cell);
+    return i >= 0 && i < n && j >= 0 && j < m ? [i, j] : null;
+  };
+  const valueText = (i, j) => {
+    const v = data.z[i][j];
+    if (v === null) return data.masked && data.masked[i * m + j] ? "−∞" : "NaN";
+    return Number(v).toFixed(data.decimals);
+  };
+  canvas.addEventListener("mousemove", (e) => {
+    const c = cellAt(e);
+    info.textContent = c ? data.y_title + ": " + data.ys[c[0]] + "   " + data.x_title + ": " + data.xs[c[1]] +
+      "   " + valueText(c[0], c[1]) : "\u00a0";
+  });
+  if (data.clickable) {
+    canvas.addEventListener("click", (e) => {
+      const c = cellAt(e);
+      if (c) setTriggerValue("cell", c);
+    });
+  }
+  root.replaceChildren(canvas, info);
+  root.dataset.z = JSON.stringify(data.z);
+  root.dataset.geom = JSON.stringify({ left, top, cell });  // where the cells are, for tests
 }

@@ -342,3 +342,15 @@ def test_only_the_open_setup_tab_is_drawn_and_closed_tabs_still_apply():
     close(heat(at, "pg.chart.weights"), c18_trace(mask=masks.causal(4)).weights)
     at.radio(key="_w.settings.lang").set_value("ko").run()  # the open tab survives a language switch
     assert at.radio(key="pg.score").label == "점수 함수 f(q, k)"
+
+
+def test_maps_past_16_tokens_send_colours_and_masked_cells_instead_of_cell_text():
+    toks = " ".join(f"t{i}" for i in range(20))
+    at = page(query={"emb": "random", "causal": "1", "tok": toks})
+    no_errors(at)
+    s = spec(at, "pg.fig.masked")
+    assert s["text"] is None and len(s["rgb"]) == 20 * 20 * 3
+    allowed = masks.causal(20).numpy()
+    assert s["masked"] == (~allowed).astype(int).ravel().tolist()
+    X = tokens.embed(toks.split(), 3, seed=0)
+    close(heat(at, "pg.chart.weights"), core.attention(X, X, X, mask=masks.causal(20)).weights)

@@ -156,3 +156,25 @@ def test_korean_locale_defaults_to_korean(server_url, new_page):
     wait_z(page, "pg-chart-weights", "z.length === 4")
     expect(page.get_by_text("4 · 소프트맥스 가중치 α")).to_be_visible()
     shot(page, "playground-korean")
+
+
+def test_a_long_sentence_draws_canvas_maps_that_hover_and_click(server_url, new_page):
+    """Past 16 tokens values no longer fit in cells: the maps are canvases, hovering names the
+    cell and its value, and a click still selects the query."""
+    toks = [f"t{i}" for i in range(24)]
+    page = new_page(f"{server_url}/Playground?emb=random&tok=" + "+".join(toks))
+    W = wait_z(page, "pg-chart-weights", "z.length === 24")
+    X = tokens.embed(toks, 3, seed=0)
+    ref = core.attention(X, X, X).weights.numpy()
+    np.testing.assert_allclose(W, ref, atol=6e-4)
+    geom = json.loads(page.evaluate("() => { const key = 'pg-chart-weights'; " + FIND_Z + " return root.dataset.geom; }"))
+    canvas = page.locator(".st-key-pg-chart-weights canvas")
+    at = {"x": geom["left"] + 2.5 * geom["cell"], "y": geom["top"] + 7.5 * geom["cell"]}  # row 7, column 2
+    canvas.hover(position=at)
+    hover = page.locator(".st-key-pg-chart-weights .hover")
+    expect(hover).to_contain_text("7 t7")
+    expect(hover).to_contain_text("2 t2")
+    expect(hover).to_contain_text(f"{ref[7, 2]:.3f}")
+    canvas.click(position=at)
+    expect(page.locator(".st-key-pg-w-query input")).to_have_value("7 t7", timeout=30_000)
+    shot(page, "playground-24-tokens")
