@@ -14,6 +14,7 @@ import streamlit as st
 from .i18n import t
 from .text import indexed_labels, short
 
+FONT_FAMILY = "Source Sans, attention-lab-kr, Noto Sans CJK KR, sans-serif"  # see .streamlit/config.toml
 CELL_TEXT_LIMIT = 16  # cell values are printed inside cells up to this many rows/columns
 EDIT_LIMIT = 64  # matrices are editable up to this many tokens
 
@@ -29,6 +30,8 @@ class PrebuiltFigure(go.Figure):
 
     def __init__(self, spec: dict):
         super().__init__()
+        layout = spec.setdefault("layout", {})
+        layout.setdefault("font", {"family": FONT_FAMILY})  # Korean labels use the shipped web font
         self._spec = spec
 
     def to_dict(self) -> dict:  # what Streamlit serialises
@@ -267,7 +270,7 @@ def shape_badge(text: str) -> None:
 
 CSS = """
 <style>
-.shape-badge {font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.92rem;
+.shape-badge {font-family: "Source Code Pro", ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.92rem;
   background: #eef2ff; color: #1e3a8a; border-radius: 6px; padding: 2px 8px; display: inline-block;}
 div[data-testid="stMetricValue"] {font-size: 1.4rem;}
 </style>

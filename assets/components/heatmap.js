@@ -14,8 +14,9 @@ export default function (component) {
     if (text !== undefined && text !== null) e.textContent = text;
     return e;
   };
+  root.alToken = null;  // a newer draw cancels a pending redraw
   if (!data.text) {
-    drawCanvas(root, data, setTriggerValue);
+    drawCanvas(root, data, setTriggerValue, true);
     return;
   }
   const table = el("table", data.clickable ? "clickable" : "");
@@ -65,9 +66,9 @@ export default function (component) {
 // Large maps (values not printed in cells): one canvas instead of thousands of table cells.
 // Colours come from the server (data.rgb, flat r,g,b per cell); labels are drawn as canvas
 // text; the hovered cell's query, key and value show in a line under the map.
-function drawCanvas(root, data, setTriggerValue) {
+function drawCanvas(root, data, setTriggerValue, waitForFont) {
   const n = data.ys.length, m = data.xs.length;
-  const font = '"Source Sans Pro", "Noto Sans KR", "Noto Sans CJK KR", sans-serif';
+  const font = '"Source Sans", "attention-lab-kr", "Noto Sans CJK KR", sans-serif';
   const width = Math.max(240, Math.floor(root.getBoundingClientRect().width) || 700);
   const probe = document.createElement("canvas").getContext("2d");
   probe.font = "11px " + font;
@@ -165,4 +166,12 @@ function drawCanvas(root, data, setTriggerValue) {
   root.replaceChildren(canvas, info);
   root.dataset.z = JSON.stringify(data.z);
   root.dataset.geom = JSON.stringify({ left, top, cell });  // where the cells are, for tests
+  // canvas text does not re-render when a web font arrives: draw once more when the Korean font is in
+  if (waitForFont && document.fonts && !document.fonts.check("11px attention-lab-kr", "가")) {
+    const token = {};
+    root.alToken = token;
+    document.fonts.load("11px attention-lab-kr", "가")
+      .then(() => { if (root.alToken === token) drawCanvas(root, data, setTriggerValue, false); })
+      .catch(() => {});
+  }
 }

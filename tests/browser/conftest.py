@@ -63,13 +63,29 @@ def server_url():
     log.close()
 
 
+LATIN_FONT_DIRS = ("dejavu", "liberation", "liberation2", "freefont", "noto-latin")
+
+
+def without_cjk_fonts(tmp: Path) -> dict:
+    """Environment for a browser that sees only the machine's Latin fonts (fontconfig), like a
+    projector PC or a minimal Linux box without a Korean font: any Korean the tests see was
+    drawn with the app's own web font (static/attention-lab-kr-*.woff2)."""
+    dirs = [d for d in (Path("/usr/share/fonts/truetype") / n for n in LATIN_FONT_DIRS) if d.is_dir()]
+    conf = tmp / "fonts.conf"
+    conf.write_text("<?xml version='1.0'?>\n<!DOCTYPE fontconfig SYSTEM 'fonts.dtd'>\n<fontconfig>"
+                    + "".join(f"<dir>{d}</dir>" for d in dirs) + f"<cachedir>{tmp / 'cache'}</cachedir></fontconfig>\n",
+                    encoding="utf-8")
+    return {**os.environ, "FONTCONFIG_FILE": str(conf)}
+
+
 @pytest.fixture(scope="session")
-def chromium():
+def chromium(tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
     exe = _chromium()
+    env = without_cjk_fonts(tmp_path_factory.mktemp("fontconfig"))
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, env=env)
         yield browser
         browser.close()
 

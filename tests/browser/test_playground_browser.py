@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from urllib.parse import urlencode
 
 import numpy as np
@@ -40,7 +42,12 @@ def shot(page, name: str) -> None:
 
 
 def open_tab(page, label: str) -> None:
-    page.get_by_role("tab", name=label).click()
+    """Click a setup tab; its controls are drawn by the rerun that the click starts."""
+    tab = page.get_by_role("tab", name=label)
+    tab.click()
+    expect(tab).to_have_attribute("aria-selected", "true")
+    page.wait_for_timeout(200)  # the rerun has started
+    wait_idle(page)
 
 
 def test_type_tokens_then_causal_mask_turns_upper_triangle_to_zero(server_url, new_page):
@@ -156,6 +163,23 @@ def test_korean_locale_defaults_to_korean(server_url, new_page):
     wait_z(page, "pg-chart-weights", "z.length === 4")
     expect(page.get_by_text("4 · 소프트맥스 가중치 α")).to_be_visible()
     shot(page, "playground-korean")
+
+
+def test_korean_is_drawn_with_the_shipped_web_font(server_url, new_page, tmp_path):
+    """The test browser sees no Korean system font (conftest), so the Korean on these
+    screenshots comes from static/attention-lab-kr-*.woff2, served by the app."""
+    from .conftest import without_cjk_fonts
+
+    if shutil.which("fc-list"):  # the premise: no Korean font visible to this browser's fontconfig
+        listed = subprocess.run(["fc-list", ":lang=ko"], env=without_cjk_fonts(tmp_path), capture_output=True,
+                                text=True, check=True).stdout
+        assert listed.strip() == ""
+    toks = "나는 오늘 사과를 먹었다 그리고 저녁에 친구와 함께 영화를 보러 극장에 갔다 영화는 길었지만 아주 재미있었다 정말 좋았다"
+    page = new_page(f"{server_url}/Playground?tok=" + "+".join(toks.split()), locale="ko-KR")
+    wait_z(page, "pg-chart-weights", "z.length === 18")  # a canvas map with Korean labels
+    page.wait_for_function("() => [...document.fonts].some(f => f.family.replace(/[\"']/g, '') === 'attention-lab-kr'"
+                           " && f.status === 'loaded')", timeout=30_000)
+    shot(page, "playground-korean-canvas")
 
 
 def test_a_long_sentence_draws_canvas_maps_that_hover_and_click(server_url, new_page):
