@@ -9,6 +9,7 @@ value back in ``on_change``. They are mirrored into the URL so a shared link kee
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
@@ -131,10 +132,13 @@ def settings_query() -> dict[str, str]:
     return {URL_KEYS[n]: str(get(n)) for n in DEFAULTS}
 
 
+ICON = str(Path(__file__).resolve().parent.parent / "assets" / "icon.png")  # served by the app: no request leaves it
+
+
 def page_setup(page_id: str) -> None:
     """Call first on every page: page config, settings, sidebar, URL mirror, header."""
     info = PAGE_BY_ID[page_id]
-    st.set_page_config(page_title=f"{t(f'page.{page_id}.title')} · Attention Lab", page_icon=info.icon,
+    st.set_page_config(page_title=f"{t(f'page.{page_id}.title')} · Attention Lab", page_icon=ICON,
                        layout="wide", initial_sidebar_state="expanded")
     refused = init_settings()
     from . import shared  # the scenario every page shares survives page switches

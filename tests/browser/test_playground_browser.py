@@ -202,3 +202,20 @@ def test_a_long_sentence_draws_canvas_maps_that_hover_and_click(server_url, new_
     canvas.click(position=at)
     expect(page.locator(".st-key-pg-w-query input")).to_have_value("7 t7", timeout=30_000)
     shot(page, "playground-24-tokens")
+
+
+def test_the_app_makes_no_request_beyond_its_own_server(server_url, chromium):
+    """An offline classroom: fonts, icons and components all come from the app's server."""
+    from urllib.parse import urlparse
+
+    ctx = chromium.new_context(viewport={"width": 1500, "height": 2600}, locale="ko-KR")
+    page = ctx.new_page()
+    hosts = []
+    page.on("request", lambda r: hosts.append(urlparse(r.url).netloc) if r.url.startswith("http") else None)
+    page.goto(f"{server_url}/Playground")
+    wait_z(page, "pg-chart-weights", "z.length === 4")
+    page.goto(server_url)
+    wait_idle(page)
+    page.wait_for_timeout(1000)
+    ctx.close()
+    assert hosts and set(hosts) == {urlparse(server_url).netloc}, set(hosts)
