@@ -288,11 +288,10 @@ def inputs(problems: list, *, conv: str = "row", editors: bool = True, embed_box
                 st.caption(t("pg.editors_rows"))
 
     with qkv_box or nullcontext():
+        ed = editors and draw_qkv  # a closed tab: the same numbers, nothing drawn
         if draw_qkv:
             st.radio(t("pg.qkv"), core.lab.QKV_MODES, key=key("qkv"), format_func=labeller("pg.qkv."),
                      horizontal=True)
-        else:
-            editors = False  # a closed tab: the same numbers, nothing drawn
         qkv = st.session_state[key("qkv")]
         Wq = Wk = Wv = Qd = Kd = Vd = None
         if qkv == "projection":
@@ -303,38 +302,38 @@ def inputs(problems: list, *, conv: str = "row", editors: bool = True, embed_box
                 with s2:
                     st.slider(t("pg.d_v"), 1, scenario.MAX_DIM, key=key("d_v"))
             d_k, d_v = int(st.session_state[key("d_k")]), int(st.session_state[key("d_v")])
-            if editors:
+            if ed:
                 st.latex(formulas.PROJECTION[conv])
-            w1, w2, w3 = st.columns(3) if editors else (nullcontext(),) * 3
+            w1, w2, w3 = st.columns(3) if ed else (nullcontext(),) * 3
             with w1:
                 Wq = editable("W_q", compute.projection(d_model, d_k, seed, "W_q"), dcols, dim_labels(d_k, "k"),
-                              "W_Q", problems, dec, editors)
+                              "W_Q", problems, dec, ed)
             with w2:
                 Wk = editable("W_k", compute.projection(d_model, d_k, seed, "W_k"), dcols, dim_labels(d_k, "k"),
-                              "W_K", problems, dec, editors)
+                              "W_K", problems, dec, ed)
             with w3:
                 Wv = editable("W_v", compute.projection(d_model, d_v, seed, "W_v"), dcols, dim_labels(d_v, "v"),
-                              "W_V", problems, dec, editors)
-            if editors and conv == "row":
+                              "W_V", problems, dec, ed)
+            if ed and conv == "row":
                 shape_badge(f"Q = X·W_Q: ({n_q}×{d_model})·({d_model}×{d_k}) → ({n_q}×{d_k})")
                 shape_badge(f"K = X·W_K: ({n_k}×{d_model})·({d_model}×{d_k}) → ({n_k}×{d_k})")
                 shape_badge(f"V = X·W_V: ({n_k}×{d_model})·({d_model}×{d_v}) → ({n_k}×{d_v})")
-            elif editors:  # W^Q = W_Qᵀ acts on columns
+            elif ed:  # W^Q = W_Qᵀ acts on columns
                 shape_badge(f"Q = W^Q·X: ({d_k}×{d_model})·({d_model}×{n_q}) → ({d_k}×{n_q})")
                 shape_badge(f"K = W^K·X: ({d_k}×{d_model})·({d_model}×{n_k}) → ({d_k}×{n_k})")
                 shape_badge(f"V = W^V·X: ({d_v}×{d_model})·({d_model}×{n_k}) → ({d_v}×{n_k})")
         elif qkv == "direct":
             d_k = d_v = d_model
-            if editors:
+            if ed:
                 st.caption(t("pg.qkv.direct.help"))
-            Qd = editable("Q", X_q, q_labels, dcols, "Q", problems, dec, show and editors)
-            Kd = editable("K", X_kv, k_labels, dcols, "K", problems, dec, show and editors)
-            Vd = editable("V", X_kv, k_labels, dcols, "V", problems, dec, show and editors)
+            Qd = editable("Q", X_q, q_labels, dcols, "Q", problems, dec, show and ed)
+            Kd = editable("K", X_kv, k_labels, dcols, "K", problems, dec, show and ed)
+            Vd = editable("V", X_kv, k_labels, dcols, "V", problems, dec, show and ed)
         else:
             d_k = d_v = d_model
-            if editors:
+            if ed:
                 st.markdown(t("pg.qkv.identity.help"))
-        if editors:
+        if ed:
             shape_badge(f"Q {n_q}×{d_k},  K {n_k}×{d_k},  V {n_k}×{d_v}" if conv == "row"
                         else f"Q {d_k}×{n_q},  K {d_k}×{n_k},  V {d_v}×{n_k}")
     return Inputs(tq=tq, tk=tk, q_labels=q_labels, k_labels=k_labels, cross=cross, interactive=interactive,
