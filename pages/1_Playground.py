@@ -2,14 +2,18 @@
 
 import streamlit as st
 
-from ui import playground, safe, settings
+from ui import playground, safe, settings, shared
 
 settings.page_setup("playground")
 
 
 @st.fragment
 def body() -> None:
-    """Everything below the header: a change here reruns only this part (not the sidebar)."""
+    """Everything below the header: a change here reruns only this part (not the sidebar).
+
+    A fragment rerun skips page_setup, so the scenario's widget values are kept here too
+    (the closed setup tabs' widgets are not drawn)."""
+    shared.persist()
     safe.run(playground.render)
 
 

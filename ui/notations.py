@@ -93,22 +93,15 @@ def render() -> None:
         mark = (sel[1], sel[2]) if sel and sel[0] == name else None
         l, r = st.columns(2)
         row_titles = (t("axis.key") if axes == "nt.axes.qk" else t("axis.dim"), t("axis.query"))
+        twin = dict(dec=dec, sequential=name == "weights")
         with l:
-            st.markdown(f"**{t('nt.m.' + name)}**")
-            shape_badge(f"{name} ({rshape}) — " + t(f"{axes}.row"))
-            neg = np.isneginf(R)
-            show_heatmap(heatmap(np.where(neg, 0, R), x_labels=cols, y_labels=rows, x_title=row_titles[0],
-                                 y_title=row_titles[1], decimals=dec, neg_inf=neg, sequential=name == "weights",
-                                 clickable=True, highlight=mark),
-                         key=f"nt.row.{name}", click_queue=CLICKS)
+            _twin_panel(f"**{t('nt.m.' + name)}**", f"{name} ({rshape}) — " + t(f"{axes}.row"), R,
+                        ys=rows, xs=cols, y_title=row_titles[1], x_title=row_titles[0], mark=mark,
+                        key=f"nt.row.{name}", **twin)
         with r:
-            st.markdown(f"**{t('nt.m.' + name)}ᵀ**")
-            shape_badge(f"{name}ᵀ ({cshape}) — " + t(f"{axes}.col"))
-            neg = np.isneginf(Cm)
-            show_heatmap(heatmap(np.where(neg, 0, Cm), x_labels=rows, y_labels=cols, x_title=row_titles[1],
-                                 y_title=row_titles[0], decimals=dec, neg_inf=neg, sequential=name == "weights",
-                                 clickable=True, highlight=None if mark is None else (mark[1], mark[0])),
-                         key=f"nt.col.{name}", click_queue=CLICKS)
+            _twin_panel(f"**{t('nt.m.' + name)}ᵀ**", f"{name}ᵀ ({cshape}) — " + t(f"{axes}.col"), Cm,
+                        ys=cols, xs=rows, y_title=row_titles[0], x_title=row_titles[1],
+                        mark=None if mark is None else (mark[1], mark[0]), key=f"nt.col.{name}", **twin)
         if mark is not None and mark[0] < R.shape[0] and mark[1] < R.shape[1]:
             i, j = mark
             what = "qk" if axes == "nt.axes.qk" else "tok"
@@ -135,3 +128,14 @@ def render() -> None:
                              y_title=t("axis.query"), decimals=dec, sequential=True,
                              side_text=["Σ " + fmt.format(s) for s in wrong.sums_per_query.numpy()]), key="nt.wrong")
         st.caption(t("nt.wrong.keysums", sums=", ".join(fmt.format(s) for s in wrong.sums_per_key.numpy())))
+
+
+def _twin_panel(title: str, shape: str, M, *, ys, xs, y_title: str, x_title: str, mark, key: str, dec: int,
+                sequential: bool) -> None:
+    """One side of a twin pair: title, shape line and the clickable map (−∞ cells marked)."""
+    st.markdown(title)
+    shape_badge(shape)
+    neg = np.isneginf(M)
+    show_heatmap(heatmap(np.where(neg, 0, M), x_labels=xs, y_labels=ys, x_title=x_title, y_title=y_title,
+                         decimals=dec, neg_inf=neg, sequential=sequential, clickable=True, highlight=mark),
+                 key=key, click_queue=CLICKS)

@@ -134,10 +134,10 @@ def render() -> None:
     shared.show_problems(problems)
     pipeline(trace, q_labels, k_labels, conv, dec, score, scale_mode, query=int(st.session_state.get(key("query"), 0)))
     _inspector(trace, tq, tk, conv, dec)
-    query = _sync_url()
+    values, matrices, query = _sync_url()
     if opened[4]:
         with tabs[4]:
-            _share(trace, q_labels, k_labels, query)
+            _share(trace, q_labels, k_labels, values, matrices, query)
 
 
 TABS = ("embed", "qkv", "score", "mask", "share")
@@ -263,20 +263,19 @@ def _inspector(trace, tq, tk, conv, dec) -> None:
 
 
 # ---------------------------------------------------------------------------- share & export
-def _sync_url() -> dict:
-    """Mirror the whole scenario into the URL (every run, whichever tab is open)."""
+def _sync_url() -> tuple[dict, dict, dict]:
+    """Mirror the whole scenario into the URL (every run, whichever tab is open);
+    returns (values, matrices, query)."""
     values = shared.values()
     matrices = dict(st.session_state.get("pg._changed", {}))  # edits and loaded matrices
     query = scenario.to_query(values, matrices) | settings.settings_query()
     current = {k: st.query_params.get(k) for k in st.query_params.keys()}
     if current != query:
         st.query_params.from_dict(query)
-    return query
+    return values, matrices, query
 
 
-def _share(trace, q_labels, k_labels, query: dict) -> None:
-    values = shared.values()
-    matrices = dict(st.session_state.get("pg._changed", {}))
+def _share(trace, q_labels, k_labels, values: dict, matrices: dict, query: dict) -> None:
     try:
         base = (st.context.url or "").split("?")[0]
     except Exception:

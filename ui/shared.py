@@ -470,7 +470,6 @@ def show_problems(problems) -> None:
 
 def start(problems: list) -> None:
     """Every page that uses the scenario calls this first."""
-    persist()  # also on a fragment rerun, where page_setup does not run
     init_state()
     st.session_state["pg._changed"] = {}
     problems.extend(st.session_state["pg.messages"])
