@@ -219,3 +219,21 @@ def test_the_app_makes_no_request_beyond_its_own_server(server_url, chromium):
     page.wait_for_timeout(1000)
     ctx.close()
     assert hosts and set(hosts) == {urlparse(server_url).netloc}, set(hosts)
+
+
+def test_a_closed_tab_keeps_its_settings_through_reruns_of_the_page_body(server_url, new_page):
+    """Closing the mask tab stops drawing its checkbox; the causal mask must still apply on the
+    reruns that follow (only the page body reruns, not the whole page)."""
+    page = new_page(f"{server_url}/Playground")
+    wait_z(page, "pg-chart-weights", "z.length === 4")
+    open_tab(page, "④ Mask")
+    page.locator(".st-key-pg-causal label").click()
+    wait_z(page, "pg-chart-weights", "z[0][1] === 0")
+    open_tab(page, "③ Score function")
+    box = page.locator(".st-key-pg-tokens input")
+    box.fill("a b c d e")
+    box.press("Enter")
+    W = wait_z(page, "pg-chart-weights", "z.length === 5")
+    assert np.all(W[np.triu_indices(5, 1)] == 0)
+    open_tab(page, "④ Mask")
+    expect(page.locator(".st-key-pg-causal input")).to_be_checked()
