@@ -270,7 +270,8 @@ def shape_badge(text: str) -> None:
 
 CSS = """
 <style>
-.shape-badge {font-family: "Source Code Pro", ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.92rem;
+.shape-badge {font-family: "Source Code Pro", ui-monospace, SFMono-Regular, Menlo, "attention-lab-kr", monospace;
+  font-size: 0.92rem;
   background: #eef2ff; color: #1e3a8a; border-radius: 6px; padding: 2px 8px; display: inline-block;}
 div[data-testid="stMetricValue"] {font-size: 1.4rem;}
 </style>

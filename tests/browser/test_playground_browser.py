@@ -237,3 +237,38 @@ def test_a_closed_tab_keeps_its_settings_through_reruns_of_the_page_body(server_
     assert np.all(W[np.triu_indices(5, 1)] == 0)
     open_tab(page, "④ Mask")
     expect(page.locator(".st-key-pg-causal input")).to_be_checked()
+
+
+# every text node holding Hangul, with its element's font stack (open shadow roots included)
+HANGUL_FONTS = """() => {
+  const out = [];
+  const walk = (root) => {
+    const it = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+    for (let n = it.currentNode; n; n = it.nextNode()) {
+      if (n.nodeType === Node.ELEMENT_NODE && n.shadowRoot) walk(n.shadowRoot);
+      if (n.nodeType === Node.TEXT_NODE && /[\\uac00-\\ud7a3]/.test(n.textContent) && n.parentElement)
+        out.push([n.textContent.trim().slice(0, 40), getComputedStyle(n.parentElement).fontFamily]);
+    }
+  };
+  walk(document.body);
+  return out;
+}"""
+
+
+def test_every_korean_text_on_every_page_can_use_the_shipped_font(server_url, chromium):
+    """Labels, shape lines, code and chart text: wherever Korean appears, the element's font
+    stack includes the app's Korean web font (else a machine without a Korean font shows boxes)."""
+    from ui.settings import PAGES
+
+    ctx = chromium.new_context(viewport={"width": 1500, "height": 2600}, locale="ko-KR")
+    page = ctx.new_page()
+    for info in PAGES:
+        name = "" if info.path == "app.py" else info.path.split("/")[1].split("_", 1)[1].removesuffix(".py")
+        page.goto(f"{server_url}/{name}")
+        wait_idle(page)
+        page.wait_for_timeout(1500)
+        texts = page.evaluate(HANGUL_FONTS)
+        assert len(texts) > 10, (name, texts)
+        missing = [(text, font) for text, font in texts if "attention-lab-kr" not in font]
+        assert not missing, (name, missing[:5])
+    ctx.close()
