@@ -272,3 +272,21 @@ def test_every_korean_text_on_every_page_can_use_the_shipped_font(server_url, ch
         missing = [(text, font) for text, font in texts if "attention-lab-kr" not in font]
         assert not missing, (name, missing[:5])
     ctx.close()
+
+
+def test_html_tokens_on_a_canvas_map_stay_text(server_url, new_page):
+    """Past 16 tokens the labels are drawn on a canvas and named in the hover line: still text."""
+    toks = ["<img/src=x/onerror=alert(1)>", "<script>alert(2)</script>"] + [f"t{i}" for i in range(18)]
+    page = new_page(f"{server_url}/Playground")
+    box = page.locator(".st-key-pg-tokens input")
+    box.fill(" ".join(toks))
+    box.press("Enter")
+    wait_z(page, "pg-chart-weights", "z.length === 20")
+    geom = json.loads(page.evaluate("() => { const key = 'pg-chart-weights'; " + FIND_Z + " return root.dataset.geom; }"))
+    page.locator(".st-key-pg-chart-weights canvas").hover(
+        position={"x": geom["left"] + 1.5 * geom["cell"], "y": geom["top"] + 0.5 * geom["cell"]})
+    hover = page.locator(".st-key-pg-chart-weights .hover")
+    expect(hover).to_contain_text("0 <img/src=x/…")  # axis labels are shortened to 14 characters
+    expect(hover).to_contain_text("1 <script>ale…")
+    page.wait_for_timeout(500)
+    assert page.dialogs == [] and page.locator("img[src=x]").count() == 0
