@@ -24,6 +24,7 @@ from ._tensor import TensorLike, as_tensors, shape_str
 from .attention import attention
 from .chunked import chunked_attention
 from .multihead import multi_head_attention
+from .tokens import projection
 
 ACTIVATIONS = ("relu", "gelu")
 
@@ -95,6 +96,63 @@ def transformer_block(X: TensorLike, *, W_q, W_k, W_v, W_o, n_heads: int, W_1, b
     f = ffn(n2, W_1, b_1, W_2, b_2, activation)
     y = z + f  # Y = Z + FFN(LayerNorm(Z))
     return BlockTrace("pre", x, n1, m.output, z, z, n2, f, y, y, m.weights)
+
+
+@dataclass(frozen=True, eq=False)
+class FFNIndependence:
+    """Evidence that the FFN treats every token on its own (C28).
+
+    ``changed_row`` of Z was replaced by other numbers; ``other_rows_gap`` is the largest change
+    this caused in any *other* row of FFN(Z) (0: no token's output depends on another token);
+    ``changed_row_gap`` is how much the changed row's own output moved (non-zero, so the change
+    was real); ``rowwise_gap`` = max_i |FFN(Z)[i] − FFN(Z[i])| with each token fed alone."""
+
+    changed_row: int
+    other_rows_gap: float
+    changed_row_gap: float
+    rowwise_gap: float
+
+
+def ffn_independence(z: TensorLike, W_1: TensorLike, b_1: TensorLike, W_2: TensorLike, b_2: TensorLike,
+                     activation: str = "relu", *, row: int = 0, seed: int = 0) -> FFNIndependence:
+    """Change one row of Z (n, d) and measure which rows of FFN(Z) move; also feed each row alone."""
+    zt = as_tensors({"z": z})["z"]
+    if zt.dim() != 2 or not 0 <= row < zt.shape[0]:
+        raise ValueError(f"z must be (n, d) with row {row} inside it, got {shape_str(zt.shape)}")
+    out = ffn(zt, W_1, b_1, W_2, b_2, activation)  # (n, d)
+    g = torch.Generator().manual_seed(seed)
+    z2 = zt.clone()
+    z2[row] = zt[row] + 1.0 + torch.rand(zt.shape[1], generator=g, dtype=zt.dtype)  # a different token in one slot
+    out2 = ffn(z2, W_1, b_1, W_2, b_2, activation)  # (n, d)
+    others = [i for i in range(zt.shape[0]) if i != row]
+    other_gap = float((out2[others] - out[others]).abs().max()) if others else 0.0
+    alone = torch.stack([ffn(zt[i:i + 1], W_1, b_1, W_2, b_2, activation)[0] for i in range(zt.shape[0])])  # (n, d)
+    return FFNIndependence(changed_row=row, other_rows_gap=other_gap,
+                           changed_row_gap=float((out2[row] - out[row]).abs().max()),
+                           rowwise_gap=float((alone - out).abs().max()))
+
+
+@dataclass(frozen=True, eq=False)
+class SeededBlock:
+    """A block with seeded random (untrained) weights: its trace and the FFN check."""
+
+    trace: BlockTrace
+    ffn_check: FFNIndependence
+
+
+def seeded_block(X: TensorLike, *, seed: int, n_heads: int, d_ff: int, activation: str = "relu",
+                 norm: str = "post") -> SeededBlock:
+    """:func:`transformer_block` with weights drawn by :func:`core.tokens.projection` (named, seeded)
+    and zero biases; X (n, d_model). The page shows what every step does to the shapes and numbers."""
+    x = as_tensors({"X": X})["X"]
+    d = x.shape[-1]
+    W = {n: projection(d, d, seed=seed, name=f"tb.{n}") for n in ("W_q", "W_k", "W_v", "W_o")}
+    W |= {"W_1": projection(d, d_ff, seed=seed, name="tb.W_1"), "W_2": projection(d_ff, d, seed=seed, name="tb.W_2"),
+          "b_1": torch.zeros(d_ff), "b_2": torch.zeros(d)}
+    tr = transformer_block(x, n_heads=n_heads, activation=activation, norm=norm, **W)
+    zin = tr.norm2 if norm == "pre" else tr.z  # what the FFN received
+    check = ffn_independence(zin, W["W_1"], W["b_1"], W["W_2"], W["b_2"], activation, row=0, seed=seed)
+    return SeededBlock(trace=tr, ffn_check=check)
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,6 +18,8 @@ import torch
 
 from ._tensor import TensorLike, as_tensors, shape_str
 from .attention import AttentionTrace, attention
+from .multihead import multi_head_attention
+from .paper import paper_attention
 
 QKV_MODES = ("identity", "projection", "direct")
 
@@ -142,6 +144,26 @@ def paper_weights_from_mha(W_q: TensorLike, W_k: TensorLike, W_v: TensorLike, W_
     W_V = torch.stack([(t["W_v"][:, h * d_v:(h + 1) * d_v] @ t["W_o"][h * d_v:(h + 1) * d_v, :]).T
                        for h in range(n_heads)])  # (H, d, d)
     return W_Q, W_K, W_V
+
+
+@dataclass(frozen=True, eq=False)
+class PaperCheck:
+    """The math-paper form (C22) next to Concat(heads)·W_O, both as (d, n) columns."""
+
+    attended: torch.Tensor  # Σ_h (W_h^V X) Softmax[(W_h^K X)ᵀ (W_h^Q X)]  (d, n)
+    mha_columns: torch.Tensor  # (MHA(X) without the 1/√d_k scale)ᵀ  (d, n)
+    gap: float
+
+
+def paper_check(X: TensorLike, W_q: TensorLike, W_k: TensorLike, W_v: TensorLike, W_o: TensorLike,
+                n_heads: int) -> PaperCheck:
+    """X (n, d) through the paper form and through unscaled multi-head attention (one batch)."""
+    x = as_tensors({"X": X})["X"]
+    W_Q, W_K, W_V = paper_weights_from_mha(W_q, W_k, W_v, W_o, n_heads)
+    paper = paper_attention(x.T, W_Q, W_K, W_V)  # columns are tokens: (d, n)
+    mha = multi_head_attention(x[None], W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=n_heads, score="dot")
+    cols = mha.output[0].T  # (n, d) → (d, n)
+    return PaperCheck(attended=paper.attended, mha_columns=cols, gap=float((paper.attended - cols).abs().max()))
 
 
 @dataclass(frozen=True, eq=False)

@@ -84,3 +84,34 @@ def additive(mask: TensorLike, *, dtype: torch.dtype = torch.float32) -> torch.T
     m = as_bool_mask(mask, device=mask.device if isinstance(mask, torch.Tensor) else torch.device("cpu"))
     zeros = torch.zeros(m.shape, dtype=dtype, device=m.device)
     return zeros.masked_fill(~m, float("-inf"))
+
+
+_causal_mask, _window_mask = causal, window  # combine() has parameters with these names
+
+
+def combine(n_q: int, n_k: int | None = None, *, causal: bool = False, pad=(), blocked=(), window: int = 0,
+            convention: str = "row") -> torch.Tensor | None:
+    """The scenario's mask: causal & padding & custom blocked cells & a symmetric window.
+
+    ``pad`` lists the PAD key indices; ``blocked`` lists (query, key) pairs that may not attend;
+    ``window`` > 0 keeps |i − j| < window (square masks only). Indices outside the matrix are
+    ignored (they belong to tokens that no longer exist). Returns ``None`` when nothing is
+    masked, else a boolean ``(n_q, n_k)`` mask (row) or its transpose (column).
+    """
+    n_q = _check_n("n_q", n_q)
+    n_k = n_q if n_k is None else _check_n("n_k", n_k)
+    pad = sorted({int(j) for j in pad if 0 <= int(j) < n_k})
+    blocked = sorted({(int(i), int(j)) for i, j in blocked if 0 <= int(i) < n_q and 0 <= int(j) < n_k})
+    use_window = bool(window) and n_q == n_k
+    if not (causal or pad or blocked or use_window):
+        return None
+    m = none(n_q, n_k)  # (n_q, n_k), all True
+    if causal:
+        m = m & _causal_mask(n_q, n_k)
+    if pad:
+        m = m & padding([j not in pad for j in range(n_k)], n_q)
+    if use_window:
+        m = m & _window_mask(n_q, int(window))
+    for i, j in blocked:
+        m[i, j] = False
+    return _orient(m, convention)

@@ -171,3 +171,11 @@ def multi_head_attention(
         x_q=xq, x_kv=xkv, q_proj=q_proj, k_proj=k_proj, v_proj=v_proj, q=q, k=k, v=v,
         heads=heads, concat=concat, output=output, n_heads=n_heads, self_attention=self_attn,
     )
+
+
+def fused_qkv_gap(x: TensorLike, W_q: TensorLike, W_k: TensorLike, W_v: TensorLike) -> float:
+    """Largest difference between one fused matmul ``x @ [W_q | W_k | W_v]`` and three separate
+    ones (C17): 0 up to rounding. x (..., n, d_model)."""
+    t = as_tensors({"x": x, "W_q": W_q, "W_k": W_k, "W_v": W_v})
+    Q, K, V = fused_qkv(t["x"], fuse_qkv_weights(t["W_q"], t["W_k"], t["W_v"]), d_v=t["W_v"].shape[-1])
+    return max(float((a - t["x"] @ t[w]).abs().max()) for a, w in ((Q, "W_q"), (K, "W_k"), (V, "W_v")))

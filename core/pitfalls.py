@@ -101,6 +101,37 @@ def scrambled_source(n_tokens: int, width: int, n_heads: int) -> torch.Tensor:
     return src.reshape(n_heads, n_tokens, width // n_heads, 2)
 
 
+@dataclass(frozen=True, eq=False)
+class ScrambleRow:
+    """One row of one head after the no-transpose split: what it holds and what it should hold.
+
+    ``got_tokens`` are the tokens its features come from (one or more), ``got_features`` the
+    first and last feature index it holds; the right split holds token ``row`` and features
+    ``want_features`` = (h·d_head, (h+1)·d_head − 1)."""
+
+    head: int
+    row: int
+    got_tokens: tuple[int, ...]
+    got_features: tuple[int, int]
+    want_token: int
+    want_features: tuple[int, int]
+
+
+def scramble_table(n_tokens: int, width: int, n_heads: int, head: int = 0) -> list[ScrambleRow]:
+    """Row by row, what head ``head`` holds after the C36 bug and what it should hold."""
+    if n_heads < 1 or width % n_heads or not 0 <= head < n_heads:
+        raise ValueError(f"width {width} must split into {n_heads} heads and head {head} must exist")
+    src = scrambled_source(n_tokens, width, n_heads)[head]  # (N, d_head, 2)
+    d_head = width // n_heads
+    rows = []
+    for r in range(n_tokens):
+        toks = tuple(dict.fromkeys(int(v) for v in src[r, :, 0]))
+        rows.append(ScrambleRow(head=head, row=r, got_tokens=toks,
+                                got_features=(int(src[r, 0, 1]), int(src[r, -1, 1])),
+                                want_token=r, want_features=(head * d_head, (head + 1) * d_head - 1)))
+    return rows
+
+
 def multi_head_without_transpose(x: TensorLike, *, W_q: TensorLike, W_k: TensorLike, W_v: TensorLike,
                                  W_o: TensorLike, n_heads: int) -> torch.Tensor:
     """Multi-head attention written with the C36 bug: heads split (and merged back) by a bare

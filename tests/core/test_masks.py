@@ -55,3 +55,20 @@ def test_additive_form_is_zero_or_neg_inf():
 def test_bad_mask_arguments(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_combine_matches_a_hand_built_mask():
+    n_q = n_k = 5
+    pad, blocked, w = [3], [(4, 0), (9, 9)], 3
+    want = np.ones((n_q, n_k), dtype=bool)
+    for i in range(n_q):
+        for j in range(n_k):
+            if j > i or j in pad or abs(i - j) >= w or (i, j) in blocked:
+                want[i, j] = False
+    got = masks.combine(n_q, n_k, causal=True, pad=pad, blocked=blocked, window=w)
+    assert np.array_equal(got.numpy(), want)
+    assert np.array_equal(masks.combine(n_q, n_k, causal=True, pad=pad, blocked=blocked, window=w,
+                                        convention="column").numpy(), want.T)
+    assert masks.combine(3, 4) is None and masks.combine(3, 4, blocked=[(7, 7)], pad=[9]) is None
+    cross = masks.combine(2, 4, pad=[0], window=2)  # a window needs a square matrix: ignored here
+    assert np.array_equal(cross.numpy(), np.array([[False, True, True, True]] * 2))

@@ -63,3 +63,42 @@ def test_multi_head_without_transpose_differs_but_h1_is_harmless():
     assert wrong.shape == right.shape and (wrong - right).abs().max() > 1e-3
     one = pitfalls.multi_head_without_transpose(x, n_heads=1, **W)
     torch.testing.assert_close(one, core.multi_head_attention(x, n_heads=1, **W).output)
+
+
+def test_scramble_table_names_what_each_row_holds_and_should_hold():
+    n, width, H = 4, 8, 2  # d_head = 4
+    x = torch.arange(n * width, dtype=torch.float64).reshape(1, n, width)  # entry = token·width + feature
+    wrong = pitfalls.split_heads_without_transpose(x, H)  # (1, H, N, d_head)
+    right = core.split_heads(x, H)
+    for h in range(H):
+        for row in pitfalls.scramble_table(n, width, H, head=h):
+            got = wrong[0, h, row.row]
+            assert sorted({int(v) // width for v in got}) == sorted(row.got_tokens)
+            assert (int(got[0]) % width, int(got[-1]) % width) == row.got_features
+            want = right[0, h, row.row]  # the correct split, independently
+            assert {int(v) // width for v in want} == {row.want_token}
+            assert (int(want[0]) % width, int(want[-1]) % width) == row.want_features
+            assert max(row.want_features) < width  # never a feature that does not exist
+
+
+def test_fused_qkv_gap_is_zero_and_detects_a_wrong_fusion():
+    x = rand(1, 5, 6, seed=2)
+    W_q, W_k, W_v = rand(6, 6, seed=3), rand(6, 6, seed=4), rand(6, 6, seed=5)
+    assert core.multihead.fused_qkv_gap(x, W_q, W_k, W_v) < 1e-12
+    Q, K, V = core.fused_qkv(x, torch.cat([W_k, W_q, W_v], dim=-1))  # columns in the wrong order
+    assert (Q - x @ W_q).abs().max() > 1e-3
+
+
+def test_paper_check_agrees_with_torch_multihead_attention_without_scale():
+    d, H, n = 6, 2, 4
+    X = rand(n, d, seed=11)
+    W = {k: rand(d, d, seed=s) for s, k in enumerate(("W_q", "W_k", "W_v", "W_o"), start=20)}
+    chk = lab.paper_check(X, n_heads=H, **W)
+    mha = torch.nn.MultiheadAttention(d, H, bias=False, batch_first=True).double()
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([W["W_q"].T * (d // H) ** 0.5, W["W_k"].T, W["W_v"].T]))  # undo its 1/√d_k
+        mha.out_proj.weight.copy_(W["W_o"].T)
+    ref = mha(X[None], X[None], X[None], need_weights=False)[0][0]  # (n, d)
+    torch.testing.assert_close(chk.mha_columns, ref.T)
+    torch.testing.assert_close(chk.attended, ref.T)
+    assert chk.gap < 1e-9
