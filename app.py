@@ -1,7 +1,43 @@
-"""Attention Lab — home page. Run: streamlit run app.py"""
+"""Attention Lab — the frame around every page. Run: ``streamlit run app.py``
+
+Page config, the translated navigation (``st.navigation``), the sidebar settings, the page
+header and the error boundary: once, here.
+Each page is one file in ``pages/`` (see ``ui/nav.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from ui import nav, page, settings
+from ui.i18n import t
+from ui.widgets.layout import inject_css
+
+ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")  # served by the app: no request leaves it
 
 
-from ui import home, settings
+def _pages() -> dict[str, st.Page]:
+    """One st.Page per entry of ui.nav.PAGES, titled in the current language; the URL paths are
+    those shared links already use."""
+    return {p.name: st.Page(p.file, title=t(f"page.{p.name}.title"), icon=p.icon, default=p.name == "home",
+                            **({"url_path": p.url} if p.url else {})) for p in nav.PAGES}
 
-settings.page_setup("home")
-home.render()
+
+def main() -> None:
+    refused = settings.init()
+    pages = _pages()
+    current = st.navigation(list(pages.values()), position="sidebar")
+    name = next(n for n, p in pages.items() if p.url_path == current.url_path)
+    st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",
+                       initial_sidebar_state="expanded")
+    inject_css()
+    settings.sidebar()
+    settings.mirror_to_url()
+    if refused:
+        st.warning(t("err.url_settings", names=", ".join(refused)))
+    st.title(f"{nav.PAGE_BY_NAME[name].icon} {current.title}")
+    page.boundary(current.run)
+
+
+main()

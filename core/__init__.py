@@ -9,7 +9,7 @@ Inputs may be tensors, numpy arrays or nested lists; results are tensors on the 
 device. Every function returns a frozen dataclass trace of its intermediates.
 """
 
-from . import block, experiments, lab, masks, pitfalls, positional, seq2seq, tokens, vit
+from . import block, codegen, experiments, lab, masks, pitfalls, positional, pretrained, seq2seq, seq2seq_store, tokens, tutorial, vit
 from .attention import (
     CONVENTIONS,
     SCORE_FUNCTIONS,
@@ -28,9 +28,9 @@ from .seeded import seeded_normal
 
 __all__ = [
     "AttentionTrace", "CONVENTIONS", "MultiHeadTrace", "PaperTrace", "SCORE_FUNCTIONS", "attention", "block",
-    "chunked_attention", "default_scale", "experiments", "fuse_qkv_weights", "fused_qkv", "l2_normalize", "lab",
+    "chunked_attention", "codegen", "default_scale", "experiments", "fuse_qkv_weights", "fused_qkv", "l2_normalize", "lab",
     "masked_softmax", "masks", "max_abs_diff", "merge_heads", "multi_head_attention", "paper_attention", "pitfalls", "positional",
-    "seeded_normal", "seq2seq", "split_heads", "tokens", "transpose_gap", "vit",
+    "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "tutorial", "vit",
 ]
 
 

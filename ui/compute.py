@@ -1,52 +1,28 @@
-"""Cached wrappers around core: the only place pages reach compute. Results are copied by
-st.cache_data, so no page can mutate a cached trace."""
+"""Every cached call into ``core``: the one place pages reach compute.
+
+``st.cache_data`` returns copies (no page can mutate a cached trace) and every cache is
+bounded (``max_entries``; ``ttl`` where results are only useful for a while), so a class of 40
+on one server cannot grow memory without limit. Long-lived shared objects (trained models,
+the training queue) use ``st.cache_resource`` — created once per server, never mutated by a page.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import streamlit as st
+import torch
 
 import core
+from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.lab import PlaygroundTrace
 
-
-def _np(x):
-    return None if x is None else np.asarray(x, dtype=np.float32)
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def playground(
-    X_q: np.ndarray,
-    X_kv: np.ndarray,
-    qkv: str,
-    W_q: np.ndarray | None,
-    W_k: np.ndarray | None,
-    W_v: np.ndarray | None,
-    Q: np.ndarray | None,
-    K: np.ndarray | None,
-    V: np.ndarray | None,
-    score: str,
-    params: dict[str, np.ndarray],
-    scale: float | None,
-    temperature: float,
-    mask: np.ndarray | None,
-    convention: str,
-    device: str,
-) -> PlaygroundTrace:
-    """core.lab.playground, cached on its inputs; tensors come back on CPU."""
-    tr = core.lab.playground(
-        X_q, X_kv, qkv=qkv, W_q=W_q, W_k=W_k, W_v=W_v, Q=Q, K=K, V=V, score=score,
-        params=params or None, scale=scale, temperature=temperature, mask=mask, convention=convention,
-        device=device, dtype=None,
-    )
-    return _to_cpu(tr)
+HOUR = 3600
 
 
 def _to_cpu(obj):
-    import dataclasses
-
-    import torch
-
+    """Tensors of a (nested) trace moved to the CPU, so the page can turn them into numbers."""
     if isinstance(obj, torch.Tensor):
         return obj.detach().cpu()
     if dataclasses.is_dataclass(obj):
@@ -56,7 +32,20 @@ def _to_cpu(obj):
     return obj
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+# ------------------------------------------------------------------ the scenario
+@st.cache_data(max_entries=48, ttl=HOUR, show_spinner=False)
+def playground(X_q: np.ndarray, X_kv: np.ndarray, qkv: str, W_q: np.ndarray | None, W_k: np.ndarray | None,
+               W_v: np.ndarray | None, Q: np.ndarray | None, K: np.ndarray | None, V: np.ndarray | None, score: str,
+               params: dict[str, np.ndarray], scale: float | None, temperature: float, mask: np.ndarray | None,
+               convention: str, device: str) -> PlaygroundTrace:
+    """core.lab.playground, cached on its inputs; tensors come back on CPU."""
+    tr = core.lab.playground(X_q, X_kv, qkv=qkv, W_q=W_q, W_k=W_k, W_v=W_v, Q=Q, K=K, V=V, score=score,
+                             params=params or None, scale=scale, temperature=temperature, mask=mask,
+                             convention=convention, device=device, dtype=None)
+    return _to_cpu(tr)
+
+
+@st.cache_data(max_entries=128, ttl=HOUR, show_spinner=False)
 def embedding(kind: str, tokens: tuple[str, ...], d_model: int, seed: int) -> tuple[np.ndarray, list[str]]:
     """X for the tokens: C18 table lookup, per-token seeded random, or one-hot. Returns (X, unknown tokens)."""
     if kind == "c18":
@@ -67,33 +56,118 @@ def embedding(kind: str, tokens: tuple[str, ...], d_model: int, seed: int) -> tu
     return core.tokens.embed(tokens, d_model, seed=seed).numpy(), []
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@st.cache_data(max_entries=256, ttl=HOUR, show_spinner=False)
 def projection(d_in: int, d_out: int, seed: int, name: str) -> np.ndarray:
+    """A seeded (d_in, d_out) projection, the same for every page that names it the same."""
     return core.tokens.projection(d_in, d_out, seed=seed, name=name).numpy()
 
 
-def mask(n_q: int, n_k: int, causal: bool, pad: tuple[int, ...], blocked: tuple[tuple[int, int], ...]) -> np.ndarray | None:
-    """Row-convention boolean mask (n_q, n_k) combining causal & padding & custom, or None."""
-    if not (causal or pad or blocked):
-        return None
-    m = core.masks.none(n_q, n_k)
-    if causal:
-        m = m & core.masks.causal(n_q, n_k)
-    if pad:
-        valid = [i not in set(pad) for i in range(n_k)]
-        m = m & core.masks.padding(valid, n_q)
-    for i, j in blocked:
-        if i < n_q and j < n_k:
-            m[i, j] = False
-    return m.numpy()
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
+# ------------------------------------------------------------------ concept pages
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
 def multihead(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, W_o: np.ndarray, n_heads: int,
               causal: bool, score: str, device: str):
     """core.multi_head_attention (self-attention, one batch), cached; tensors come back on CPU."""
-    n = x.shape[-2]
-    mask = core.masks.causal(n) if causal else None
+    mask = core.masks.causal(x.shape[-2]) if causal else None
     tr = core.multi_head_attention(x, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=n_heads, mask=mask, score=score,
                                    device=device)
     return _to_cpu(tr)
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def multihead_checks(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, W_o: np.ndarray,
+                     n_heads: int) -> dict:
+    """The fused-QKV gap, the paper form beside unscaled MHA, and the no-transpose table of head 0."""
+    paper = lab.paper_check(x[0], W_q, W_k, W_v, W_o, n_heads)
+    return {"fused_gap": core.multihead.fused_qkv_gap(x, W_q, W_k, W_v),
+            "paper": _to_cpu(paper),
+            "wrong_output_gap": core.max_abs_diff(
+                pitfalls.multi_head_without_transpose(x, n_heads=n_heads, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o),
+                core.multi_head_attention(x, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=n_heads).output),
+            "scrambled": _to_cpu(core.attention(*(pitfalls.split_heads_without_transpose(x @ W, n_heads)
+                                                  for W in (W_q, W_k, W_v)))),
+            "table": pitfalls.scramble_table(x.shape[-2], W_q.shape[1], n_heads, head=0)}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def normalized_dot(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """q̂ᵀk̂ for every pair: core's dot score on L2-normalised vectors (equals the cosine score)."""
+    Qn, Kn = core.l2_normalize(Q), core.l2_normalize(K)
+    return core.attention(Qn, Kn, Kn, score="dot").scores.numpy()
+
+
+@st.cache_data(max_entries=4, ttl=HOUR, show_spinner=False)
+def scaling_experiment(seed: int) -> dict:
+    """The √d_k experiment: variance of qᵀk, peak weight, entropy and gradient against d."""
+    e = core.experiments.scaling_experiment(seed=seed)
+    return {f: getattr(e, f) if f in ("dims", "n_keys") else getattr(e, f).numpy()
+            for f in ("dims", "n_keys", "var_dot", "dots", "max_weight", "max_weight_scaled", "entropy",
+                      "entropy_scaled", "grad_norm", "grad_norm_scaled", "dots_scaled")}
+
+
+@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+def self_attention_weights(X: np.ndarray, scale: float | None) -> np.ndarray:
+    """Weights with Q = K = V = X at the default 1/√d_k or a given scale."""
+    return core.attention(X, X, X, scale=scale).weights.numpy()
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def permutation_check(X: np.ndarray, perm: tuple[int, ...], W_q, W_k, W_v, pe: np.ndarray | None) -> dict:
+    c = core.lab.permutation_check(X, perm, W_q=W_q, W_k=W_k, W_v=W_v, positions=pe)
+    return {"sa_x": c.sa_x.numpy(), "sa_px": c.sa_px.numpy(), "p_sa_x": c.p_sa_x.numpy(), "max_diff": c.max_diff}
+
+
+@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+def seeded_block(X: np.ndarray, seed: int, n_heads: int, d_ff: int, activation: str, norm: str):
+    """One Transformer block with seeded random weights and its FFN check."""
+    return _to_cpu(block.seeded_block(X, seed=seed, n_heads=n_heads, d_ff=d_ff, activation=activation, norm=norm))
+
+
+@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+def vit_attention(img: np.ndarray, P: int, cls: bool, seed: int) -> dict:
+    """Patches of an image and the attention of every token over the patch grid (random weights)."""
+    tr = vit.vit_attention(img, P, d_model=16, seed=seed, cls=cls)
+    maps = np.stack([tr.attention_map(q).numpy() for q in range(tr.attn.weights.shape[0])])  # (tokens, rows, cols)
+    return {"N": tr.patches.shape[0], "dim": tr.patches.shape[1], "grid": tr.grid, "maps": maps,
+            "tokens": tuple(tr.tokens.shape)}
+
+
+# ------------------------------------------------------------------ seq2seq: shipped models, one training at a time
+@st.cache_resource(show_spinner=False)
+def seq2seq_queue() -> seq2seq_store.TrainingQueue:
+    """The server's one training queue: one training at a time, at most 8 waiting, the 8 most
+    recent results kept (bounded by design, whoever asks)."""
+    return seq2seq_store.TrainingQueue(max_waiting=8, max_results=8)
+
+
+def seq2seq_model(task: str, attention: str, seed: int, own: bool) -> seq2seq.Trained | None:
+    """The learner's own trained model (when they trained one and it is done), else the shipped one."""
+    if own:
+        handle = seq2seq_queue().find(task, attention, seed)
+        if handle is not None and handle.result is not None:
+            return handle.result
+    return seq2seq_store.shipped(task, attention)
+
+
+@st.cache_data(max_entries=64, ttl=HOUR, show_spinner=False)
+def seq2seq_run(task: str, attention: str, seed: int, own: bool, words: tuple[str, ...]) -> dict | None:
+    """Greedy decoding of ``words`` by the model, with the reference answer and every step's
+    scores, weights, s_{t−1} and c_t (numpy); None when no model is available."""
+    model = seq2seq_model(task, attention, seed, own)
+    if model is None:
+        return None
+    tk = seq2seq.get_task(task)
+    ref = seq2seq_store.reference(tk, list(words))
+    out = seq2seq.greedy_decode(model.params, model.cfg, torch.tensor([tk.src_ids(list(words))]), len(ref))
+    pred = tk.tgt_words(out.predictions[0].tolist())
+    return {"pred": pred, "ref": ref, "right": sum(p == r for p, r in zip(pred, ref, strict=True)),
+            "map": None if out.attention_map is None else out.attention_map[0].numpy(),
+            "steps": [{"scores": s.scores[0].numpy(), "weights": s.weights[0].numpy(), "s_prev": s.s_prev[0].numpy(),
+                       "context": s.context[0].numpy()} for s in out.steps] if out.attention_map is not None else []}
+
+
+@st.cache_data(max_entries=8, ttl=HOUR, show_spinner=False)
+def seq2seq_example(task: str, seed: int) -> str:
+    """A seeded example input of six words for the task."""
+    tk = seq2seq.get_task(task)
+    src, _ = seq2seq.make_batch(tk, 1, (6, 6), torch.Generator().manual_seed(seed + 11))
+    return " ".join(tk.src_vocab[i] for i in src[0].tolist() if i != seq2seq.PAD)

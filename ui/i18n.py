@@ -12,6 +12,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from . import state
+
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 LANGS = ("en", "ko")
 LANG_NAMES = {"en": "English", "ko": "한국어"}
@@ -24,7 +26,7 @@ def table(lang: str) -> dict[str, str]:
 
 
 def current_lang() -> str:
-    lang = st.session_state.get("settings.lang", "en")
+    lang = st.session_state.get(state.setting("lang"), "en")
     return lang if lang in LANGS else "en"
 
 

@@ -21,11 +21,13 @@ MAX_TOKEN_TEXT = 20_000
 MAX_JSON_BYTES = 256 * 1024
 MAX_DIM = 16
 
-PRESETS = {
-    "c18": "나는 오늘 사과를 먹었다",
-    "c19": "when you play the game of thrones",
-    "c11": "attention is very",
-    "c26": "We see the sky",
+# the examples of the sources: what each sets (everything else goes back to its default below)
+PRESETS: dict[str, dict[str, Any]] = {
+    "c18": {"tokens": "나는 오늘 사과를 먹었다", "embedding": "c18"},
+    "c19": {"tokens": "when you play the game of thrones"},
+    "c11": {"tokens": "attention is very", "causal": True},
+    # cross attention: the Italian target asks (queries), the English source answers (keys, values)
+    "c26": {"mode": "cross", "tokens": "vediamo il cielo", "source": "We see the sky"},
 }
 
 EMBEDDINGS = ("c18", "random", "onehot")
@@ -35,8 +37,8 @@ CONVENTIONS = ("row", "column")
 MATRIX_NAMES = ("X", "X_src", "W_q", "W_k", "W_v", "Q", "K", "V", "W", "W_a", "U_a", "w_a")
 
 DEFAULTS: dict[str, Any] = {
-    "tokens": PRESETS["c18"],
-    "source": PRESETS["c26"],
+    "tokens": PRESETS["c18"]["tokens"],
+    "source": PRESETS["c26"]["source"],
     "mode": "self",
     "embedding": "c18",
     "d_model": 3,
@@ -53,6 +55,14 @@ DEFAULTS: dict[str, Any] = {
     "convention": "row",
     "query": 0,
 }
+
+
+
+def preset_values(name: str) -> dict[str, Any]:
+    """The scenario values an example sets: its own, on top of a fresh start."""
+    fresh = {"mode": "self", "embedding": "random", "causal": False, "query": 0, "blocked": [], "pad": []}
+    return fresh | PRESETS[name]
+
 
 # short names for the URL
 URL_NAMES = {

@@ -9,8 +9,18 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from ui import state
+
 ROOT = Path(__file__).resolve().parents[2]
-PLAYGROUND = "pages/1_Playground.py"
+PLAYGROUND = "pages/playground.py"
+
+
+def pg_map(step: str) -> str:
+    """The key of one of the Playground's pipeline maps (scores, scaled, masked, weights, output)."""
+    return state.item(state.PLAYGROUND.pipeline, step)
+
+
+PG_WEIGHTS = pg_map("weights")
 
 
 def page(path: str = PLAYGROUND, *, query: dict | None = None, precision: int = 6, run: bool = True) -> AppTest:
@@ -22,16 +32,22 @@ def page(path: str = PLAYGROUND, *, query: dict | None = None, precision: int = 
         query = {"prec": str(precision)} | query
         for k, v in query.items():
             at.query_params[k] = v
-    at.session_state["settings._init"] = True
-    at.session_state["settings.lang"] = "en"
-    at.session_state["settings.seed"] = 0
-    at.session_state["settings.device"] = "cpu"
-    at.session_state["settings.precision"] = precision
+    at.session_state[state.SETTINGS._init] = True
+    at.session_state[state.setting("lang")] = "en"
+    at.session_state[state.setting("seed")] = 0
+    at.session_state[state.setting("device")] = "cpu"
+    at.session_state[state.setting("precision")] = precision
     if query:
         # let the URL decide the settings too, as a fresh browser session would
-        del at.session_state["settings._init"]
-    if path != "app.py":
-        at.switch_page(path)
+        del at.session_state[state.SETTINGS._init]
+    if path == "app.py":  # the home page (the default page) is where a browser lands
+        return at.run() if run else at
+    # AppTest (Streamlit 1.67) keeps the frame's elements (title, sidebar) in its tree on reruns only
+    # on a page reached by switch_page (on the default page it drops them after the first run), so
+    # land on home first, as a browser does, then switch
+    at.run()
+    at.landing_warnings = [w.value for w in at.warning]  # e.g. refused settings, shown where one lands
+    at.switch_page(path)
     return at.run() if run else at
 
 
@@ -72,7 +88,7 @@ def ticks(at: AppTest, key: str, axis: str = "x") -> list[str]:
 
 def click(at: AppTest, key: str, row: int, col: int) -> AppTest:
     """A click on a heatmap cell as the page receives it (the browser tests click for real)."""
-    at.session_state["pg.clicks"] = [(key, (row, col))]
+    at.session_state[state.PLAYGROUND.clicks] = [(key, (row, col))]
     return at.run()
 
 
@@ -90,7 +106,7 @@ def bar_totals(at: AppTest, key: str) -> np.ndarray:
 def editor(at: AppTest, name: str):
     """The data editor of matrix ``name`` (its key starts with pg.ed.<name>.)."""
     for df in at.dataframe:
-        if (df.key or "").startswith(f"pg.ed.{name}."):
+        if (df.key or "").startswith(f"{state.EDITOR_PREFIX}{name}."):
             return df
     raise AssertionError(f"no editor for {name}; have {[d.key for d in at.dataframe]}")
 
@@ -127,5 +143,5 @@ def close(a, b, tol=2e-6) -> None:
 def open_tab(at: AppTest, name: str) -> AppTest:
     """Open one of the Playground's setup tabs (embed, qkv, score, mask, share), as a click on it
     does: only the open tab's controls are drawn."""
-    at.session_state["pg.tab_id"] = name
+    at.session_state[state.PLAYGROUND.tab_id] = name
     return at.run()

@@ -102,3 +102,17 @@ def test_paper_check_agrees_with_torch_multihead_attention_without_scale():
     torch.testing.assert_close(chk.mha_columns, ref.T)
     torch.testing.assert_close(chk.attended, ref.T)
     assert chk.gap < 1e-9
+
+
+def test_top_keys_names_every_tie_as_in_c18():
+    X = core.tokens.c18_embedding()
+    tr = core.attention(X, X, X, scale=3 ** -0.5)
+    w = torch.softmax(X @ X.T / 3 ** 0.5, dim=-1)  # by hand
+    for q in range(4):
+        want = [j for j in range(4) if abs(float(w[q, j]) - float(w[q].max())) < 1e-6]
+        assert lab.top_keys(tr, q) == want
+    assert len(lab.top_keys(tr, 0)) == 2  # 나는 → 나는 and 나는 → 먹었다 (0.320 each)
+    col = core.attention(X.T, X.T, X.T, convention="column", scale=3 ** -0.5)
+    assert lab.top_keys(col, 0) == lab.top_keys(tr, 0)
+    masked = core.attention(X, X, X, mask=torch.tensor([[False] * 4] + [[True] * 4] * 3))
+    assert lab.top_keys(masked, 0) == []

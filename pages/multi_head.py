@@ -1,0 +1,168 @@
+"""Multi-head attention: every head at a glance, one head through the pipeline, the reshape
+shape by shape, the wrong transpose, and the math-paper form."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import core
+from ui import compute, page, settings, state
+from ui import scenario_state as ss
+from ui.i18n import t
+from ui.inputs import causal_checkbox, numbers_panel
+from ui.pipeline import pipeline
+from ui.text import shorts
+from ui.widgets.heatmap import heatmap, show_heatmap
+from ui.widgets.layout import dim_labels, shape_badge, token_labels
+
+K = state.MULTI_HEAD
+D_MODELS = (2, 3, 4, 6, 8, 12, 16)
+
+
+def sizes() -> tuple[int, int]:
+    """d_model and the number of heads (a divisor of d_model)."""
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        st.session_state.setdefault(K.d_model, 8)
+        st.select_slider(t("mh.d_model"), options=D_MODELS, key=K.d_model)
+    d = int(st.session_state[K.d_model])
+    divisors = [h for h in range(1, d + 1) if d % h == 0]
+    if st.session_state.get(K.heads) not in divisors:
+        st.session_state[K.heads] = 2 if 2 in divisors else divisors[-1]
+    with c2:
+        st.select_slider(t("mh.heads"), options=divisors, key=K.heads, help=t("mh.heads.help"))
+    with c3:
+        causal_checkbox(False)
+    return d, int(st.session_state[K.heads])
+
+
+def heads_grid(tr, H: int, labels, dec: int) -> None:
+    st.subheader(t("mh.grid"))
+    st.caption(t("mh.random"))
+    per_row = min(H, 4)
+    for start in range(0, H, per_row):
+        for h, col in zip(range(start, min(H, start + per_row)), st.columns(per_row), strict=False):
+            with col:
+                st.markdown(f"**{t('mh.head', h=h)}**")
+                show_heatmap(heatmap(tr.weights[0, h].numpy(), x_labels=labels, y_labels=labels, x_title=t("axis.key"),
+                                     y_title=t("axis.query"), decimals=min(dec, 2), sequential=True),
+                             key=state.item(K.grid, h))
+    st.caption(t("mh.grid.caption"))
+
+
+def one_head(tr, H: int, tokens, causal: bool, dec: int) -> None:
+    """The chosen head's own Q, K, V through the Playground's pipeline."""
+    st.subheader(t("mh.detail"))
+    h = st.selectbox(t("mh.pick"), list(range(H)), key=K.pick, format_func=lambda i: t("mh.head", h=i))
+    h = h if h < H else 0
+    n = len(tokens)
+    q, k, v = (x[0, h].numpy() for x in (tr.q, tr.k, tr.v))
+    mask = core.masks.causal(n).numpy() if causal else None
+    head = compute.playground(q, k, "direct", None, None, None, q, k, v, "scaled_dot", {}, None, 1.0, mask, "row",
+                              settings.get("device"))
+    labels = token_labels(tokens)
+    pipeline(head, labels, labels, "row", dec, "scaled_dot", prefix=K.pipeline)
+
+
+def reshape_table(tr, H: int, d: int, n: int, checks: dict) -> None:
+    """Every step's shape, checked against the tensors core produced."""
+    st.subheader(t("mh.reshape"))
+    d_head = d // H
+    rows = [
+        ("X", f"(B, N, d_model) = (1, {n}, {d})", ""),
+        (t("mh.step.fused"), f"(1, {n}, {d}) · ({d}, {3 * d}) → (1, {n}, {3 * d})", "① X · W_QKV"),
+        (t("mh.step.split"), f"(1, {n}, {3 * d}) → 3 × (1, {n}, {H}, {d_head}) → 3 × (1, {H}, {n}, {d_head})",
+         "reshape + transpose(1, 2)"),
+        (t("mh.step.scores"), f"(1, {H}, {n}, {d_head}) · (1, {H}, {d_head}, {n}) → (1, {H}, {n}, {n})", "② Q Kᵀ"),
+        (t("mh.step.values"), f"(1, {H}, {n}, {n}) · (1, {H}, {n}, {d_head}) → (1, {H}, {n}, {d_head})", "③ A V"),
+        (t("mh.step.concat"), f"(1, {H}, {n}, {d_head}) → (1, {n}, {H}, {d_head}) → (1, {n}, {H * d_head})",
+         "transpose(1, 2) + reshape"),
+        (t("mh.step.out"), f"(1, {n}, {H * d_head}) · ({H * d_head}, {d}) → (1, {n}, {d})", "④ · W_O"),
+    ]
+    shapes_hold = (tuple(tr.q.shape) == (1, H, n, d_head) and tuple(tr.weights.shape) == (1, H, n, n)
+                   and tuple(tr.concat.shape) == (1, n, H * d_head) and tuple(tr.output.shape) == (1, n, d))
+    st.dataframe(pd.DataFrame(rows, columns=[t("mh.col.step"), t("mh.col.shape"), t("mh.col.op")]), hide_index=True,
+                 width="stretch")
+    page.check_box(shapes_hold, t("mh.shapes.check"))
+    page.check_box(checks["fused_gap"] < 1e-5, t("mh.fused.check", gap=f"{checks['fused_gap']:.2g}"))
+    st.success(t("mh.residual", x=str((1, n, d)), y=str(tuple(tr.output.shape))))
+
+
+def wrong_transpose(tr, H: int, labels, checks: dict, dec: int) -> None:
+    st.subheader(t("mh.wrong"))
+    st.markdown(t("mh.wrong.text"))
+    st.code("q = x @ W_q                                # (B, N, H·d)\n"
+            "right = q.view(B, N, H, d).transpose(1, 2)  # (B, H, N, d)\n"
+            "wrong = q.view(B, H, N, d)                  # same shape, scrambled", language="python", wrap_lines=True)
+    rows = [(f"{t('mh.head', h=r.head)}, {t('mh.wrong.row')} {r.row}", ", ".join(labels[i] for i in r.got_tokens),
+             f"{r.got_features[0]}…{r.got_features[1]}", labels[r.want_token],
+             f"{r.want_features[0]}…{r.want_features[1]}") for r in checks["table"]]
+    st.dataframe(pd.DataFrame(rows, columns=[t("mh.wrong.slot"), t("mh.wrong.token"), t("mh.wrong.features"),
+                                             t("mh.wrong.should_token"), t("mh.wrong.should")]),
+                 hide_index=True, width="stretch")
+    n = len(labels)
+    rows_l = [f"{t('mh.wrong.row')} {i}" for i in range(n)]
+    axes = {"x_title": t("axis.key"), "y_title": t("axis.query"), "decimals": min(dec, 2), "sequential": True}
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown(f"**{t('mh.wrong.right_head')}**")
+        show_heatmap(heatmap(tr.weights[0, 0].numpy(), x_labels=labels, y_labels=labels, **axes), key=K.wrong_right)
+    with c2:
+        st.markdown(f"**{t('mh.wrong.wrong_head')}**")
+        show_heatmap(heatmap(checks["scrambled"].weights[0, 0].numpy(), x_labels=rows_l, y_labels=rows_l, **axes),
+                     key=K.wrong_wrong)
+    gap = checks["wrong_output_gap"]
+    (st.warning if gap > 1e-6 else st.info)(t("mh.wrong.gap", gap=f"{gap:.3g}", H=H))
+
+
+def paper_form(checks: dict, d: int, labels, dec: int, causal: bool) -> None:
+    st.subheader(t("mh.paper"))
+    st.latex(r"\mathrm{Attention}(X) = X + \sum_{h=1}^{H} (W_h^V X)\, \mathrm{Softmax}\!\left[(W_h^K X)^\top (W_h^Q X)\right]")
+    st.markdown(t("mh.paper.text"))
+    paper = checks["paper"]
+    axes = {"x_labels": labels, "y_labels": dim_labels(d), "x_title": t("axis.query"), "y_title": t("axis.dim"),
+            "decimals": dec}
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown(f"**{t('mh.paper.out')}**")
+        shape_badge(f"Σ_h (W_h^V X) Softmax[…]  ({d}×{len(labels)})")
+        show_heatmap(heatmap(paper.attended.numpy(), **axes), key=K.paper_out)
+    with c2:
+        st.markdown(f"**{t('mh.paper.mha')}**")
+        shape_badge(t("mh.paper.mha.shape", d=d, n=len(labels)))
+        show_heatmap(heatmap(paper.mha_columns.numpy(), **axes), key=K.paper_mha)
+    page.check_box(paper.gap < 1e-4, t("mh.paper.check", gap=f"{paper.gap:.2g}"))
+    st.caption(t("mh.paper.h1"))
+    if causal:
+        st.caption(t("mh.paper.nomask"))
+
+
+def main() -> None:
+    problems: page.Problems = []
+    ss.start(problems)
+    dec, seed = settings.get("precision"), int(settings.get("seed"))
+    st.markdown(t("mh.intro"))
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("mh.numbers.help"))
+    d, H = sizes()
+    labels = shorts(token_labels(tokens))
+    X = compute.embedding("random", tuple(tokens), d, seed)[0][None]  # (1, n, d): one batch
+    W = {name: compute.projection(d, d, seed, f"mh.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+    causal = bool(ss.get("causal"))
+    tr = page.guarded(problems, lambda: compute.multihead(X, W["W_q"], W["W_k"], W["W_v"], W["W_o"], H, causal,
+                                                          "scaled_dot", settings.get("device")))
+    page.show_problems(problems)
+    if tr is None:
+        return
+    st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}}\right) V_h,\qquad "
+             r"\mathrm{MHA}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)\, W_O")
+    shape_badge(f"d_model = {d}, H = {H}, d_k = d_v = d_model / H = {d // H}")
+    checks = compute.multihead_checks(X, W["W_q"], W["W_k"], W["W_v"], W["W_o"], H)
+    heads_grid(tr, H, labels, dec)
+    one_head(tr, H, tokens, causal, dec)
+    reshape_table(tr, H, d, len(tokens), checks)
+    wrong_transpose(tr, H, labels, checks, dec)
+    paper_form(checks, d, labels, dec, causal)
+
+
+main()

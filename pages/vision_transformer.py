@@ -1,0 +1,124 @@
+"""The Vision Transformer's front end: an image cut into patches, each patch a token, and the
+attention over them (click a patch to see where it attends)."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core import vit
+from ui import compute, page, settings, state
+from ui import scenario_state as ss
+from ui.i18n import labeller, t
+from ui.images import IMAGES, MAX_UPLOAD, SIZE, load, png_uri
+from ui.widgets.figures import PrebuiltFigure
+from ui.widgets.heatmap import heatmap, show_heatmap
+from ui.widgets.layout import shape_badge
+
+K = state.VISION_TRANSFORMER
+SAMPLES = ("house", "face", "checkerboard")
+
+
+def on_upload() -> None:
+    f = st.session_state.get(K.upload)
+    if f is None:
+        return
+    try:
+        st.session_state[K.image] = load(f.getvalue())
+        st.session_state[K.source] = "upload"
+        st.session_state.pop(K.error, None)
+    except ValueError as err:
+        st.session_state[K.error] = str(err)
+
+
+def choose_image(problems: list) -> np.ndarray:
+    c1, c2 = st.columns([1, 1])
+    with c1:
+        st.radio(t("vt.sample"), SAMPLES + ("upload",), key=K.choice, horizontal=True, format_func=labeller("vt.sample."))
+    with c2:
+        st.file_uploader(t("vt.upload"), type=["png", "jpg", "jpeg"], key=K.upload, on_change=on_upload,
+                         help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
+    if st.session_state.get(K.error):
+        problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024)))
+    choice = st.session_state[K.choice]
+    if choice == "upload" and st.session_state.get(K.image) is not None:
+        return st.session_state[K.image]
+    if choice == "upload":
+        problems.append(("info", t("vt.no_upload")))
+    return load((IMAGES / f"{choice if choice in SAMPLES else SAMPLES[0]}.png").read_bytes())
+
+
+def patch_controls() -> tuple[int, bool]:
+    sizes = [p for p in vit.patch_sizes(SIZE, SIZE) if 4 <= p <= 32]
+    if st.session_state.get(K.P) not in sizes:
+        st.session_state[K.P] = 16
+    a, b = st.columns(2)
+    with a:
+        st.select_slider(t("vt.P"), options=sizes, key=K.P, help=t("vt.P.help"))
+    with b:
+        st.toggle(t("vt.cls"), key=K.cls, value=st.session_state.get(K.cls, True), help=t("vt.cls.help"))
+    return int(st.session_state[K.P]), bool(st.session_state[K.cls])
+
+
+def overlay(img, amap, P: int, grid: tuple[int, int], q: int) -> None:
+    """The image with the patch grid, the chosen patch framed, and the attention laid over it."""
+    rows, cols = grid
+    shapes = [{"type": "line", "x0": k * P - 0.5, "x1": k * P - 0.5, "y0": -0.5, "y1": SIZE - 0.5,
+               "line": {"color": "white", "width": 1}} for k in range(1, cols)]
+    shapes += [{"type": "line", "y0": k * P - 0.5, "y1": k * P - 0.5, "x0": -0.5, "x1": SIZE - 0.5,
+                "line": {"color": "white", "width": 1}} for k in range(1, rows)]
+    if q >= 0:
+        r, c = divmod(q, cols)
+        shapes.append({"type": "rect", "x0": c * P - 0.5, "x1": (c + 1) * P - 0.5, "y0": r * P - 0.5,
+                       "y1": (r + 1) * P - 0.5, "line": {"color": "#dc2626", "width": 3}})
+    data = [{"type": "image", "source": png_uri(img), "hoverinfo": "skip"},
+            {"type": "heatmap", "z": np.kron(amap, np.ones((P, P))).round(4).tolist(), "opacity": 0.55,
+             "colorscale": "Inferno", "showscale": False, "hovertemplate": "α = %{z}<extra></extra>"}]
+    st.plotly_chart(PrebuiltFigure({"data": data, "layout": {
+        "height": 420, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "shapes": shapes,
+        "xaxis": {"visible": False, "range": [-0.5, SIZE - 0.5]},
+        "yaxis": {"visible": False, "range": [SIZE - 0.5, -0.5], "scaleanchor": "x"}}}),
+        key=K.overlay, config={"displayModeBar": False})
+
+
+def chosen_query(n: int, cls: bool, cols: int) -> int:
+    """The patch whose attention is shown (clicked on the grid), or −1 for the class token."""
+    for _, cell in st.session_state.pop(K.clicks, []) or []:
+        st.session_state[K.query] = int(cell[0]) * cols + int(cell[1])
+    q = st.session_state.get(K.query, -1 if cls else 0)
+    return (-1 if cls else 0) if q >= n or (q < 0 and not cls) else q
+
+
+def main() -> None:
+    problems: page.Problems = []
+    ss.start(problems)
+    seed, dec = int(settings.get("seed")), min(settings.get("precision"), 3)
+    st.markdown(t("vt.intro"))
+    img = choose_image(problems)
+    page.show_problems(problems)
+    P, cls = patch_controls()
+    tr = compute.vit_attention(img, P, cls, seed)
+    rows, cols = tr["grid"]
+    st.latex(r"N = \frac{H}{P}\cdot\frac{W}{P} = " + f"\\frac{{{SIZE}}}{{{P}}}\\cdot\\frac{{{SIZE}}}{{{P}}} = {tr['N']}"
+             + r",\qquad P^2 C = " + f"{P}^2 \\cdot 3 = {tr['dim']}")
+    shape_badge(t("vt.shape", size=SIZE, n=tr["N"], dim=tr["dim"]) + (t("vt.shape.cls", n=tr["tokens"][0]) if cls else ""))
+    st.warning(t("vt.random"))
+    q = chosen_query(tr["N"], cls, cols)
+    amap = tr["maps"][q + 1 if cls else q]  # the row of the attention matrix
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"**{t('vt.image')}**")
+        overlay(img, amap, P, (rows, cols), q)
+        st.caption(t("vt.overlay", who=t("vt.cls_token") if q < 0 else t("vt.patch", p=q)))
+    with right:
+        st.markdown(f"**{t('vt.grid')}**")
+        show_heatmap(heatmap(amap, x_labels=[str(c) for c in range(cols)], y_labels=[str(r) for r in range(rows)],
+                             x_title=t("vt.col"), y_title=t("vt.row"), decimals=dec, sequential=True, clickable=True,
+                             highlight=None if q < 0 else divmod(q, cols)), key=K.grid, click_queue=K.clicks)
+        if cls and st.button(t("vt.use_cls"), key=K.use_cls):
+            st.session_state[K.query] = -1
+            st.rerun()
+        st.caption(t("vt.pool" if not cls else "vt.cls.note"))
+
+
+main()

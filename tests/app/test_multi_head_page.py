@@ -1,0 +1,63 @@
+"""AppTest: the multi-head page against torch's nn.MultiheadAttention and core's checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import core
+from core import tokens
+from ui import state
+
+from .helpers import close, heat, no_errors, page
+
+GRID = lambda h: state.item(state.MULTI_HEAD.grid, h)  # noqa: E731
+
+MULTI, SELFCROSS, POSITION = "pages/multi_head.py", "pages/self_vs_cross.py", "pages/position.py"
+C18 = list(tokens.C18_TOKENS)
+
+
+def mha_inputs(d, seed=0):
+    X = tokens.embed(C18, d, seed=seed)[None]
+    W = {n: tokens.projection(d, d, seed=seed, name=f"mh.{n}") for n in ("W_q", "W_k", "W_v", "W_o")}
+    return X, W
+
+
+def torch_mha(X, W, H):
+    d = X.shape[-1]
+    m = torch.nn.MultiheadAttention(d, H, bias=False, batch_first=True)
+    with torch.no_grad():
+        m.in_proj_weight.copy_(torch.cat([W["W_q"].T, W["W_k"].T, W["W_v"].T]))
+        m.out_proj.weight.copy_(W["W_o"].T)
+    return m(X, X, X, need_weights=True, average_attn_weights=False)
+
+
+@pytest.mark.parametrize("d, H", [(8, 2), (8, 4), (6, 3)])
+def test_every_head_on_screen_equals_torch_multihead_attention(d, H):
+    at = page(MULTI, run=False)
+    at.session_state[state.MULTI_HEAD.d_model] = d
+    at.session_state[state.MULTI_HEAD.heads] = H
+    at.run()
+    no_errors(at)
+    X, W = mha_inputs(d)
+    _, ref_w = torch_mha(X, W, H)
+    for h in range(H):
+        close(heat(at, state.item(state.MULTI_HEAD.grid, h)), np.round(ref_w[0, h].detach().numpy(), 2), tol=0.006)
+    assert not np.allclose(heat(at, GRID(0)), heat(at, GRID(1)))  # heads differ
+    assert at.select_slider(key=state.MULTI_HEAD.heads).options == [str(h) for h in range(1, d + 1) if d % h == 0]
+
+
+def test_one_head_in_detail_and_the_checks():
+    at = page(MULTI)
+    no_errors(at)
+    X, W = mha_inputs(8)
+    tr = core.multi_head_attention(X, n_heads=2, **W)
+    close(heat(at, state.item(state.MULTI_HEAD.pipeline, "weights")), tr.weights[0, 0])
+    close(heat(at, state.item(state.MULTI_HEAD.pipeline, "output")), tr.heads.output[0, 0])
+    ok = " ".join(s.value for s in at.success)
+    assert "(C17)" in ok and "(1, 4, 8)" in ok and "the two forms agree" in ok
+    # the wrong transpose really changes the output
+    wrong = core.pitfalls.multi_head_without_transpose(X, n_heads=2, **W)
+    assert any(f"{core.max_abs_diff(wrong, tr.output):.3g}" in w.value for w in at.warning)
+    close(heat(at, state.MULTI_HEAD.paper_out), heat(at, state.MULTI_HEAD.paper_mha), tol=2e-4)

@@ -1,0 +1,53 @@
+"""AppTest: the position page (the permutation experiment, encodings) against core."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core import lab, positional, tokens
+from ui import state
+
+from .helpers import close, heat, no_errors, page
+
+P_SA_X_PE = state.item(state.POSITION.p_sa_x, True)
+
+MULTI, SELFCROSS, POSITION = "pages/multi_head.py", "pages/self_vs_cross.py", "pages/position.py"
+C18 = list(tokens.C18_TOKENS)
+
+
+def test_permutation_identity_and_its_break():
+    at = page(POSITION, run=False)
+    at.session_state[state.POSITION.perm] = "2 0 3 1"
+    at.run()
+    no_errors(at)
+    X = tokens.embed(C18, 8, seed=0)
+    W = {n: tokens.projection(8, 8, seed=0, name=f"ps.{n}") for n in ("W_q", "W_k", "W_v")}
+    chk = lab.permutation_check(X, [2, 0, 3, 1], **W)
+    close(heat(at, state.item(state.POSITION.sa_px, False)), chk.sa_px)
+    close(heat(at, state.item(state.POSITION.sa_px, False)), heat(at, state.item(state.POSITION.p_sa_x, False)), tol=1e-5)
+    broken = lab.permutation_check(X, [2, 0, 3, 1], positions=positional.sinusoidal(4, 8), **W)
+    close(heat(at, state.item(state.POSITION.sa_px, True)), broken.sa_px)
+    assert not np.allclose(heat(at, state.item(state.POSITION.sa_px, True)), heat(at, P_SA_X_PE), atol=1e-3)
+    close(heat(at, state.POSITION.sin)[:4], positional.sinusoidal(16, 8)[:4], tol=0.006)
+    same_x, same_xp = heat(at, state.POSITION.same_x), heat(at, state.POSITION.same_xp)
+    assert np.array_equal(same_x[0], same_x[1]) and not np.allclose(same_xp[0], same_xp[1])
+
+
+def test_bad_permutation_is_refused_with_a_message():
+    at = page(POSITION, run=False)
+    at.session_state[state.POSITION.perm] = "0 0 1 <b>x</b>"
+    at.run()
+    assert not at.exception
+    assert any("not a permutation" in e.value for e in at.error)
+    X = tokens.embed(C18, 8, seed=0)
+    W = {n: tokens.projection(8, 8, seed=0, name=f"ps.{n}") for n in ("W_q", "W_k", "W_v")}
+    close(heat(at, state.item(state.POSITION.sa_px, False)), lab.permutation_check(X, [3, 2, 1, 0], **W).sa_px)
+
+
+def test_shuffle_button_is_seeded():
+    at = page(POSITION)
+    at.button(key=state.POSITION.shuffle).click().run()
+    first = at.text_input(key=state.POSITION.perm).value
+    again = page(POSITION)
+    again.button(key=state.POSITION.shuffle).click().run()
+    assert again.text_input(key=state.POSITION.perm).value == first and sorted(first.split()) == ["0", "1", "2", "3"]

@@ -1,0 +1,24 @@
+"""Real browser: the score functions page on a real server."""
+
+from __future__ import annotations
+
+import numpy as np
+from playwright.sync_api import expect
+
+import core
+from core import tokens
+
+from .test_playground_browser import shot, wait_z
+
+C18_X = tokens.c18_embedding()
+
+
+def test_score_functions_page(server_url, new_page):
+    page = new_page(f"{server_url}/Score_functions")
+    W = wait_z(page, "sc-weights-cosine", "z.length === 4")
+    ref = core.attention(C18_X, C18_X, C18_X, score="cosine").weights
+    np.testing.assert_allclose(W, ref, atol=6e-4)
+    expect(page.get_by_text("Why divide by √d_k")).to_be_visible()
+    page.wait_for_function("() => document.querySelectorAll('.st-key-sc-exp-var .js-plotly-plot').length === 1",
+                           timeout=30_000)
+    shot(page, "score-functions")

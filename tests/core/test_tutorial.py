@@ -1,0 +1,640 @@
+"""The guided tutorial (core.tutorial): every checker against truths computed here independently
+(plain numpy, hand-written softmax), robust input handling, the texts in both languages, the
+lessons' scenarios, and the progress code."""
+
+import itertools
+import json
+import math
+import re
+import string
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core import tutorial as T
+from ui import scenario
+
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "assets" / "lessons"
+EN = json.loads((LESSONS_DIR / "exercises.en.json").read_text(encoding="utf-8"))
+KO = json.loads((LESSONS_DIR / "exercises.ko.json").read_text(encoding="utf-8"))
+
+X = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, 1, 1]], dtype=float)  # 나는 오늘 사과를 먹었다
+N, O, S, M = 0, 1, 2, 3
+ALL = [ex for lesson in T.LESSONS for ex in lesson.exercises]
+SEEN: list = []  # the message keys produced, for the reachability test at the end
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """4×4 matrices: torch's thread pool only adds overhead here (a lot of it on a busy machine)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def softmax(row):
+    row = np.asarray(row, dtype=float)
+    if np.isneginf(row).all():
+        return np.zeros_like(row)  # a query that sees nothing gets zeros
+    e = np.exp(row - row.max())
+    return e / e.sum()
+
+
+def weights(Q, K, scale=None, temperature=1.0, mask=None):
+    S = np.asarray(Q, float) @ np.asarray(K, float).T
+    S = S * ((1 / math.sqrt(np.shape(K)[1])) if scale is None else scale) / temperature
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    return np.stack([softmax(r) for r in S])
+
+
+def ph(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def assert_has_text(result):
+    """A Feedback or Reveal names a string of both json files whose placeholders its values fill."""
+    for table in (EN, KO):
+        assert result.message_key in table, result.message_key
+        table[result.message_key].format(**result.values)
+    if isinstance(result, T.Feedback) and not result.ok:
+        assert result.hint_key in EN and result.hint_key in KO
+
+
+def check(ex_id, answer):
+    fb = T.exercise(ex_id).check(answer)
+    assert isinstance(fb, T.Feedback)
+    assert_has_text(fb)
+    SEEN.append(fb.message_key)
+    return fb
+
+
+def state(lesson_id, **changes):
+    """The panel state a learner leaves behind: the lesson's scenario with their changes."""
+    st = T.lesson(lesson_id).scenario_dict()
+    mats = {**st.pop("matrices", {}), **changes.pop("matrices", {})}
+    st.update(changes)
+    st["matrices"] = mats
+    return st
+
+
+def ok(fb):
+    return fb.ok and fb.hint_key is None
+
+
+def wrong(fb, key=None):
+    assert not fb.ok, fb
+    assert fb.hint_key and fb.hint_key.endswith(".hint")
+    if key is not None:
+        assert fb.message_key == key, fb
+    return True
+
+
+# ------------------------------------------------------------------ structure
+def test_lessons_ids_panels_and_exercise_counts():
+    ids = [lesson.id for lesson in T.LESSONS]
+    assert len(ids) == len(set(ids)) == 9
+    assert ids[0] == "weighted-average" and ids[-1] == "cross-attention"
+    for lesson in T.LESSONS:
+        assert re.fullmatch(r"[a-z]+(-[a-z]+)*", lesson.id)
+        assert lesson.panel in T.PANELS
+        assert 2 <= len(lesson.exercises) <= 4
+        for ex in lesson.exercises:
+            assert ex.id.startswith(lesson.id + ".") and ex.kind in T.KINDS
+    kinds = {ex.kind for ex in ALL}
+    assert kinds == set(T.KINDS)
+    assert len({ex.id for ex in ALL}) == len(ALL)
+
+
+def test_scenario_defaults_mirror_ui():
+    assert {k: list(v) if isinstance(v, tuple) else v for k, v in T.SCENARIO_DEFAULTS.items()} == scenario.DEFAULTS
+
+
+@pytest.mark.parametrize("lesson", T.LESSONS, ids=lambda x: x.id)
+def test_lesson_scenarios_validate_and_differ_from_defaults(lesson):
+    raw = lesson.scenario_dict()
+    for name, value in raw.items():
+        assert name == "matrices" or (name in scenario.DEFAULTS and value != scenario.DEFAULTS[name]), name
+    values, matrices, refused = scenario.validate(raw)
+    assert refused == []
+    assert matrices == raw.get("matrices", {})
+    for ex in lesson.exercises:
+        assert scenario.validate(lesson.scenario_dict(ex))[2] == []
+    raw["tokens"] = "changed"  # a fresh copy: the lesson itself cannot be edited through it
+    assert lesson.scenario_dict().get("tokens") != "changed"
+
+
+@pytest.mark.parametrize("lesson", T.LESSONS, ids=lambda x: x.id)
+def test_lesson_markdown_in_both_languages(lesson):
+    for lang in T.LANGS:
+        path = LESSONS_DIR / f"{lesson.id}.{lang}.md"
+        assert path.exists(), path
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith("# ") and T.lesson_title(lesson.id, lang) == text.splitlines()[0][2:].strip()
+        assert not re.search(r"\bC\d{1,2}\b|source 0\d\d|자료 0\d\d", text), "internal ids in learner text"
+        assert len(text.split("\n\n")) >= 3
+    assert re.search("[가-힣]", T.lesson_markdown(lesson.id, "ko"))
+    assert T.lesson_markdown(lesson.id, "xx") == T.lesson_markdown(lesson.id, "en")
+
+
+def test_exercise_json_files_have_the_same_keys_and_placeholders():
+    assert set(EN) == set(KO)
+    for key in EN:
+        assert ph(EN[key]) == ph(KO[key]), key
+        assert EN[key].strip() and KO[key].strip()
+
+
+def test_every_declared_key_is_in_both_json_files_and_none_is_unused():
+    declared = set()
+    for ex in ALL:
+        keys = {ex.prompt_key, ex.hint_key, ex.reveal_key, *ex.message_keys, *(ex.option_key(o) for o in ex.options)}
+        declared |= keys
+        for k in keys:
+            assert k in EN and k in KO, k
+        # the prompt, hint and options take the prompt values
+        for k in (ex.prompt_key, ex.hint_key, *(ex.option_key(o) for o in ex.options)):
+            assert ph(EN[k]) <= set(ex.prompt_values), k
+    unused = {k for k in EN if not k.startswith("common.")} - declared
+    assert not unused
+
+
+def test_text_lookup_falls_back_and_never_raises():
+    assert T.text("common.empty", "ko") == KO["common.empty"]
+    assert T.text("common.index_range", "xx", answer=9, last=3) == EN["common.index_range"].format(answer=9, last=3)
+    assert T.text("no.such.key") == "no.such.key"
+    assert T.text("common.index_range", "en", wrong_name=1) == EN["common.index_range"]
+
+
+# ------------------------------------------------------------------ the scenario → core
+def test_scenario_trace_reproduces_the_worked_example():
+    lt = T.scenario_trace({})
+    want = weights(X, X)
+    np.testing.assert_allclose(lt.weights.numpy(), want, atol=1e-6)
+    np.testing.assert_allclose(lt.weights[M].numpy(), [0.2091, 0.2091, 0.2091, 0.3726], atol=1e-4)
+    np.testing.assert_allclose(lt.trace.attn.output.numpy(), want @ X, atol=1e-6)
+    # a causal mask, a clicked cell and padding, all in row convention whatever the display
+    lt = T.scenario_trace({"causal": True, "pad": [0], "blocked": [[3, 3]], "convention": "column"})
+    mask = np.tril(np.ones((4, 4), bool))
+    mask[:, 0] = False
+    mask[3, 3] = False
+    got = lt.weights.numpy()
+    assert (got[~mask] == 0).all() and (got[0] == 0).all()
+    np.testing.assert_allclose(got[1:], weights(X, X, mask=mask)[1:], atol=1e-6)
+    with pytest.raises(ValueError):
+        T.scenario_trace({"temperature": "hot"})
+    with pytest.raises(ValueError):
+        T.scenario_trace("not a mapping")
+
+
+# ------------------------------------------------------------------ robust input, every exercise
+GARBAGE_NUMBERS = ["", "   ", None, "abc", "nan", "NaN", "inf", "-inf", "∞", float("nan"), float("inf"), True, [1, 2],
+                   "1/2", "0.2.1", "1,2,3", "x" * 500, object()]
+
+
+@pytest.mark.parametrize("ex", [e for e in ALL if e.kind == "number"], ids=lambda e: e.id)
+def test_number_exercises_refuse_bad_input_with_a_message(ex):
+    for answer in GARBAGE_NUMBERS:
+        fb = check(ex.id, answer)
+        assert wrong(fb) and fb.message_key.startswith("common."), (answer, fb)
+        assert fb.message_key != "common.internal"
+    assert check(ex.id, "21%").message_key == "common.percent"
+    assert check(ex.id, 1e6).message_key in ("common.out_of_range", "common.weight_range", *ex.message_keys)
+    assert not check(ex.id, 1e6).ok and not check(ex.id, -1e6).ok
+
+
+@pytest.mark.parametrize("ex", [e for e in ALL if e.kind == "predict"], ids=lambda e: e.id)
+def test_predict_exercises_refuse_bad_input_with_a_message(ex):
+    for answer in ["", " ", None, "abc", 99, -1, "99", 1.5, float("nan"), float("inf"), True, [0], "0.5"]:
+        fb = check(ex.id, answer)
+        assert wrong(fb) and fb.message_key in ("common.empty", "common.not_index", "common.index_range"), (answer, fb)
+    assert check(ex.id, 99).values["last"] == len(T.scenario_trace(T.lesson(ex.id.split(".")[0]).scenario).k_tokens) - 1
+
+
+@pytest.mark.parametrize("ex", [e for e in ALL if e.kind == "choice"], ids=lambda e: e.id)
+def test_choice_exercises_refuse_bad_input_and_explain_each_wrong_option(ex):
+    for answer in ["", None, "nope", 3, ["one"]]:
+        fb = check(ex.id, answer)
+        assert wrong(fb) and fb.message_key in ("common.empty", "common.unknown_option")
+    right = [o for o in ex.options if check(ex.id, o).ok]
+    assert len(right) == 1
+    for o in ex.options:
+        if o != right[0]:
+            assert wrong(check(ex.id, o), f"{ex.id}.why.{o}")
+
+
+GARBAGE_STATE = {"temperature": "hot", "causal": "maybe", "pad": "x", "blocked": "x", "mh.d_model": "big",
+                 "mh.heads": "many", "ps.d": "wide", "ps.perm": ["not", "text"]}
+
+
+@pytest.mark.parametrize("ex", [e for e in ALL if e.kind == "make_it_so"], ids=lambda e: e.id)
+def test_make_it_so_exercises_refuse_bad_states(ex):
+    assert ex.needs
+    lesson_id = ex.id.split(".")[0]
+    for st in ["abc", None, 5, [1, 2], state(lesson_id, tokens=7), state(lesson_id, mode="both")]:
+        assert wrong(check(ex.id, st), "common.bad_state"), st
+    for need in ex.needs:  # a garbage value in each thing the task lets the learner change
+        if need.startswith("matrices."):
+            st = state(lesson_id, matrices={need.split(".")[1]: [["a", "b"]]})
+        else:
+            st = {**state(lesson_id), need: GARBAGE_STATE[need]}
+        fb = check(ex.id, st)
+        assert wrong(fb) and fb.message_key in ("common.bad_state", "position.move.bad_perm"), (st, fb)
+
+
+def test_number_parsing_accepts_korean_comma_fullwidth_and_unicode_minus():
+    assert T.parse_number("0,21") == pytest.approx(0.21)
+    assert T.parse_number(" ０.２１ ") == pytest.approx(0.21)
+    assert T.parse_number("−0.5") == pytest.approx(-0.5)
+    assert T.parse_number("2e-1") == pytest.approx(0.2)
+    assert T.parse_number(np.float32(0.25)) == pytest.approx(0.25)
+    assert T.parse_number("1,234.5").message_key == "common.not_number"
+    assert T.parse_number(np.bool_(True)).message_key == "common.not_number"
+    assert T.parse_index(np.int64(2), ["a", "b", "c"]) == 2 and T.parse_index(np.bool_(True), ["a", "b"]).ok is False
+    assert check("weighted-average.weight", "0,21").ok
+
+
+# ------------------------------------------------------------------ 1. weighted average
+def test_weighted_average_weight():
+    w = weights(X, X)[M, S]  # 먹었다 → 사과를
+    assert w == pytest.approx(0.209, abs=5e-4)
+    assert ok(check("weighted-average.weight", f"{w:.2f}"))
+    assert ok(check("weighted-average.weight", w + 0.009))
+    e = math.exp(2 / math.sqrt(3))
+    fb = check("weighted-average.weight", f"{e:.2f}")  # exp(score) without dividing by the sum
+    assert wrong(fb, "weighted-average.weight.no_sum")
+    assert fb.values["e"] == pytest.approx(e, rel=1e-5)
+    total = sum(math.exp(s / math.sqrt(3)) for s in X[M] @ X.T)
+    assert fb.values["total"] == pytest.approx(total, rel=1e-5)
+    assert wrong(check("weighted-average.weight", "2"), "weighted-average.weight.score")
+    assert wrong(check("weighted-average.weight", f"{2 / math.sqrt(3):.2f}"), "weighted-average.weight.scaled")
+    assert wrong(check("weighted-average.weight", f"{softmax(X[M] @ X.T)[S]:.3f}"), "weighted-average.weight.no_scale")
+    assert wrong(check("weighted-average.weight", "0.25"), "weighted-average.weight.uniform")
+    assert wrong(check("weighted-average.weight", "0.37"), "weighted-average.weight.self")
+    assert wrong(check("weighted-average.weight", "0.6"), "weighted-average.weight.wrong")
+    assert wrong(check("weighted-average.weight", "1.7"), "common.weight_range")
+    assert wrong(check("weighted-average.weight", "-0.2"), "common.weight_range")
+
+
+def test_weighted_average_top_accepts_either_tied_key():
+    row = weights(X, X)[N]
+    tied = [j for j in range(4) if row[j] >= row.max() - 1e-9]
+    assert tied == [N, M]
+    for j in tied:
+        fb = check("weighted-average.top", j)
+        assert ok(fb) and fb.message_key == "weighted-average.top.ok_tie"
+    assert ok(check("weighted-average.top", "먹었다")) and ok(check("weighted-average.top", "0"))
+    fb = check("weighted-average.top", O)
+    assert wrong(fb, "weighted-average.top.wrong") and fb.values["chosen_w"] == pytest.approx(row[O], abs=1e-5)
+
+
+def test_weighted_average_row_sum():
+    assert np.allclose(weights(X, X).sum(1), 1)
+    assert ok(check("weighted-average.row-sum", "one"))
+
+
+# ------------------------------------------------------------------ 2. dot product
+def test_dot_product_score():
+    s = float(X[M] @ X[N])
+    assert ok(check("dot-product.score", str(s)))
+    assert wrong(check("dot-product.score", f"{s / math.sqrt(3):.3f}"), "dot-product.score.scaled")
+    assert wrong(check("dot-product.score", f"{weights(X, X)[M, N]:.3f}"), "dot-product.score.weight")
+    assert wrong(check("dot-product.score", "3"), "dot-product.score.self")
+    assert wrong(check("dot-product.score", "1"), "dot-product.score.wrong")
+    bound = np.linalg.norm(X[M]) * np.linalg.norm(X[N])  # |q·k| ≤ ‖q‖‖k‖
+    assert wrong(check("dot-product.score", f"{bound + 0.1:.2f}"), "dot-product.score.outside")
+    assert wrong(check("dot-product.score", "-5"), "dot-product.score.outside")
+
+
+def test_dot_product_top_score():
+    assert int(np.argmax(X[M] @ X.T)) == M
+    assert ok(check("dot-product.top-score", M))
+    for j in (N, O, S):
+        assert wrong(check("dot-product.top-score", j), "dot-product.top-score.wrong")
+
+
+def _edit_k_solutions():
+    """Single-cell edits of K that make 사과를 attend to 나는 alone, found by a small search."""
+    found, others = [], []
+    for r, c, v in itertools.product(range(4), range(3), (-1.0, 0.0, 1.0, 2.0, 3.0)):
+        if X[r, c] == v:
+            continue
+        K = X.copy()
+        K[r, c] = v
+        row = weights(X, K)[S]
+        top = [j for j in range(4) if row[j] >= row.max() - 1e-9]
+        (found if top == [N] else others).append((K, top))
+    return found, others
+
+
+def test_dot_product_edit_k_solved_by_search():
+    found, others = _edit_k_solutions()
+    assert found and others
+    for K, _ in found:
+        fb = check("dot-product.edit-k", state("dot-product", matrices={"K": K.tolist()}))
+        assert ok(fb) and fb.message_key == "dot-product.edit-k.ok"
+    for K, top in others:
+        fb = check("dot-product.edit-k", state("dot-product", matrices={"K": K.tolist()}))
+        assert wrong(fb, "dot-product.edit-k.tie" if N in top else "dot-product.edit-k.not_top")
+
+
+def test_dot_product_edit_k_wrong_states():
+    assert wrong(check("dot-product.edit-k", state("dot-product")), "dot-product.edit-k.no_change")
+    K = X.copy()
+    K[0, 0], K[0, 1] = 3.0, 3.0
+    fb = check("dot-product.edit-k", state("dot-product", matrices={"K": K.tolist()}))
+    assert wrong(fb, "dot-product.edit-k.many_cells") and fb.values["n"] == 2
+    K = X.copy()
+    K[N, 1] = 2.0
+    Q = X.copy()
+    Q[S, 2] = 5.0  # a solution for K, but Q was edited too
+    fb = check("dot-product.edit-k", state("dot-product", matrices={"K": K.tolist(), "Q": Q.tolist()}))
+    assert wrong(fb, "common.changed_other")
+    fb = check("dot-product.edit-k", state("dot-product", tokens="a b c d", matrices={"K": K.tolist()}))
+    assert wrong(fb, "common.wrong_tokens")
+    fb = check("dot-product.edit-k", state("dot-product", causal=True, matrices={"K": K.tolist()}))
+    assert wrong(fb, "common.changed_other")
+
+
+# ------------------------------------------------------------------ 3. softmax, temperature, √d_k
+def test_softmax_no_scale():
+    w = softmax(X[M] @ X.T)[M]
+    assert w == pytest.approx(0.4754, abs=1e-4)
+    assert ok(check("softmax-temperature.no-scale", round(w, 2)))
+    assert wrong(check("softmax-temperature.no-scale", "0.37"), "softmax-temperature.no-scale.kept_scale")
+    assert wrong(check("softmax-temperature.no-scale", f"{math.exp(3):.2f}"), "softmax-temperature.no-scale.no_sum")
+    assert wrong(check("softmax-temperature.no-scale", "0.25"), "softmax-temperature.no-scale.uniform")
+    assert wrong(check("softmax-temperature.no-scale", "3"), "softmax-temperature.no-scale.score")
+    assert wrong(check("softmax-temperature.no-scale", "0.9"), "softmax-temperature.no-scale.wrong")
+
+
+def test_softmax_sharp_solved_by_a_temperature_search():
+    grid = [round(0.1 * i, 1) for i in range(1, 51)]  # the Playground's slider
+    sharp = [T_ for T_ in grid if weights(X, X, temperature=T_)[M].max() > 0.9]
+    assert sharp == [0.1]
+    for T_ in grid:
+        fb = check("softmax-temperature.sharp", state("softmax-temperature", temperature=T_))
+        if T_ in sharp:
+            assert ok(fb) and fb.values["w"] > 0.9
+        else:
+            assert wrong(fb, "softmax-temperature.sharp.flatter" if T_ >= 1 else "softmax-temperature.sharp.not_yet")
+    fb = check("softmax-temperature.sharp", state("softmax-temperature", temperature=0.3, scale="none"))
+    assert wrong(fb, "common.changed_other")  # the scale sharpens too, but the task is the temperature
+
+
+def test_softmax_tie_and_sqrt_dk():
+    cold = weights(X, X, temperature=1e-3)[N]
+    assert cold.max() == pytest.approx(0.5, abs=1e-6)  # 나는 ties with 먹었다: half each, never more
+    assert ok(check("softmax-temperature.tie", "half"))
+    rng = np.random.default_rng(1)
+    var = {d: np.var((rng.standard_normal((4000, d)) * rng.standard_normal((4000, d))).sum(1)) for d in (4, 64)}
+    assert var[64] > 8 * var[4]  # Var(q·k) grows like d_k
+    assert ok(check("softmax-temperature.sqrt-dk", "variance"))
+
+
+# ------------------------------------------------------------------ 4. the output
+def test_weighted_sum_output():
+    out = weights(X, X)[M] @ X[:, 0]
+    assert out == pytest.approx(0.7909, abs=1e-4)
+    assert ok(check("weighted-sum.output", f"{out:.2f}"))
+    assert wrong(check("weighted-sum.output", str(X[:, 0].mean())), "weighted-sum.output.mean")
+    assert wrong(check("weighted-sum.output", "3"), "weighted-sum.output.sum_v")
+    assert wrong(check("weighted-sum.output", "0.37"), "weighted-sum.output.only_self")
+    assert wrong(check("weighted-sum.output", "1"), "weighted-sum.output.sum_w")
+    assert wrong(check("weighted-sum.output", "0.5"), "weighted-sum.output.wrong")
+    assert wrong(check("weighted-sum.output", "1.5"), "weighted-sum.output.outside")
+
+
+def test_weighted_sum_convex_and_edit_v():
+    assert ok(check("weighted-sum.convex", "no"))
+    A = weights(X, X)
+    found = None
+    for v in np.arange(1.0, 10.0, 0.5):  # the smallest first entry of 먹었다's own value that lifts the output over 2
+        V = X.copy()
+        V[M, 0] = v
+        if (A @ V)[M, 0] > 2:
+            found = V
+            break
+    assert found is not None
+    assert ok(check("weighted-sum.edit-v", state("weighted-sum", matrices={"V": found.tolist()})))
+    V = X.copy()
+    V[N, 0] = 3.0
+    assert (A @ V)[M, 0] < 2
+    assert wrong(check("weighted-sum.edit-v", state("weighted-sum", matrices={"V": V.tolist()})), "weighted-sum.edit-v.not_yet")
+    assert wrong(check("weighted-sum.edit-v", state("weighted-sum")), "weighted-sum.edit-v.no_change")
+    K = X.copy()
+    K[0, 0] = 9.0
+    fb = check("weighted-sum.edit-v", state("weighted-sum", matrices={"V": found.tolist(), "K": K.tolist()}))
+    assert wrong(fb, "common.changed_other")
+
+
+# ------------------------------------------------------------------ 5. masks
+def test_masks_causal_by_toggle_or_by_clicking_cells():
+    assert ok(check("masks.causal", state("masks", causal=True)))
+    cells = [[i, j] for i in range(4) for j in range(4) if j > i]
+    A = weights(X, X, mask=np.tril(np.ones((4, 4), bool)))
+    assert (A[np.triu_indices(4, 1)] == 0).all() and np.allclose(A.sum(1), 1)
+    fb = check("masks.causal", state("masks", blocked=cells))
+    assert ok(fb) and fb.values["zeros"] == len(cells)
+    assert wrong(check("masks.causal", state("masks")), "masks.causal.future")
+    assert wrong(check("masks.causal", state("masks", blocked=cells[:-1])), "masks.causal.future")
+    assert wrong(check("masks.causal", state("masks", causal=True, pad=[0])), "masks.causal.past")
+    assert wrong(check("masks.causal", state("masks", causal=True, blocked=[[2, 2]])), "masks.causal.past")
+    assert wrong(check("masks.causal", state("masks", causal=True, temperature=2.0)), "common.changed_other")
+
+
+def test_masks_weight_and_order():
+    scaled = (X[O] @ X.T)[:2] / math.sqrt(3)  # 오늘 sees 나는 and itself
+    w = softmax(scaled)[0]
+    assert w == pytest.approx(0.3595, abs=1e-4)
+    assert ok(check("masks.weight", f"{w:.2f}"))
+    fb = check("masks.weight", f"{weights(X, X)[O, N]:.2f}")  # unmasked, or masked after the softmax
+    assert wrong(fb, "masks.weight.unmasked")
+    assert fb.values["after_sum"] == pytest.approx(weights(X, X)[O, :2].sum(), abs=1e-5)
+    assert wrong(check("masks.weight", "0.5"), "masks.weight.half")
+    assert wrong(check("masks.weight", "0.1"), "masks.weight.wrong")
+    assert wrong(check("masks.weight", f"{1 - w:.2f}"), "masks.weight.self")
+    assert ok(check("masks.order", "before"))
+
+
+# ------------------------------------------------------------------ 6. projections
+W_Q = np.array(T.lesson("projections").scenario["matrices"]["W_q"])
+W_K = np.array(T.lesson("projections").scenario["matrices"]["W_k"])
+
+
+def test_projections_score_top_and_shape():
+    Q, K = X @ W_Q, X @ W_K
+    s = float(Q[S] @ K[M])
+    assert ok(check("projections.score", str(s)))
+    assert wrong(check("projections.score", str(float(X[S] @ X[M]))), "projections.score.raw")
+    assert wrong(check("projections.score", f"{s / math.sqrt(2):.3f}"), "projections.score.scaled")
+    assert wrong(check("projections.score", "9"), "projections.score.outside")
+    assert wrong(check("projections.score", "1"), "projections.score.wrong")
+    A = weights(Q, K)
+    top = int(np.argmax(A[M]))
+    assert top != M  # the projections move 먹었다's attention away from itself
+    assert ok(check("projections.top", top))
+    assert wrong(check("projections.top", M), "projections.top.wrong")
+    assert ok(check("projections.k-shape", "x".join(map(str, K.shape))))
+
+
+def test_projections_symmetric():
+    # copy W_Q into W_K, or any W_K = W_Q·D with D symmetric (then W_Q·W_Kᵀ = W_Q·D·W_Qᵀ is symmetric)
+    for W_k in (W_Q, 2 * W_Q, W_Q @ np.diag([1.0, 3.0])):
+        S_ = (X @ W_Q) @ (X @ W_k).T
+        assert np.allclose(S_, S_.T) and np.ptp(S_) > 0
+        assert ok(check("projections.symmetric", state("projections", matrices={"W_k": W_k.tolist()})))
+    assert ok(check("projections.symmetric", state("projections", matrices={"W_q": W_K.tolist()})))  # or W_Q := W_K
+    fb = check("projections.symmetric", state("projections"))
+    assert wrong(fb, "projections.symmetric.asymmetric") and fb.values["s_ab"] != fb.values["s_ba"]
+    zeros = np.zeros_like(W_Q).tolist()
+    assert wrong(check("projections.symmetric", state("projections", matrices={"W_q": zeros})), "projections.symmetric.flat")
+    fb = check("projections.symmetric", state("projections", d_k=3, matrices={"W_k": W_Q.tolist()}))
+    assert wrong(fb, "common.changed_other")
+
+
+# ------------------------------------------------------------------ 7. multi-head
+def test_multi_head():
+    d, H, n = 8, 2, 4
+    assert ok(check("multi-head.d-head", d // H))
+    assert ok(check("multi-head.d-head", "4.0"))
+    assert wrong(check("multi-head.d-head", "16"), "multi-head.d-head.times")
+    assert wrong(check("multi-head.d-head", "8"), "multi-head.d-head.d_model")
+    assert wrong(check("multi-head.d-head", "2"), "multi-head.d-head.heads")
+    assert wrong(check("multi-head.d-head", "4.5"), "common.not_integer")
+    assert wrong(check("multi-head.d-head", "3"), "multi-head.d-head.wrong")
+    assert wrong(check("multi-head.d-head", "99"), "common.out_of_range")
+    assert ok(check("multi-head.weights-shape", f"1x{H}x{n}x{n}"))
+    solutions = [h for h in range(1, d + 1) if d % h == 0 and d // h == 2]
+    assert solutions == [4]
+    assert ok(check("multi-head.heads", {**state("multi-head"), "mh.d_model": 8, "mh.heads": 4}))
+    assert wrong(check("multi-head.heads", {**state("multi-head"), "mh.d_model": 8, "mh.heads": 2}), "multi-head.heads.wrong_dk")
+    assert wrong(check("multi-head.heads", {**state("multi-head"), "mh.d_model": 4, "mh.heads": 2}), "multi-head.heads.keep_d")
+    assert wrong(check("multi-head.heads", {**state("multi-head"), "mh.d_model": 8, "mh.heads": 3}), "common.bad_state")
+    assert wrong(check("multi-head.heads", {**state("multi-head"), "mh.heads": "many"}), "common.bad_state")
+
+
+# ------------------------------------------------------------------ 8. position
+def test_position():
+    rng = np.random.default_rng(0)
+    Xr, Wq, Wk, Wv = (rng.standard_normal(s) for s in ((4, 8), (8, 8), (8, 8), (8, 8)))
+
+    def sa(Z):
+        return weights(Z @ Wq, Z @ Wk) @ (Z @ Wv)
+
+    perm = [3, 2, 1, 0]
+    assert np.allclose(sa(Xr[perm]), sa(Xr)[perm])  # permutation equivariance, independently
+    assert ok(check("position.shuffle", "same"))
+    assert ok(check("position.pe-value", f"{math.sin(1):.2f}"))
+    assert wrong(check("position.pe-value", f"{math.sin(math.radians(1)):.3f}"), "position.pe-value.degrees")
+    assert wrong(check("position.pe-value", f"{math.cos(1):.2f}"), "position.pe-value.cosine")
+    assert wrong(check("position.pe-value", "1.5"), "position.pe-value.outside")
+    assert wrong(check("position.pe-value", "0.5"), "position.pe-value.wrong")
+    assert wrong(check("position.pe-value", "0"), "position.pe-value.pos0")  # sin(0): position 0
+    for order in ("3 0 1 2", "1,0,2,3", "0 1 3 2"):
+        fb = check("position.move", {**state("position"), "ps.perm": order, "ps.d": 8})
+        assert ok(fb) and fb.values["diff"] < 1e-5 < fb.values["diff_pe"]
+    assert ok(check("position.move", {**state("position"), "ps.perm": "3 2 1 0", "ps.d": 4, "seed": 7}))
+    assert wrong(check("position.move", {**state("position"), "ps.perm": "0 1 2 3"}), "position.move.same")
+    for bad in ("0 0 1 2", "abc", "0 1 2", "", 5):
+        assert wrong(check("position.move", {**state("position"), "ps.perm": bad}), "position.move.bad_perm")
+    assert wrong(check("position.move", {**state("position", tokens="a b c d"), "ps.perm": "3 0 1 2"}), "common.wrong_tokens")
+
+
+# ------------------------------------------------------------------ 9. cross attention
+def test_cross_attention():
+    mats = T.lesson("cross-attention").scenario["matrices"]
+    Xt, Xs = np.array(mats["X"]), np.array(mats["X_src"])
+    A = weights(Xt, Xs)
+    assert A.shape == (3, 4)
+    assert ok(check("cross-attention.shape", "x".join(map(str, A.shape))))
+    assert ok(check("cross-attention.outputs", str((A @ Xs).shape[0])))
+    assert wrong(check("cross-attention.outputs", "4"), "cross-attention.outputs.keys")
+    assert wrong(check("cross-attention.outputs", "12"), "cross-attention.outputs.pairs")
+    assert wrong(check("cross-attention.outputs", "0"), "common.out_of_range")
+    assert wrong(check("cross-attention.outputs", "7"), "cross-attention.outputs.wrong")
+    assert ok(check("cross-attention.cielo", int(np.argmax(A[2]))))
+    assert ok(check("cross-attention.cielo", "sky"))
+    assert wrong(check("cross-attention.cielo", 0), "cross-attention.cielo.wrong")
+    tied = [j for j in range(4) if A[0, j] >= A[0].max() - 1e-9]
+    assert tied == [0, 1]  # vediamo = "we see": We and see tie
+    for j in tied:
+        assert check("cross-attention.vediamo", j).message_key == "cross-attention.vediamo.ok_tie"
+    assert wrong(check("cross-attention.vediamo", 2), "cross-attention.vediamo.wrong")
+
+
+# ------------------------------------------------------------------ reveals
+@pytest.mark.parametrize("ex", ALL, ids=lambda e: e.id)
+def test_reveal_passes_its_own_check(ex):
+    r = ex.reveal()
+    assert_has_text(r)
+    assert r.message_key == ex.reveal_key
+    lesson_id = ex.id.split(".")[0]
+    if ex.kind == "make_it_so":
+        st = {**state(lesson_id, matrices=r.answer.get("matrices", {})),
+              **{k: v for k, v in r.answer.items() if k != "matrices"}}
+        assert ok(check(ex.id, st))
+    else:
+        assert ok(check(ex.id, r.answer if ex.kind != "number" else str(r.answer)))
+
+
+# ------------------------------------------------------------------ progress in the URL
+ALL_IDS = [lesson.id for lesson in T.LESSONS] + [ex.id for ex in ALL]
+
+
+def test_progress_order_lists_every_id_once():
+    assert sorted(T.PROGRESS_ORDER) == sorted(ALL_IDS) and len(set(T.PROGRESS_ORDER)) == len(T.PROGRESS_ORDER)
+
+
+def test_progress_round_trip():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        done = {i for i in ALL_IDS if rng.random() < 0.4}
+        code = T.encode_progress(done)
+        assert re.fullmatch(r"[A-Za-z0-9_-]*", code) and len(code) <= T.MAX_PROGRESS_CHARS
+        assert T.decode_progress(code) == done
+    assert T.encode_progress(set()) == "" and T.decode_progress("") == set()
+    assert T.decode_progress(T.encode_progress(set(ALL_IDS))) == set(ALL_IDS)
+    assert T.decode_progress(T.encode_progress({"masks", "no-such-lesson", 7})) == {"masks"}
+
+
+def test_progress_garbage_never_raises():
+    for code in [None, 123, b"1AAA", [], "x", "1!!!", "2AAAA", "1" + "A" * 200, "1A", "1A=", "1 AB", "1\n", "１AB",
+                 "%%%", "1" + "_" * 63]:
+        got = T.decode_progress(code)
+        assert isinstance(got, set) and got <= set(ALL_IDS)
+    assert T.decode_progress("1" + "_" * 63) <= set(ALL_IDS)  # every bit set, past the known ids too: only known ids
+    assert T.decode_progress("1" + "A" * 200) == set()  # too long
+
+
+# ------------------------------------------------------------------ every feedback message is reachable
+LESSON_TESTS = [
+    test_weighted_average_weight, test_weighted_average_top_accepts_either_tied_key, test_dot_product_score,
+    test_dot_product_top_score, test_dot_product_edit_k_solved_by_search, test_dot_product_edit_k_wrong_states,
+    test_softmax_no_scale, test_softmax_sharp_solved_by_a_temperature_search, test_weighted_sum_output,
+    test_weighted_sum_convex_and_edit_v, test_masks_causal_by_toggle_or_by_clicking_cells, test_masks_weight_and_order,
+    test_projections_score_top_and_shape, test_projections_symmetric, test_multi_head, test_position, test_cross_attention,
+]
+
+
+def test_every_declared_feedback_is_produced_by_some_answer():
+    SEEN.clear()
+    for f in LESSON_TESTS:
+        f()
+    for ex in ALL:
+        if ex.kind in ("predict", "choice"):
+            for a in range(4) if ex.kind == "predict" else ex.options:
+                check(ex.id, a)
+    for ex in ALL:
+        if ex.kind == "predict":  # right answers: "ok" where the top key is unique, "ok_tie" where keys tie
+            assert f"{ex.id}.ok" in SEEN or f"{ex.id}.ok_tie" in SEEN
+    declared = {k for ex in ALL for k in ex.message_keys
+                if ".opt." not in k and ".why." not in k and not (ex.kind == "predict" and k.endswith((".ok", ".ok_tie")))}
+    missing = declared - set(SEEN) - {"position.move.no_set"}  # no_set: self-attention never breaks equivariance
+    assert not missing, missing
+    for ex in ALL:  # the prompt, hint and options format with the prompt values
+        for k in (ex.prompt_key, ex.hint_key, *(ex.option_key(o) for o in ex.options)):
+            EN[k].format(**ex.prompt_values)
+            KO[k].format(**ex.prompt_values)

@@ -1,0 +1,313 @@
+"""The scenario's controls, shared by every page: the token box, embeddings, Q/K/V, the score
+function's parameters, the mask builder and the notation switch.
+
+The Playground draws them all with their matrix editors; concept pages draw the same controls
+folded away and compute from the same numbers, the Playground's edits included.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+import core
+from core.tokens import tokenize
+
+from . import compute, scenario, settings, state
+from . import scenario_state as ss
+from .i18n import labeller, t
+from .text import md, shorts
+from .widgets import formulas
+from .widgets.editor import EDIT_LIMIT
+from .widgets.heatmap import heatmap, show_heatmap
+from .widgets.layout import dim_labels, shape_badge, token_labels
+
+
+@dataclass
+class Inputs:
+    """The numbers every page starts from (row convention: one token per row)."""
+
+    tq: list[str]
+    tk: list[str]
+    q_labels: list[str]
+    k_labels: list[str]
+    cross: bool
+    d_model: int
+    X_q: np.ndarray
+    X_kv: np.ndarray
+    qkv: str
+    W_q: np.ndarray | None
+    W_k: np.ndarray | None
+    W_v: np.ndarray | None
+    Q: np.ndarray | None
+    K: np.ndarray | None
+    V: np.ndarray | None
+    d_k: int
+    d_v: int
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a group of controls goes: a container (None: here) and whether it is drawn at all
+    (a closed tab is not drawn; its kept values still apply)."""
+
+    box: Any = None
+    drawn: bool = True
+
+
+# ------------------------------------------------------------------ tokens
+def _on_preset(widget_key: str) -> None:
+    """Load an example, then reset the menu so it reads “choose an example” again."""
+    choice = st.session_state.get(widget_key)
+    st.session_state[widget_key] = ""
+    if choice in scenario.PRESETS:
+        for name, value in scenario.preset_values(choice).items():
+            ss.put(name, value)
+
+
+def by_label(factory, name: str, labels: list[str], label: str, **kw):
+    """A select/multiselect over token labels whose state is kept as indices under the scenario's
+    ``name`` (the index is what the URL and the click handlers use; labels change with tokens)."""
+    wkey = state.scenario_picker(name)
+    cur = ss.get(name)
+    st.session_state[wkey] = labels[int(cur)] if name == "query" else [labels[int(i)] for i in cur]
+    return factory(label, labels, key=wkey, on_change=_from_labels, args=(name, tuple(labels)), **kw)
+
+
+def _from_labels(name: str, labels: tuple[str, ...]) -> None:
+    chosen = st.session_state.get(state.scenario_picker(name))
+    if name == "query":
+        ss.put(name, labels.index(chosen) if chosen in labels else 0)
+    else:
+        ss.put(name, sorted(labels.index(c) for c in chosen or [] if c in labels))
+
+
+def _tokens(name: str, last_key: str, problems: list) -> list[str]:
+    """The tokens of a text box, or the last valid ones with a message."""
+    text = ss.get(name)
+    last = st.session_state.get(last_key) or tokenize(scenario.DEFAULTS["tokens"])
+    if not isinstance(text, str) or len(text) > scenario.MAX_TOKEN_TEXT:
+        problems.append(("error", t("err.tokens_text_long", limit=scenario.MAX_TOKEN_TEXT)))
+        return last
+    toks = tokenize(text)
+    if not toks:
+        problems.append(("error", t("err.tokens_empty")))
+        return last
+    if len(toks) > scenario.MAX_TOKENS:
+        problems.append(("error", t("err.tokens_too_many", n=len(toks), limit=scenario.MAX_TOKENS)))
+        return last
+    if len(toks) == 1:
+        problems.append(("info", t("info.single_token")))
+    st.session_state[last_key] = toks
+    return toks
+
+
+def token_controls(problems: list, *, presets: bool = True) -> tuple[list[str], list[str], bool]:
+    """The token box (with the example menu and self/cross) → (query tokens, key tokens, cross)."""
+    c1, c2, c3 = st.columns([3, 1.3, 1.3])
+    with c1:
+        st.text_input(t("pg.tokens"), **ss.bind("tokens"), help=t("pg.tokens.help"))
+    if presets:
+        with c2:
+            preset_key = state.item(state.SCENARIO.preset, settings.get("lang"))  # one menu per language
+            st.selectbox(t("pg.preset"), options=[""] + list(scenario.PRESETS), key=preset_key,
+                         format_func=labeller("preset.", empty_key="pg.preset.none"),
+                         on_change=_on_preset, args=(preset_key,))
+    with c3:
+        st.radio(t("pg.mode"), scenario.MODES, **ss.bind("mode"), format_func=labeller("pg.mode."), horizontal=True)
+    cross = ss.get("mode") == "cross"
+    if cross:
+        st.text_input(t("pg.source"), **ss.bind("source"), help=t("pg.source.help"))
+    tq = _tokens("tokens", state.SCENARIO.last_tokens, problems)
+    tk = _tokens("source", state.SCENARIO.last_source, problems) if cross else tq
+    return tq, tk, cross
+
+
+# ------------------------------------------------------------------ embeddings and Q/K/V
+def _embeddings(problems: list, tq, tk, cross: bool, labels, *, drawn: bool, editors: bool, conv: str):
+    """X (and X_src in cross mode) with the embedding choice → (X_q, X_kv, d_model)."""
+    if drawn:
+        e1, e2 = st.columns([2, 2])
+        with e1:
+            st.radio(t("pg.embedding"), scenario.EMBEDDINGS, **ss.bind("embedding"),
+                     format_func=labeller("pg.embedding."), horizontal=True)
+        with e2:
+            st.slider(t("pg.d_model"), 1, scenario.MAX_DIM, **ss.bind("d_model"),
+                      disabled=ss.get("embedding") != "random", help=t("pg.d_model.help"))
+    all_tokens = tuple(tq) + (tuple(tk) if cross else ())
+    X_all, unknown = compute.embedding(ss.get("embedding"), all_tokens, int(ss.get("d_model")), int(settings.get("seed")))
+    if unknown:
+        problems.append(("info", t("info.c18_unknown", tokens=", ".join(md(u) for u in unknown[:8]))))
+    n_q, n_k, d_model = len(tq), len(tk), X_all.shape[1]
+    show = editors and max(n_q, n_k) <= scenario.INTERACTIVE_TOKENS
+    X_q = ss.editable("X", X_all[:n_q], labels[0], dim_labels(d_model), t("pg.edit_x"), problems, show_editor=show)
+    X_kv = X_q if not cross else ss.editable("X_src", X_all[n_q:], labels[1], dim_labels(d_model), t("pg.edit_x_src"),
+                                             problems, show_editor=show)
+    if editors:
+        src = (f",  X_src {n_k}×{d_model}" if conv == "row" else f",  X_src {d_model}×{n_k}") if cross else ""
+        shape_badge((f"X {n_q}×{d_model}" if conv == "row" else f"X {d_model}×{n_q}") + src)
+        if conv == "column":
+            st.caption(t("pg.editors_rows"))
+    return X_q, X_kv, d_model
+
+
+def _projections(problems: list, d_model: int, n_q: int, n_k: int, *, drawn: bool, editors: bool, conv: str):
+    """W_Q, W_K, W_V (seeded, editable) with their shape lines → (W_q, W_k, W_v, d_k, d_v)."""
+    seed = int(settings.get("seed"))
+    if drawn:
+        s1, s2 = st.columns(2)
+        with s1:
+            st.slider(t("pg.d_k"), 1, scenario.MAX_DIM, **ss.bind("d_k"))
+        with s2:
+            st.slider(t("pg.d_v"), 1, scenario.MAX_DIM, **ss.bind("d_v"))
+    if editors:
+        st.latex(formulas.PROJECTION[conv])
+    d_k, d_v = int(ss.get("d_k")), int(ss.get("d_v"))
+    cols = st.columns(3) if editors else (nullcontext(),) * 3
+    W = {}
+    for col, (name, label, d_out, suffix) in zip(cols, (("W_q", "W_Q", d_k, "k"), ("W_k", "W_K", d_k, "k"),
+                                                         ("W_v", "W_V", d_v, "v")), strict=True):
+        with col:
+            W[name] = ss.editable(name, compute.projection(d_model, d_out, seed, name), dim_labels(d_model),
+                                  dim_labels(d_out, suffix), label, problems, show_editor=editors)
+    if editors:
+        for m, n, d in (("Q", n_q, d_k), ("K", n_k, d_k), ("V", n_k, d_v)):
+            shape_badge(f"{m} = X·W_{m}: ({n}×{d_model})·({d_model}×{d}) → ({n}×{d})" if conv == "row"
+                        else f"{m} = W^{m}·X: ({d}×{d_model})·({d_model}×{n}) → ({d}×{n})")  # W^Q = W_Qᵀ acts on columns
+    return W["W_q"], W["W_k"], W["W_v"], d_k, d_v
+
+
+def _qkv(problems: list, X_q, X_kv, labels, *, drawn: bool, editors: bool, show_editors: bool, conv: str) -> dict:
+    """Q, K and V: identity (Q = K = V = X), projections, or typed directly."""
+    if drawn:
+        st.radio(t("pg.qkv"), core.lab.QKV_MODES, **ss.bind("qkv"), format_func=labeller("pg.qkv."), horizontal=True)
+    qkv, d_model = ss.get("qkv"), X_q.shape[1]
+    out = {"qkv": qkv, "W_q": None, "W_k": None, "W_v": None, "Q": None, "K": None, "V": None,
+           "d_k": d_model, "d_v": d_model}
+    n_q, n_k = X_q.shape[0], X_kv.shape[0]
+    if qkv == "projection":
+        out["W_q"], out["W_k"], out["W_v"], out["d_k"], out["d_v"] = _projections(
+            problems, d_model, n_q, n_k, drawn=drawn, editors=editors, conv=conv)
+    elif qkv == "direct":
+        if editors:
+            st.caption(t("pg.qkv.direct.help"))
+        for name, base, rows in (("Q", X_q, labels[0]), ("K", X_kv, labels[1]), ("V", X_kv, labels[1])):
+            out[name] = ss.editable(name, base, rows, dim_labels(d_model), name, problems, show_editor=show_editors)
+    elif editors:
+        st.markdown(t("pg.qkv.identity.help"))
+    if editors:
+        d_k, d_v = out["d_k"], out["d_v"]
+        shape_badge(f"Q {n_q}×{d_k},  K {n_k}×{d_k},  V {n_k}×{d_v}" if conv == "row"
+                    else f"Q {d_k}×{n_q},  K {d_k}×{n_k},  V {d_v}×{n_k}")
+    return out
+
+
+def inputs(problems: list, *, conv: str = "row", editors: bool = False, embed: Where = Where(), qkv: Where = Where(),
+           presets: bool = True) -> Inputs:
+    """Draw the token, embedding and Q/K/V controls and build the matrices.
+
+    With ``editors`` the matrix editors are drawn (up to 64 tokens); without, the learner's
+    edits from the Playground still apply. ``embed``/``qkv`` say where those groups go."""
+    tq, tk, cross = token_controls(problems, presets=presets)
+    if max(len(tq), len(tk)) > scenario.INTERACTIVE_TOKENS:
+        problems.append(("info", t("info.large_n", n=max(len(tq), len(tk)), limit=EDIT_LIMIT)))
+    labels = (token_labels(tq), token_labels(tk))
+    with embed.box or nullcontext():
+        X_q, X_kv, d_model = _embeddings(problems, tq, tk, cross, labels, drawn=embed.drawn, editors=editors and embed.drawn,
+                                         conv=conv)
+    with qkv.box or nullcontext():
+        show = editors and qkv.drawn and max(len(tq), len(tk)) <= scenario.INTERACTIVE_TOKENS
+        m = _qkv(problems, X_q, X_kv, labels, drawn=qkv.drawn, editors=editors and qkv.drawn, show_editors=show, conv=conv)
+    return Inputs(tq=tq, tk=tk, q_labels=labels[0], k_labels=labels[1], cross=cross, d_model=d_model,
+                  X_q=X_q, X_kv=X_kv, **m)
+
+
+def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str | None = None):
+    """The shared scenario's controls, folded away on the concept pages: the full inputs
+    (returns :class:`Inputs`) or just the token box (returns the tokens)."""
+    with st.expander(t("shared.numbers"), expanded=False):
+        st.caption(help_text or t("shared.numbers.help"))
+        if tokens_only:
+            return token_controls(problems)[0]
+        return inputs(problems)
+
+
+# ------------------------------------------------------------------ score function, mask, notation
+def score_params(score: str, d_k: int, problems: list, *, editors: bool) -> dict[str, np.ndarray]:
+    """The seeded (or edited) parameters of a score function: W for general; W_a, U_a, w_a for additive."""
+    seed = int(settings.get("seed"))
+    kcols = dim_labels(d_k, "k")
+    if score == "general":
+        return {"W": ss.editable("W", compute.projection(d_k, d_k, seed, "W").T, kcols, kcols, "W (d_k×d_k)",
+                                 problems, show_editor=editors)}
+    if score != "additive":
+        return {}
+    if editors:
+        st.slider(t("pg.d_a"), 1, scenario.MAX_DIM, **ss.bind("d_a"), help=t("pg.d_a.help"))
+    d_a = int(ss.get("d_a"))
+    acols = dim_labels(d_a, "a")
+    cols = st.columns([2, 2, 1]) if editors else (nullcontext(),) * 3
+    params = {}
+    with cols[0]:
+        params["W_a"] = ss.editable("W_a", compute.projection(d_k, d_a, seed, "W_a").T, acols, kcols, "W_a (d_a×d_k)",
+                                    problems, show_editor=editors)
+    with cols[1]:
+        params["U_a"] = ss.editable("U_a", compute.projection(d_k, d_a, seed, "U_a").T, acols, kcols, "U_a (d_a×d_k)",
+                                    problems, show_editor=editors)
+    with cols[2]:
+        params["w_a"] = ss.editable("w_a", compute.projection(d_a, 1, seed, "w_a")[:, 0], acols, ["w_a"], "w_a (d_a)",
+                                    problems, show_editor=editors)
+    return params
+
+
+def causal_checkbox(cross: bool, *, help_key: str = "pg.mask.causal.help") -> None:
+    """The causal mask's checkbox; in cross attention it is off and says why."""
+    st.checkbox(t("pg.mask.causal"), **ss.bind("causal"), disabled=cross,
+                help=t("pg.mask.causal.cross") if cross else t(help_key))
+
+
+def mask_controls(n_q: int, n_k: int, q_labels, k_labels, conv: str, *, cross: bool, chart_key: str,
+                  click_queue: str, clear_key: str):
+    """Causal checkbox, PAD tokens and the clickable mask map; returns the combined row mask or None."""
+    m1, m2 = st.columns([1, 2])
+    with m1:
+        causal_checkbox(cross)
+    with m2:
+        ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < n_k])
+        by_label(st.multiselect, "pad", k_labels, t("pg.mask.pad"), help=t("pg.mask.pad.help"),
+                 placeholder=t("pg.mask.pad.none"))
+    mask = ss.current_mask(n_q, n_k, cross=cross)
+    st.caption(t("pg.mask.custom.help"))
+    mshow = np.ones((n_q, n_k)) if mask is None else mask.astype(float)
+    if conv == "column":
+        st.caption(t("pg.mask.column_note"))
+    z, axes = qk_view(mshow, conv, shorts(q_labels), shorts(k_labels))
+    show_heatmap(heatmap(z, decimals=0, sequential=True, clickable=True, **axes), key=chart_key, click_queue=click_queue)
+    if ss.get("blocked") and st.button(t("pg.mask.clear"), key=clear_key):
+        ss.put("blocked", [])
+        st.rerun()
+    return mask
+
+
+def qk_axes(conv: str, q_labels, k_labels) -> dict:
+    """Heatmap labels of an (n_q × n_k) matrix in the chosen notation (column: rows = keys)."""
+    if conv == "column":
+        return {"x_labels": q_labels, "y_labels": k_labels, "x_title": t("axis.query"), "y_title": t("axis.key")}
+    return {"x_labels": k_labels, "y_labels": q_labels, "x_title": t("axis.key"), "y_title": t("axis.query")}
+
+
+def qk_view(z, conv: str, q_labels, k_labels) -> tuple[np.ndarray, dict]:
+    """An (n_q × n_k) row-convention matrix laid out in the chosen notation (column: transposed)."""
+    z = np.asarray(z)
+    return (z.T if conv == "column" else z), qk_axes(conv, q_labels, k_labels)
+
+
+def notation_switch() -> str:
+    """The row/column notation radio, shared by every page; returns the chosen notation."""
+    st.radio(t("pg.convention"), scenario.CONVENTIONS, **ss.bind("convention"), format_func=labeller("conv."),
+             horizontal=True, help=t("pg.convention.help"))
+    return ss.get("convention")

@@ -1,0 +1,35 @@
+"""The pages of the app: one name each, used for its file (``pages/<name>.py``), its session-key
+prefix (``ui.state``), its strings (``page.<name>.*``) and its tests. The URL path is the one
+shared links already use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    name: str
+    url: str  # the URL path of old shared links: /Playground, /Score_functions, …
+    icon: str
+    curriculum: str  # the concept ids a teacher finds here (CURRICULUM.md), e.g. "C1–C2, C4–C9"
+
+    @property
+    def file(self) -> str:
+        return f"pages/{self.name}.py"
+
+
+PAGES = (
+    PageInfo("home", "", ":material/home:", "C1, C2, C4"),
+    PageInfo("playground", "Playground", ":material/tune:", "C1–C2, C4–C9, C11, C13–C16, C18–C19, C33, C39"),
+    PageInfo("notations", "Notations", ":material/swap_horiz:", "C1, C2, C11, C34"),
+    PageInfo("score_functions", "Score_functions", ":material/functions:", "C3, C5–C10, C19, C40"),
+    PageInfo("masks", "Masks", ":material/grid_on:", "C11, C12, C35, C39"),
+    PageInfo("multi_head", "Multi-head", ":material/view_column:", "C17, C20–C22, C36, C38"),
+    PageInfo("self_vs_cross", "Self_vs_cross", ":material/compare_arrows:", "C13–C16, C26"),
+    PageInfo("position", "Position", ":material/format_list_numbered:", "C23, C24, C37"),
+    PageInfo("seq2seq", "Seq2seq", ":material/translate:", "C25–C27"),
+    PageInfo("transformer_block", "Transformer_block", ":material/layers:", "C28–C31"),
+    PageInfo("vision_transformer", "Vision_Transformer", ":material/image:", "C32"),
+)
+PAGE_BY_NAME = {p.name: p for p in PAGES}

@@ -1,0 +1,57 @@
+"""The small scaffold every page uses: collect problems, run a core call safely, show them.
+
+A page body reads as: controls → ``guarded(core call)`` → building blocks. A ``ValueError``
+from core becomes the translated message and the page keeps the last valid result."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
+import streamlit as st
+
+from .i18n import t
+
+R = TypeVar("R")
+log = logging.getLogger("attention_lab")
+Problems = list[tuple[str, str]]  # (st function name: error / warning / info / success, message)
+
+
+def guarded(problems: Problems, call: Callable[[], R], *, keep: str | None = None) -> R | None:
+    """``call()``; on ``ValueError`` the message joins ``problems`` and the last valid result kept
+    under the session key ``keep`` comes back instead (None when there is none)."""
+    try:
+        result = call()
+    except ValueError as err:
+        problems.append(("error", t("err.compute", detail=str(err))))
+        return st.session_state.get(keep) if keep else None
+    if keep:
+        st.session_state[keep] = result
+    return result
+
+
+def show_problems(problems: Problems) -> None:
+    """Each message once, in its own coloured box."""
+    seen = set()
+    for kind, msg in problems:
+        if msg not in seen:
+            seen.add(msg)
+            getattr(st, kind)(msg)
+
+
+def check_box(ok: bool, message: str) -> None:
+    """A green box when a numerical check holds, a red one when it does not."""
+    (st.success if ok else st.error)(message)
+
+
+def boundary(render: Callable[[], None]) -> None:
+    """The last line of defence: an unexpected error becomes a message, never a traceback.
+
+    The frame (app.py) runs every page inside it; a fragment, which reruns on its own, too.
+    st.rerun / st.stop are BaseExceptions and pass through."""
+    try:
+        render()
+    except Exception:
+        log.exception("page failed")
+        st.error(t("err.unexpected"))

@@ -1,0 +1,93 @@
+"""Every session-state key of the app, in one registry.
+
+Pages, building blocks and tests import their keys from here; no key is spelled as a string
+literal anywhere else (a static test checks it). A key is ``<room>.<name>``: the room is a
+page's name (``playground``, ``masks``, …), ``scenario`` for the numbers every page shares,
+or ``settings`` for the sidebar. Keys made at run time (one per head, per matrix, …) are a
+registry key plus a suffix: :func:`item`.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+
+def _room(room: str, names: str) -> SimpleNamespace:
+    """``_room("masks", "window clicks").window == "masks.window"``; an unknown name raises."""
+    return SimpleNamespace(**{n: f"{room}.{n}" for n in names.split()})
+
+
+def item(key: str, *parts) -> str:
+    """A key made at run time from a registry key: ``item(MULTI_HEAD.grid, 2) == "multi_head.grid.2"``."""
+    return ".".join([key, *(str(p) for p in parts)])
+
+
+def css_class(key: str) -> str:
+    """The CSS class Streamlit gives the element of a widget key (used by the browser tests)."""
+    return ".st-key-" + key.replace(".", "-")
+
+
+# ------------------------------------------------------------------ settings (sidebar, every page)
+SETTINGS = _room("settings", "_init lang seed device precision")
+
+
+def setting(name: str) -> str:
+    """The plain session-state key of one setting (language, seed, device, precision)."""
+    return getattr(SETTINGS, name)
+
+
+def setting_widget(name: str) -> str:
+    """The sidebar widget of one setting; its value is copied to :func:`setting` on change."""
+    return "_w." + setting(name)
+
+
+# ------------------------------------------------------------------ the scenario every page shares
+SCENARIO_NAMES = ("tokens source mode embedding d_model qkv d_k d_v score d_a scale temperature causal pad blocked "
+                  "convention query")
+SCENARIO = _room("scenario", SCENARIO_NAMES + " overrides editor_version messages carry changed url_loaded "
+                 "last_tokens last_source last_trace preset")
+
+
+def scenario_value(name: str) -> str:
+    """The widget key of one scenario value (a name of ui.scenario.DEFAULTS)."""
+    return getattr(SCENARIO, name)
+
+
+def scenario_kept(name: str) -> str:
+    """Where a scenario value is kept between runs (plain session state; its widget is seeded from it)."""
+    return item("scenario.kept", getattr(SCENARIO, name).split(".", 1)[1])
+
+
+def scenario_picker(name: str) -> str:
+    """A select box over token labels whose chosen index is kept under :func:`scenario_value`."""
+    return item("scenario.picker", name)
+
+
+def editor(name: str, signature: str, version: int) -> str:
+    """A matrix editor's widget key; it changes (so edits start afresh) with its signature."""
+    return item("scenario.editor", name, signature, version)
+
+
+EDITOR_PREFIX = "scenario.editor."
+
+
+def last_valid(widget_key: str) -> str:
+    """The last valid value of an editor, kept when a cell becomes invalid."""
+    return item("scenario.last_valid", widget_key)
+
+
+# ------------------------------------------------------------------ pages
+PLAYGROUND = _room("playground", "clicks tab tab_id upload chart_weights chart_mask mask_clear fig_alpha fig_contrib "
+                   "dl_csv dl_json pipeline")
+PIPELINE = _room("pipeline", "scores scaled masked weights output")  # suffixes of a pipeline's chart keys
+NOTATIONS = _room("notations", "clicks selected row col right wrong")
+SCORE_FUNCTIONS = _room("score_functions", "scores weights cos_dot cos_normed cos_cos exp_d exp_var exp_hist exp_plot "
+                        "c19_right c19_wrong")
+MASKS = _room("masks", "clicks chart window mask_clear step order c11 full_core full_naive")
+MULTI_HEAD = _room("multi_head", "d_model heads pick grid pipeline wrong_right wrong_wrong paper_out paper_mha")
+SELF_VS_CROSS = _room("self_vs_cross", "weights layer query")
+POSITION = _room("position", "d perm shuffle shuffles n perm_n sa_px p_sa_x sin learned same_x same_xp")
+SEQ2SEQ = _room("seq2seq", "task att input task_of_input train asked loss map t_slider e alpha vectors measure curve")
+TRANSFORMER_BLOCK = _room("transformer_block", "act map measure complexity time mem")
+VISION_TRANSFORMER = _room("vision_transformer", "choice upload image source error P cls query cols overlay grid "
+                           "use_cls clicks")

@@ -1,0 +1,46 @@
+"""Small layout pieces: labels, a panel's header (title, formula, shape line), the shape badge, CSS."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import streamlit as st
+
+from ..text import indexed_labels
+
+
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    return indexed_labels(list(tokens))
+
+
+def dim_labels(d: int, prefix: str = "d") -> list[str]:
+    return [f"{prefix}{i}" for i in range(d)]
+
+
+def panel_header(title: str, latex: str, shape: str) -> None:
+    """A panel's bold title, its formula and its shape line as one element.
+
+    One element instead of three: every element is a message the browser renders on each
+    rerun, and the pipeline has five panels. ``title`` is UI text (no learner input)."""
+    badge = f"<span class='shape-badge'>{html.escape(shape, quote=True)}</span>"
+    st.markdown(f"**{title}**\n\n$$\n{latex}\n$$\n\n{badge}", unsafe_allow_html=True)
+
+
+def shape_badge(text: str) -> None:
+    """A one-line shape statement such as ``Q (4×3) · Kᵀ (3×4) → (4×4)``."""
+    st.markdown(f"<span class='shape-badge'>{html.escape(text, quote=True)}</span>", unsafe_allow_html=True)
+
+
+CSS = """
+<style>
+.shape-badge {font-family: "Source Code Pro", ui-monospace, SFMono-Regular, Menlo, "attention-lab-kr", monospace;
+  font-size: 0.92rem;
+  background: #eef2ff; color: #1e3a8a; border-radius: 6px; padding: 2px 8px; display: inline-block;}
+div[data-testid="stMetricValue"] {font-size: 1.4rem;}
+</style>
+"""
+
+
+def inject_css() -> None:
+    st.markdown(CSS, unsafe_allow_html=True)
