@@ -9,7 +9,21 @@ Inputs may be tensors, numpy arrays or nested lists; results are tensors on the 
 device. Every function returns a frozen dataclass trace of its intermediates.
 """
 
-from . import block, codegen, experiments, lab, masks, pitfalls, positional, pretrained, seq2seq, seq2seq_store, tokens, tutorial, vit
+from . import (
+    block,
+    codegen,
+    experiments,
+    lab,
+    masks,
+    pitfalls,
+    positional,
+    pretrained,
+    seq2seq,
+    seq2seq_store,
+    tokens,
+    tutorial,
+    vit,
+)
 from .attention import (
     CONVENTIONS,
     SCORE_FUNCTIONS,
