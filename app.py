@@ -2,7 +2,7 @@
 
 Page config, the translated navigation (``st.navigation``), the sidebar settings, the page
 header and the error boundary: once, here.
-Each page is one file in ``pages/`` (see ``ui/nav.py``)."""
+Each page is one file in ``app_pages/`` (see ``ui/nav.py``)."""
 
 from __future__ import annotations
 

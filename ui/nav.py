@@ -1,4 +1,4 @@
-"""The pages of the app: one name each, used for its file (``pages/<name>.py``), its session-key
+"""The pages of the app: one name each, used for its file (``app_pages/<name>.py``), its session-key
 prefix (``ui.state``), its strings (``page.<name>.*``) and its tests. The URL path is the one
 shared links already use."""
 
@@ -16,7 +16,7 @@ class PageInfo:
 
     @property
     def file(self) -> str:
-        return f"pages/{self.name}.py"
+        return f"app_pages/{self.name}.py"
 
 
 PAGES = (

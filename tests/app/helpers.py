@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from ui import state
 
 ROOT = Path(__file__).resolve().parents[2]
-PLAYGROUND = "pages/playground.py"
+PLAYGROUND = "app_pages/playground.py"
 
 
 def pg_map(step: str) -> str:
@@ -42,10 +42,7 @@ def page(path: str = PLAYGROUND, *, query: dict | None = None, precision: int = 
         del at.session_state[state.SETTINGS._init]
     if path == "app.py":  # the home page (the default page) is where a browser lands
         return at.run() if run else at
-    # AppTest (Streamlit 1.67) keeps the frame's elements (title, sidebar) in its tree on reruns only
-    # on a page reached by switch_page (on the default page it drops them after the first run), so
-    # land on home first, as a browser does, then switch
-    at.run()
+    at.run()  # land on the home page first, as a browser opening the app does, then switch
     at.landing_warnings = [w.value for w in at.warning]  # e.g. refused settings, shown where one lands
     at.switch_page(path)
     return at.run() if run else at

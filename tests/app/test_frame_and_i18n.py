@@ -27,7 +27,7 @@ def test_both_languages_have_exactly_the_same_keys_and_placeholders():
 def test_every_literal_key_used_in_code_exists():
     en = table("en")
     used = set()
-    for path in list((ROOT / "ui").rglob("*.py")) + [ROOT / "app.py"] + list((ROOT / "pages").glob("*.py")):
+    for path in list((ROOT / "ui").rglob("*.py")) + [ROOT / "app.py"] + list((ROOT / "app_pages").glob("*.py")):
         if path.name == "i18n.py":  # its docstring shows t("key")
             continue
         found = re.findall(r"""\bt\(\s*["']([\w.]+)["']""", path.read_text(encoding="utf-8"))
@@ -68,7 +68,7 @@ def test_home_page_in_both_languages(lang, word):
 
 
 def test_settings_survive_a_page_switch():
-    at = page("pages/masks.py")
+    at = page("app_pages/masks.py")
     at.radio(key=state.setting_widget("lang")).set_value("ko").run()
     at.number_input(key=state.setting_widget("seed")).set_value(42).run()
     at.slider(key=state.setting_widget("precision")).set_value(2).run()
@@ -102,7 +102,7 @@ def test_the_playground_scenario_and_edits_survive_a_page_switch():
     at.checkbox(key=state.SCENARIO.causal).check().run()
     open_tab(at, "embed")
     edit(at, "X", {0: {"d2": 3.0}})
-    at.switch_page("pages/home.py").run()
+    at.switch_page("app_pages/home.py").run()
     no_errors(at)
     at.switch_page(PLAYGROUND).run()
     no_errors(at)

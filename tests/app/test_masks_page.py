@@ -11,7 +11,7 @@ from ui import state
 
 from .helpers import close, heat, no_errors, page, spec, texts
 
-NOTATIONS, SCORES, MASKS = "pages/notations.py", "pages/score_functions.py", "pages/masks.py"
+NOTATIONS, SCORES, MASKS = "app_pages/notations.py", "app_pages/score_functions.py", "app_pages/masks.py"
 C18_X = tokens.c18_embedding().numpy()
 
 

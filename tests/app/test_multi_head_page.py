@@ -14,7 +14,7 @@ from .helpers import close, heat, no_errors, page
 
 GRID = lambda h: state.item(state.MULTI_HEAD.grid, h)  # noqa: E731
 
-MULTI, SELFCROSS, POSITION = "pages/multi_head.py", "pages/self_vs_cross.py", "pages/position.py"
+MULTI, SELFCROSS, POSITION = "app_pages/multi_head.py", "app_pages/self_vs_cross.py", "app_pages/position.py"
 C18 = list(tokens.C18_TOKENS)
 
 
@@ -56,7 +56,9 @@ def test_one_head_in_detail_and_the_checks():
     close(heat(at, state.item(state.MULTI_HEAD.pipeline, "weights")), tr.weights[0, 0])
     close(heat(at, state.item(state.MULTI_HEAD.pipeline, "output")), tr.heads.output[0, 0])
     ok = " ".join(s.value for s in at.success)
-    assert "(C17)" in ok and "(1, 4, 8)" in ok and "the two forms agree" in ok
+    fused_gap = core.multihead.fused_qkv_gap(X, W["W_q"], W["W_k"], W["W_v"])
+    assert f"max difference {fused_gap:.2g}" in ok and fused_gap < 1e-5
+    assert "(1, 4, 8)" in ok and "the two forms agree" in ok
     # the wrong transpose really changes the output
     wrong = core.pitfalls.multi_head_without_transpose(X, n_heads=2, **W)
     assert any(f"{core.max_abs_diff(wrong, tr.output):.3g}" in w.value for w in at.warning)

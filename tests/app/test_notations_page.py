@@ -13,7 +13,7 @@ from .helpers import close, heat, no_errors, page, spec
 
 COL_LOGITS, COL_Q = state.item(state.NOTATIONS.col, "logits"), state.item(state.NOTATIONS.col, "Q")
 
-NOTATIONS, SCORES, MASKS = "pages/notations.py", "pages/score_functions.py", "pages/masks.py"
+NOTATIONS, SCORES, MASKS = "app_pages/notations.py", "app_pages/score_functions.py", "app_pages/masks.py"
 C18_X = tokens.c18_embedding().numpy()
 
 

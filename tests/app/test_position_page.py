@@ -11,7 +11,7 @@ from .helpers import close, heat, no_errors, page
 
 P_SA_X_PE = state.item(state.POSITION.p_sa_x, True)
 
-MULTI, SELFCROSS, POSITION = "pages/multi_head.py", "pages/self_vs_cross.py", "pages/position.py"
+MULTI, SELFCROSS, POSITION = "app_pages/multi_head.py", "app_pages/self_vs_cross.py", "app_pages/position.py"
 C18 = list(tokens.C18_TOKENS)
 
 

@@ -10,7 +10,7 @@ from ui import state
 
 from .helpers import close, heat, no_errors, page, texts
 
-MULTI, SELFCROSS, POSITION = "pages/multi_head.py", "pages/self_vs_cross.py", "pages/position.py"
+MULTI, SELFCROSS, POSITION = "app_pages/multi_head.py", "app_pages/self_vs_cross.py", "app_pages/position.py"
 C18 = list(tokens.C18_TOKENS)
 
 

@@ -9,7 +9,7 @@ from ui import state
 
 from .helpers import close, heat, no_errors, page, spec
 
-S2S, BLOCK, VIT = "pages/seq2seq.py", "pages/transformer_block.py", "pages/vision_transformer.py"
+S2S, BLOCK, VIT = "app_pages/seq2seq.py", "app_pages/transformer_block.py", "app_pages/vision_transformer.py"
 C18 = list(tokens.C18_TOKENS)
 
 

@@ -12,35 +12,14 @@ from playwright.sync_api import expect
 
 import core
 from core import masks, tokens
+from ui import state
+from ui.state import css_class as css
 
-from .conftest import ARTIFACTS, wait_idle
+from .conftest import wait_idle
+from .helpers import GEOM, PG_WEIGHTS, shot, wait_z
+
 
 # the heatmap component keeps the values it shows on its root element (inside a shadow root)
-FIND_Z = ("const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
-          " const root = host && host.shadowRoot && host.shadowRoot.querySelector('.alhm');"
-          " const z = root && root.dataset.z ? JSON.parse(root.dataset.z) : null;")
-Z = "(key) => { " + FIND_Z + " return z; }"
-
-
-def z(page, key: str) -> np.ndarray:
-    return np.array([[np.nan if v is None else v for v in row] for row in page.evaluate(Z, key)], dtype=float)
-
-
-def wait_z(page, key: str, predicate: str, timeout: int = 30_000) -> np.ndarray:
-    """Wait until the heatmap's z satisfies a JS predicate on `z`, then return it."""
-    page.wait_for_function(
-        "([key, body]) => { " + FIND_Z + " if (!z) return false; return (new Function('z', 'return ' + body))(z); }",
-        arg=[key, predicate], timeout=timeout)
-    return z(page, key)
-
-
-def shot(page, name: str) -> None:
-    wait_idle(page)
-    page.wait_for_timeout(300)
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
-
 def open_tab(page, label: str) -> None:
     """Click a setup tab; its controls are drawn by the rerun that the click starts."""
     tab = page.get_by_role("tab", name=label)
@@ -52,17 +31,17 @@ def open_tab(page, label: str) -> None:
 
 def test_type_tokens_then_causal_mask_turns_upper_triangle_to_zero(server_url, new_page):
     page = new_page(f"{server_url}/Playground")
-    W = wait_z(page, "pg-chart-weights", "z.length === 4")
+    W = wait_z(page, PG_WEIGHTS, "z.length === 4")
     np.testing.assert_allclose(W, core.attention(tokens.c18_embedding(), tokens.c18_embedding(),
                                                  tokens.c18_embedding()).weights, atol=6e-4)
-    box = page.locator(".st-key-pg-tokens input")
+    box = page.locator(css(state.SCENARIO.tokens) + " input")
     box.fill("the cat sat on the mat")
     box.press("Enter")
-    W = wait_z(page, "pg-chart-weights", "z.length === 6")
+    W = wait_z(page, PG_WEIGHTS, "z.length === 6")
     assert W.shape == (6, 6)
     open_tab(page, "④ Mask")
-    page.locator(".st-key-pg-causal label").click()
-    W = wait_z(page, "pg-chart-weights", "z.length === 6 && z[0][5] === 0 && z[0][1] === 0")
+    page.locator(css(state.SCENARIO.causal) + " label").click()
+    W = wait_z(page, PG_WEIGHTS, "z.length === 6 && z[0][5] === 0 && z[0][1] === 0")
     assert np.all(W[np.triu_indices(6, 1)] == 0)
     assert W[0, 0] == 1.0
     toks = "the cat sat on the mat".split()
@@ -73,12 +52,12 @@ def test_type_tokens_then_causal_mask_turns_upper_triangle_to_zero(server_url, n
 
 def test_clicking_a_weights_cell_moves_the_inspector(server_url, new_page):
     page = new_page(f"{server_url}/Playground")
-    wait_z(page, "pg-chart-weights", "z.length === 4")
-    page.locator('.st-key-pg-chart-weights td[data-i="2"][data-j="1"]').click()
-    expect(page.locator(".st-key-pg-w-query input")).to_have_value("2 사과를", timeout=30_000)
+    wait_z(page, PG_WEIGHTS, "z.length === 4")
+    page.locator(css(PG_WEIGHTS) + ' td[data-i="2"][data-j="1"]').click()
+    expect(page.locator(css(state.scenario_picker("query")) + " input")).to_have_value("2 사과를", timeout=30_000)
     wait_idle(page)
-    expect(page.locator(".st-key-pg-chart-weights tr.hl th.row")).to_have_text("2 사과를")
-    alpha = [float(v) for v in page.locator(".st-key-pg-fig-alpha .albars .value").all_text_contents()]
+    expect(page.locator(css(PG_WEIGHTS) + " tr.hl th.row")).to_have_text("2 사과를")
+    alpha = [float(v) for v in page.locator(css(state.PLAYGROUND.fig_alpha) + " .albars .value").all_text_contents()]
     X = tokens.c18_embedding()
     np.testing.assert_allclose(alpha, core.attention(X, X, X).weights[2], atol=6e-4)
     shot(page, "playground-inspector")
@@ -86,9 +65,9 @@ def test_clicking_a_weights_cell_moves_the_inspector(server_url, new_page):
 
 def test_language_and_settings_survive_page_switches(server_url, new_page):
     page = new_page(f"{server_url}/")
-    page.locator(".st-key-_w-settings-lang").get_by_text("한국어").click()
+    page.locator(css(state.setting_widget("lang"))).get_by_text("한국어").click()
     expect(page.locator("h1")).to_contain_text("홈", timeout=30_000)
-    seed = page.locator(".st-key-_w-settings-seed input")
+    seed = page.locator(css(state.setting_widget("seed")) + " input")
     seed.fill("42")
     seed.press("Enter")
     wait_idle(page)
@@ -96,19 +75,19 @@ def test_language_and_settings_survive_page_switches(server_url, new_page):
     page.get_by_role("link", name="어텐션 놀이터").first.click()
     expect(page.locator("h1")).to_contain_text("어텐션 놀이터", timeout=30_000)
     wait_idle(page)
-    assert page.locator(".st-key-_w-settings-seed input").input_value() == "42"
-    assert page.locator(".st-key-_w-settings-lang input[type=radio]:checked").count() == 1
-    checked = page.locator(".st-key-_w-settings-lang label:has(input:checked)").inner_text()
+    assert page.locator(css(state.setting_widget("seed")) + " input").input_value() == "42"
+    assert page.locator(css(state.setting_widget("lang")) + " input[type=radio]:checked").count() == 1
+    checked = page.locator(css(state.setting_widget("lang")) + " label:has(input:checked)").inner_text()
     assert "한국어" in checked
     # a rerun on the new page keeps them too
     open_tab(page, "③ 점수 함수")
-    page.locator(".st-key-pg-score").get_by_text("코사인").click()
+    page.locator(css(state.SCENARIO.score)).get_by_text("코사인").click()
     wait_idle(page)
     expect(page.locator("h1")).to_contain_text("어텐션 놀이터")
-    assert page.locator(".st-key-_w-settings-seed input").input_value() == "42"
+    assert page.locator(css(state.setting_widget("seed")) + " input").input_value() == "42"
     page.get_by_role("link", name="홈").first.click()
     expect(page.locator("h1")).to_contain_text("홈", timeout=30_000)
-    assert page.locator(".st-key-_w-settings-seed input").input_value() == "42"
+    assert page.locator(css(state.setting_widget("seed")) + " input").input_value() == "42"
     shot(page, "home-korean")
 
 
@@ -116,28 +95,28 @@ def test_a_shared_url_gives_the_same_view(server_url, new_page):
     params = {"tok": "we see the sky", "emb": "random", "score": "cosine", "causal": "1", "T": "0.5", "seed": "3",
               "m_X": json.dumps(np.round(tokens.embed("we see the sky".split(), 3, seed=3).numpy(), 6).tolist())}
     page = new_page(f"{server_url}/Playground?{urlencode(params)}")
-    W = wait_z(page, "pg-chart-weights", "z.length === 4")
+    W = wait_z(page, PG_WEIGHTS, "z.length === 4")
     X = tokens.embed("we see the sky".split(), 3, seed=3)
     ref = core.attention(X, X, X, score="cosine", temperature=0.5, mask=masks.causal(4))
     np.testing.assert_allclose(W, ref.weights, atol=6e-4)
-    assert page.locator(".st-key-pg-tokens input").input_value() == "we see the sky"
+    assert page.locator(css(state.SCENARIO.tokens) + " input").input_value() == "we see the sky"
     # the app writes its own state back into the address bar: opening that URL again gives the same view
     again = new_page(page.url)
-    np.testing.assert_allclose(wait_z(again, "pg-chart-weights", "z.length === 4"), W, atol=0)
+    np.testing.assert_allclose(wait_z(again, PG_WEIGHTS, "z.length === 4"), W, atol=0)
     shot(again, "playground-shared-url")
 
 
 def test_html_token_is_shown_as_text_and_never_runs(server_url, new_page):
     page = new_page(f"{server_url}/Playground")
-    box = page.locator(".st-key-pg-tokens input")
+    box = page.locator(css(state.SCENARIO.tokens) + " input")
     box.fill("<img src=x onerror=alert(1)> <script>alert(2)</script> ok")
     box.press("Enter")
-    wait_z(page, "pg-chart-weights", "z.length === 5")  # '<img', 'src=x', 'onerror=alert(1)>', '<script>…', 'ok'
+    wait_z(page, PG_WEIGHTS, "z.length === 5")  # '<img', 'src=x', 'onerror=alert(1)>', '<script>…', 'ok'
     wait_idle(page)
     page.wait_for_timeout(500)
     assert page.dialogs == []
     assert page.locator("img[src=x]").count() == 0
-    ticks = page.locator(".st-key-pg-chart-weights th.col").all_text_contents()
+    ticks = page.locator(css(PG_WEIGHTS) + " th.col").all_text_contents()
     assert ticks[0] == "0 <img" and ticks[3].startswith("3 <script>"), ticks
     shot(page, "playground-html-token")
 
@@ -147,20 +126,20 @@ def test_malformed_scenario_upload_shows_a_message(server_url, new_page, tmp_pat
     open_tab(page, "⑤ Share & export")
     bad = tmp_path / "bad.json"
     bad.write_text("{ this is not json")
-    page.locator(".st-key-pg-upload input[type=file]").set_input_files(str(bad))
+    page.locator(css(state.PLAYGROUND.upload) + " input[type=file]").set_input_files(str(bad))
     expect(page.get_by_text("not valid JSON")).to_be_visible(timeout=30_000)
     assert page.locator('[data-testid="stException"]').count() == 0
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"app": "attention-lab", "playground": {"tokens": "a b c", "causal": True}}))
-    page.locator(".st-key-pg-upload input[type=file]").set_input_files(str(good))
-    W = wait_z(page, "pg-chart-weights", "z.length === 3")
+    page.locator(css(state.PLAYGROUND.upload) + " input[type=file]").set_input_files(str(good))
+    W = wait_z(page, PG_WEIGHTS, "z.length === 3")
     assert np.all(W[np.triu_indices(3, 1)] == 0)
 
 
 def test_korean_locale_defaults_to_korean(server_url, new_page):
     page = new_page(f"{server_url}/Playground", locale="ko-KR")
     expect(page.locator("h1")).to_contain_text("어텐션 놀이터", timeout=30_000)
-    wait_z(page, "pg-chart-weights", "z.length === 4")
+    wait_z(page, PG_WEIGHTS, "z.length === 4")
     expect(page.get_by_text("4 · 소프트맥스 가중치 α")).to_be_visible()
     shot(page, "playground-korean")
 
@@ -176,7 +155,7 @@ def test_korean_is_drawn_with_the_shipped_web_font(server_url, new_page, tmp_pat
         assert listed.strip() == ""
     toks = "나는 오늘 사과를 먹었다 그리고 저녁에 친구와 함께 영화를 보러 극장에 갔다 영화는 길었지만 아주 재미있었다 정말 좋았다"
     page = new_page(f"{server_url}/Playground?tok=" + "+".join(toks.split()), locale="ko-KR")
-    wait_z(page, "pg-chart-weights", "z.length === 18")  # a canvas map with Korean labels
+    wait_z(page, PG_WEIGHTS, "z.length === 18")  # a canvas map with Korean labels
     page.wait_for_function("() => [...document.fonts].some(f => f.family.replace(/[\"']/g, '') === 'attention-lab-kr'"
                            " && f.status === 'loaded')", timeout=30_000)
     shot(page, "playground-korean-canvas")
@@ -187,20 +166,20 @@ def test_a_long_sentence_draws_canvas_maps_that_hover_and_click(server_url, new_
     cell and its value, and a click still selects the query."""
     toks = [f"t{i}" for i in range(24)]
     page = new_page(f"{server_url}/Playground?emb=random&tok=" + "+".join(toks))
-    W = wait_z(page, "pg-chart-weights", "z.length === 24")
+    W = wait_z(page, PG_WEIGHTS, "z.length === 24")
     X = tokens.embed(toks, 3, seed=0)
     ref = core.attention(X, X, X).weights.numpy()
     np.testing.assert_allclose(W, ref, atol=6e-4)
-    geom = json.loads(page.evaluate("() => { const key = 'pg-chart-weights'; " + FIND_Z + " return root.dataset.geom; }"))
-    canvas = page.locator(".st-key-pg-chart-weights canvas")
+    geom = json.loads(page.evaluate(GEOM))
+    canvas = page.locator(css(PG_WEIGHTS) + " canvas")
     at = {"x": geom["left"] + 2.5 * geom["cell"], "y": geom["top"] + 7.5 * geom["cell"]}  # row 7, column 2
     canvas.hover(position=at)
-    hover = page.locator(".st-key-pg-chart-weights .hover")
+    hover = page.locator(css(PG_WEIGHTS) + " .hover")
     expect(hover).to_contain_text("7 t7")
     expect(hover).to_contain_text("2 t2")
     expect(hover).to_contain_text(f"{ref[7, 2]:.3f}")
     canvas.click(position=at)
-    expect(page.locator(".st-key-pg-w-query input")).to_have_value("7 t7", timeout=30_000)
+    expect(page.locator(css(state.scenario_picker("query")) + " input")).to_have_value("7 t7", timeout=30_000)
     shot(page, "playground-24-tokens")
 
 
@@ -213,7 +192,7 @@ def test_the_app_makes_no_request_beyond_its_own_server(server_url, chromium):
     hosts = []
     page.on("request", lambda r: hosts.append(urlparse(r.url).netloc) if r.url.startswith("http") else None)
     page.goto(f"{server_url}/Playground")
-    wait_z(page, "pg-chart-weights", "z.length === 4")
+    wait_z(page, PG_WEIGHTS, "z.length === 4")
     page.goto(server_url)
     wait_idle(page)
     page.wait_for_timeout(1000)
@@ -225,18 +204,18 @@ def test_a_closed_tab_keeps_its_settings_through_reruns_of_the_page_body(server_
     """Closing the mask tab stops drawing its checkbox; the causal mask must still apply on the
     reruns that follow (only the page body reruns, not the whole page)."""
     page = new_page(f"{server_url}/Playground")
-    wait_z(page, "pg-chart-weights", "z.length === 4")
+    wait_z(page, PG_WEIGHTS, "z.length === 4")
     open_tab(page, "④ Mask")
-    page.locator(".st-key-pg-causal label").click()
-    wait_z(page, "pg-chart-weights", "z[0][1] === 0")
+    page.locator(css(state.SCENARIO.causal) + " label").click()
+    wait_z(page, PG_WEIGHTS, "z[0][1] === 0")
     open_tab(page, "③ Score function")
-    box = page.locator(".st-key-pg-tokens input")
+    box = page.locator(css(state.SCENARIO.tokens) + " input")
     box.fill("a b c d e")
     box.press("Enter")
-    W = wait_z(page, "pg-chart-weights", "z.length === 5")
+    W = wait_z(page, PG_WEIGHTS, "z.length === 5")
     assert np.all(W[np.triu_indices(5, 1)] == 0)
     open_tab(page, "④ Mask")
-    expect(page.locator(".st-key-pg-causal input")).to_be_checked()
+    expect(page.locator(css(state.SCENARIO.causal) + " input")).to_be_checked()
 
 
 # every text node holding Hangul, with its element's font stack (open shadow roots included)
@@ -278,14 +257,14 @@ def test_html_tokens_on_a_canvas_map_stay_text(server_url, new_page):
     """Past 16 tokens the labels are drawn on a canvas and named in the hover line: still text."""
     toks = ["<img/src=x/onerror=alert(1)>", "<script>alert(2)</script>"] + [f"t{i}" for i in range(18)]
     page = new_page(f"{server_url}/Playground")
-    box = page.locator(".st-key-pg-tokens input")
+    box = page.locator(css(state.SCENARIO.tokens) + " input")
     box.fill(" ".join(toks))
     box.press("Enter")
-    wait_z(page, "pg-chart-weights", "z.length === 20")
-    geom = json.loads(page.evaluate("() => { const key = 'pg-chart-weights'; " + FIND_Z + " return root.dataset.geom; }"))
-    page.locator(".st-key-pg-chart-weights canvas").hover(
+    wait_z(page, PG_WEIGHTS, "z.length === 20")
+    geom = json.loads(page.evaluate(GEOM))
+    page.locator(css(PG_WEIGHTS) + " canvas").hover(
         position={"x": geom["left"] + 1.5 * geom["cell"], "y": geom["top"] + 0.5 * geom["cell"]})
-    hover = page.locator(".st-key-pg-chart-weights .hover")
+    hover = page.locator(css(PG_WEIGHTS) + " .hover")
     expect(hover).to_contain_text("0 <img/src=x/…")  # axis labels are shortened to 14 characters
     expect(hover).to_contain_text("1 <script>ale…")
     page.wait_for_timeout(500)

@@ -7,8 +7,10 @@ from playwright.sync_api import expect
 
 import core
 from core import tokens
+from ui import state
+from ui.state import css_class as css
 
-from .test_playground_browser import shot, wait_z
+from .helpers import shot, wait_z
 
 C18_X = tokens.c18_embedding()
 
@@ -19,6 +21,7 @@ def test_score_functions_page(server_url, new_page):
     ref = core.attention(C18_X, C18_X, C18_X, score="cosine").weights
     np.testing.assert_allclose(W, ref, atol=6e-4)
     expect(page.get_by_text("Why divide by √d_k")).to_be_visible()
-    page.wait_for_function("() => document.querySelectorAll('.st-key-sc-exp-var .js-plotly-plot').length === 1",
+    plots = css(state.SCORE_FUNCTIONS.exp_var) + " .js-plotly-plot"
+    page.wait_for_function(f"() => document.querySelectorAll('{plots}').length === 1",
                            timeout=30_000)
     shot(page, "score-functions")

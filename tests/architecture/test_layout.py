@@ -1,0 +1,166 @@
+"""Static checks of the code's shape (AST only, no new dependency): no import cycles, session-state
+keys only from the registry (ui/state.py), no ui module importing a page, no page importing
+torch, and functions in app_pages/ and ui/ short enough to read."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("core", "ui", "app_pages", "bench", "scripts")
+MAX_LINES = 60
+
+
+def sources() -> dict[str, Path]:
+    """Module name → file for every Python file of the project (pages are modules named app_pages.<name>)."""
+    files = {"app": ROOT / "app.py"}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            rel = path.relative_to(ROOT).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            files[".".join(parts)] = path
+    return files
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules a module imports (absolute and relative), at any depth of the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = package.split(".")
+                pkg = pkg[:len(pkg) - node.level + 1]
+                base = ".".join(pkg + ([base] if base else []))
+            subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known]
+            targets = subs or [base]  # `from . import x` imports the submodule x, not the package again
+        else:
+            continue
+        for tgt in targets:
+            while tgt and tgt not in known:
+                tgt = tgt.rpartition(".")[0]
+            if tgt and tgt != name:
+                out.add(tgt)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    files = sources()
+    return {name: imports(name, path, set(files)) for name, path in files.items()}
+
+
+def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(g.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(g):
+        if n not in state:
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
+def test_the_checker_finds_a_cycle_and_a_literal_key():
+    """The checks below can fail: a made-up cycle and a made-up literal key are caught."""
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+    bad = ast.parse('import streamlit as st\nst.session_state["x.y"] = 1\nst.text_input("t", key=f"x.{1}")\n')
+    assert len(literal_keys(bad)) == 2
+
+
+def test_no_import_cycles_anywhere():
+    cycle = find_cycle(graph())
+    assert cycle is None, " → ".join(cycle)
+
+
+def test_ui_never_imports_a_page_and_no_page_imports_another_or_torch():
+    g = graph()
+    for name, deps in g.items():
+        if name.startswith("ui"):
+            assert not [d for d in deps if d.startswith("app_pages")], name
+        if name.startswith("app_pages."):
+            assert not [d for d in deps if d.startswith("app_pages")], name
+    for path in (ROOT / "app_pages").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not [m for m in mods if m == "torch" or m.startswith("torch.")], f"{path.name} imports torch"
+
+
+def test_core_never_imports_streamlit_or_plotly():
+    for path in (ROOT / "core").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not mods & {"streamlit", "plotly", "ui", "app_pages"}, path.name
+
+
+def _is_session_state(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "session_state"
+
+
+def _is_literal(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, str)) or isinstance(node, ast.JoinedStr)
+
+
+def literal_keys(tree: ast.AST) -> list[int]:
+    """Line numbers of session-state keys written as string literals: ``st.session_state["…"]``,
+    ``.get/.pop/.setdefault("…")`` on it, ``"…" in st.session_state`` and ``key="…"`` of a widget."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _is_session_state(node.value) and _is_literal(node.slice):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Attribute) and _is_session_state(f.value) and f.attr in ("get", "pop", "setdefault")
+                    and node.args and _is_literal(node.args[0])):
+                lines.append(node.lineno)
+            lines += [node.lineno for kw in node.keywords if kw.arg in ("key", "click_queue") and _is_literal(kw.value)]
+        elif isinstance(node, ast.Compare) and _is_literal(node.left) and any(_is_session_state(c) for c in node.comparators):
+            lines.append(node.lineno)
+    return lines
+
+
+@pytest.mark.parametrize("folder", ["app_pages", "ui", "tests/app", "tests/browser"])
+def test_session_state_keys_come_from_the_registry(folder):
+    offenders = []
+    for path in [ROOT / "app.py"] + sorted((ROOT / folder).rglob("*.py")):
+        if path.name == "state.py" and path.parent.name == "ui":
+            continue
+        offenders += [f"{path.relative_to(ROOT)}:{n}" for n in literal_keys(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not offenders, offenders
+
+
+def test_functions_in_pages_and_ui_are_short_enough_to_read():
+    long = []
+    for path in [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py")), *sorted((ROOT / "ui").rglob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.name} ({n} lines)")
+    assert not long, long

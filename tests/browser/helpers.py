@@ -1,0 +1,40 @@
+"""Helpers for the real-browser tests: read a heatmap's numbers in the page, wait for them, screenshots."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ui import state
+from ui.state import css_class as css
+
+from .conftest import ARTIFACTS, wait_idle
+
+PG_WEIGHTS = state.item(state.PLAYGROUND.pipeline, "weights")  # the Playground's weights map
+FIND_Z = ("const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
+          " const root = host && host.shadowRoot && host.shadowRoot.querySelector('.alhm');"
+          " const z = root && root.dataset.z ? JSON.parse(root.dataset.z) : null;")
+Z = "(key) => { " + FIND_Z + " return z; }"
+GEOM = "() => { const key = '" + css(PG_WEIGHTS)[len(".st-key-"):] + "'; " + FIND_Z + " return root.dataset.geom; }"
+
+
+def z(page, key: str) -> np.ndarray:
+    """The values a heatmap (registry key) holds in the browser."""
+    found = page.evaluate(Z, css(key)[len(".st-key-"):])
+    return np.array([[np.nan if v is None else v for v in row] for row in found], dtype=float)
+
+
+def wait_z(page, key: str, predicate: str, timeout: int = 30_000) -> np.ndarray:
+    """Wait until the heatmap's z satisfies a JS predicate on `z`, then return it."""
+    page.wait_for_function(
+        "([key, body]) => { " + FIND_Z + " if (!z) return false; return (new Function('z', 'return ' + body))(z); }",
+        arg=[css(key)[len(".st-key-"):], predicate], timeout=timeout)
+    return z(page, key)
+
+
+def shot(page, name: str) -> None:
+    wait_idle(page)
+    page.wait_for_timeout(300)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
