@@ -24,10 +24,15 @@ def _pages() -> dict[str, st.Page]:
                             **({"url_path": p.url} if p.url else {})) for p in nav.PAGES}
 
 
+def _sections(pages: dict[str, st.Page]) -> dict[str, list[st.Page]]:
+    """The navigation in translated sections (start, tutorial, explore, trained models)."""
+    return {t(f"nav.section.{s}"): [pages[p.name] for p in nav.PAGES if p.section == s] for s in nav.SECTIONS}
+
+
 def main() -> None:
     refused = settings.init()
     pages = _pages()
-    current = st.navigation(list(pages.values()), position="sidebar")
+    current = st.navigation(_sections(pages), position="sidebar")
     name = next(n for n, p in pages.items() if p.url_path == current.url_path)
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",
                        initial_sidebar_state="expanded")

@@ -3,12 +3,13 @@ inspector, and share/export. Controls → cached core call (ui.compute) → buil
 
 from __future__ import annotations
 
+import dataclasses
 from urllib.parse import urlencode
 
 import streamlit as st
 
 import core
-from ui import export, page, scenario, settings, state
+from ui import export, page, scenario, settings, state, view
 from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.inputs import Where, by_label, inputs, mask_controls, score_params
@@ -16,7 +17,9 @@ from ui.pipeline import pipeline, weights_key
 from ui.text import md
 from ui.widgets import formulas
 from ui.widgets.bars import show_bars, stacked_contributions, weight_bars
+from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import token_labels
+from ui.widgets.qr import qr_png
 
 K = state.PLAYGROUND
 WEIGHTS_CHART = weights_key(K.pipeline)
@@ -50,23 +53,89 @@ def drain_clicks() -> None:
             ss.toggle_mask_cell(cell)
 
 
-def setup_tabs():
+def setup_tabs(names: list[str]):
     """The setup tabs. Only the open tab's controls are drawn (``on_change="rerun"``), so a change
     redraws the few controls in sight; the open tab survives language and page switches."""
-    labels = [t(f"pg.tab.{name}") for name in TABS]
+    labels = [t(f"pg.tab.{name}") for name in names]
     chosen = st.session_state.get(K.tab_id)
-    st.session_state[K.tab] = labels[TABS.index(chosen) if chosen in TABS else 0]
-    return st.tabs(labels, key=K.tab, on_change=on_tab, args=(tuple(labels),))
+    st.session_state[K.tab] = labels[names.index(chosen) if chosen in names else 0]
+    return st.tabs(labels, key=K.tab, on_change=on_tab, args=(tuple(labels), tuple(names)))
 
 
-def on_tab(labels: tuple[str, ...]) -> None:
+def on_tab(labels: tuple[str, ...], names: tuple[str, ...]) -> None:
     label = st.session_state.get(K.tab)
     if label in labels:
-        st.session_state[K.tab_id] = TABS[labels.index(label)]
+        st.session_state[K.tab_id] = names[labels.index(label)]
+
+
+# ---------------------------------------------------------------------------- the view (class and links)
+def current_view(problems: list) -> view.View:
+    """The view (presenter, step, hidden groups, panels): from the link once per session, then kept."""
+    if not st.session_state.get(K.view_loaded):
+        st.session_state[K.view_loaded] = True
+        v, refused = view.from_query({k: st.query_params.get(k) for k in st.query_params.keys()})
+        st.session_state[K.view] = v
+        if refused:
+            problems.append(("warning", t("err.url_view", names=", ".join(refused))))
+    return st.session_state.get(K.view) or view.View()
+
+
+def set_view(**changes) -> None:
+    st.session_state[K.view] = dataclasses.replace(st.session_state.get(K.view) or view.View(), **changes)
+
+
+def on_step_key(direction: str) -> None:
+    v = st.session_state.get(K.view) or view.View()
+    if v.step:
+        set_view(step=min(view.STEPS, v.step + 1) if direction == "next" else max(1, v.step - 1))
+
+
+def presenter_css(v: view.View) -> None:
+    """Presenter view: no sidebar, compact header, larger type (the maps enlarge themselves)."""
+    if v.present:
+        st.markdown("<style>section[data-testid=stSidebar], [data-testid=stSidebarCollapsedControl] {display: none;}"
+                    " .stMainBlockContainer {padding-top: 1rem; font-size: 1.15rem;} h1 {font-size: 1.8rem;}</style>",
+                    unsafe_allow_html=True)
+
+
+def view_controls(v: view.View) -> None:
+    """Presenter toggle, and the step-through: ◀ / ▶ (or the arrow keys) reveal one step at a time."""
+    c1, c2, c3, c4 = st.columns([1.4, 1, 1, 1.2])
+    with c1:
+        st.toggle(t("pg.present"), value=v.present, key=K.present, help=t("pg.present.help"),
+                  on_change=lambda: set_view(present=bool(st.session_state[K.present])))
+    if v.step == 0:
+        with c2:
+            st.button(t("pg.steps.start"), key=K.step_start, on_click=set_view, kwargs={"step": 1},
+                      help=t("pg.steps.help"))
+        return
+    with c2:
+        st.button("◀ " + t("pg.steps.prev"), key=K.step_prev, disabled=v.step <= 1, on_click=on_step_key, args=("prev",))
+    with c3:
+        st.button(t("pg.steps.next") + " ▶", key=K.step_next, disabled=v.step >= view.STEPS, on_click=on_step_key,
+                  args=("next",))
+    with c4:
+        st.button(t("pg.steps.all"), key=K.step_all, on_click=set_view, kwargs={"step": 0})
+    arrow_keys(key=K.arrow_keys, on_key=on_step_key)
+
+
+def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
+    """One spoken-style sentence about what the step just did to the numbers."""
+    if not v.step:
+        return
+    f = core.lab.step_facts(trace.attn)
+    name = view.PANELS[v.step - 1]
+    dec = settings.get("precision")
+    vals = {"n_q": f.n_q, "n_k": f.n_k, "d_v": f.d_v, "s": f"{f.scale:.{dec}g}", "T": f"{f.temperature:g}",
+            "top": f"{f.top_score[0]:.{dec}f}", "q": md(q_labels[f.top_score[1]]), "k": md(k_labels[f.top_score[2]]),
+            "scaled": f"{f.top_scaled:.{dec}f}", "m": f.masked, "pairs": f.pairs, "w": f"{f.top_weight[0]:.{dec}f}",
+            "wq": md(q_labels[f.top_weight[1]]), "wk": md(k_labels[f.top_weight[2]])}
+    key = f"pg.steps.say.{name}" + (".none" if name == "masked" and not f.masked else "")
+    st.info(f"**{t('pg.steps.label', k=v.step, n=view.STEPS)}** — " + t(key, **vals))
 
 
 # ---------------------------------------------------------------------------- the score tab
-def score_tab(tab, is_open: bool, d_k: int, problems: list) -> tuple[str, dict]:
+def score_tab(tab, is_open: bool, d_k: int, problems: list) -> tuple[str, dict]:  # tab: None when hidden
     """Score function, scale, temperature and the function's own parameters."""
     if not is_open:  # a closed tab draws nothing; the kept choices still apply
         return ss.get("score"), score_params(ss.get("score"), d_k, problems, editors=False)
@@ -122,21 +191,52 @@ def top_keys_text(A, j: int, q_labels, k_labels, alpha, dec: int) -> str:
 
 
 # ---------------------------------------------------------------------------- share & export
-def sync_url() -> dict:
-    """Mirror the whole scenario into the URL (every run, whichever tab is open); returns the query."""
-    query = scenario.to_query(ss.values(), ss.changed_matrices()) | settings.query()
+def sync_url(v: view.View) -> dict:
+    """Mirror the whole scenario and the view into the URL (every run, whichever tab is open);
+    returns the query."""
+    query = scenario.to_query(ss.values(), ss.changed_matrices()) | view.to_query(v) | settings.query()
     if {k: st.query_params.get(k) for k in st.query_params.keys()} != query:
         st.query_params.from_dict(query)
     return query
 
 
-def share_tab(trace, q_labels, k_labels, query: dict) -> None:
+def base_url() -> str:
     try:
-        base = (st.context.url or "").split("?")[0]
-    except Exception:
-        base = ""
+        return (st.context.url or "").split("?")[0]
+    except Exception:  # no browser (AppTest)
+        return ""
+
+
+def lesson_link(query: dict) -> str:
+    """A focused link for a class: the scenario as it is now, with only the chosen control groups
+    and panels (hidden controls keep their values), optionally in presenter view."""
+    v = st.session_state.get(K.view) or view.View()
+    st.markdown(f"**{t('share.lesson')}**")
+    st.caption(t("share.lesson.help"))
+    visible = st.multiselect(t("share.lesson.groups"), view.GROUPS, default=[g for g in view.GROUPS if g not in v.hidden],
+                             format_func=labeller("share.group."), key=K.lesson_groups)
+    panels = st.multiselect(t("share.lesson.panels"), view.PANELS, default=list(v.panels),
+                            format_func=labeller("share.panel."), key=K.lesson_panels)
+    present = st.checkbox(t("pg.present"), value=v.present, key=K.lesson_present)
+    focused = view.View(present=present, hidden=frozenset(g for g in view.GROUPS if g not in visible),
+                        panels=tuple(p for p in view.PANELS if p in panels) or view.PANELS)
+    base = {k: q for k, q in query.items() if k not in view.url_keys()}
+    return f"{base_url()}?{urlencode(base | view.to_query(focused))}"
+
+
+def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
     st.markdown(t("share.link"))
-    st.code(f"{base}?{urlencode(query)}", language=None)
+    st.code(f"{base_url()}?{urlencode(query)}", language=None, wrap_lines=True)
+    link = lesson_link(query)
+    c1, c2 = st.columns([3, 1])
+    with c1:
+        st.code(link, language=None, wrap_lines=True)
+    with c2:
+        png = qr_png(link)
+        if png is None:
+            st.caption(t("share.qr.too_long"))
+        else:
+            st.image(png, caption=t("share.qr"), width=180, output_format="PNG")
     d1, d2 = st.columns(2)
     with d1:
         st.download_button(t("share.csv"), data=lambda: export.tidy_csv(trace, q_labels, k_labels),
@@ -149,42 +249,75 @@ def share_tab(trace, q_labels, k_labels, query: dict) -> None:
 
 
 # ---------------------------------------------------------------------------- the page
-def body() -> None:
-    problems: page.Problems = []
-    ss.start(problems)
-    drain_clicks()
-    dec = settings.get("precision")
-    st.markdown(t("pg.intro"))
+def controls(v: view.View, problems: list):
+    """The left column: token box, notation and the setup tabs of the groups the view shows."""
     head = st.container()  # the token box, drawn into place once the tabs exist
-    st.radio(t("pg.convention"), scenario.CONVENTIONS, **ss.bind("convention"),
-             format_func=labeller("conv."), horizontal=True, help=t("pg.convention.help"))
+    if "notation" not in v.hidden:
+        st.radio(t("pg.convention"), scenario.CONVENTIONS, **ss.bind("convention"), format_func=labeller("conv."),
+                 horizontal=True, help=t("pg.convention.help"))
     conv = ss.get("convention")
-    tabs = setup_tabs()
-    opened = [bool(tab.open) for tab in tabs]
+    names = [g for g in TABS if g == "share" or g not in v.hidden]
+    tabs = dict(zip(names, setup_tabs(names), strict=True))
+    opened = {g: g in tabs and bool(tabs[g].open) for g in TABS}
+    hidden = inputs_where(tabs, opened)
     with head:
-        inp = inputs(problems, conv=conv, editors=True, embed=Where(tabs[0], opened[0]), qkv=Where(tabs[1], opened[1]))
+        inp = inputs(problems, conv=conv, editors=True, tokens=Where(drawn="tokens" not in v.hidden), **hidden)
+    return inp, conv, tabs, opened
+
+
+def inputs_where(tabs: dict, opened: dict) -> dict:
+    """Where the embedding and Q/K/V groups go: their tab, drawn only while it is open."""
+    return {"embed": Where(tabs.get("embed"), opened["embed"]), "qkv": Where(tabs.get("qkv"), opened["qkv"])}
+
+
+def compute_trace(inp, conv: str, tabs: dict, opened: dict, problems: list):
+    """Score and mask from their tabs (or their kept values), then the cached core call; on a
+    failure, the last valid trace with its own tokens."""
     n_q, n_k = len(inp.tq), len(inp.tk)
-    score, params = score_tab(tabs[2], opened[2], inp.d_k, problems)
+    score, params = score_tab(tabs.get("score"), opened["score"], inp.d_k, problems)
     ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < n_k])
-    if opened[3]:
-        with tabs[3]:
+    if opened["mask"]:
+        with tabs["mask"]:
             mask = mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=K.chart_mask,
                                  click_queue=K.clicks, clear_key=K.mask_clear)
     else:
         mask = ss.current_mask(n_q, n_k, cross=inp.cross)
     kept = page.guarded(problems, lambda: (ss.run(inp, score, params, mask, conv), inp.tq, inp.tk),
                         keep=state.SCENARIO.last_trace)
-    page.show_problems(problems)
-    if kept is None:
-        return
-    trace, tq, tk = kept  # on a failed call, the last valid trace with its own tokens
-    pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=K.pipeline, query=int(ss.get("query")),
-             clicks=K.clicks)
-    inspector(trace, tq, tk, conv, dec)
-    query = sync_url()
-    if opened[4]:
-        with tabs[4]:
-            share_tab(trace, token_labels(tq), token_labels(tk), query)
+    return kept, score, ss.playground_args(inp, score, params, mask, conv)
+
+
+def body() -> None:
+    problems: page.Problems = []
+    ss.start(problems)
+    drain_clicks()
+    v = current_view(problems)
+    presenter_css(v)
+    dec = settings.get("precision")
+    if v.present:
+        with st.expander(t("pg.about")):
+            st.markdown(t("pg.intro"))
+    else:
+        st.markdown(t("pg.intro"))
+    view_controls(v)
+    left, right = st.columns([5, 7], gap="medium")
+    with left:
+        inp, conv, tabs, opened = controls(v, problems)
+        kept, score, args = compute_trace(inp, conv, tabs, opened, problems)
+    with right:
+        page.show_problems(problems)
+        if kept is None:
+            return
+        trace, tq, tk = kept  # on a failed call, the last valid trace with its own tokens
+        step_sentence(v, trace, token_labels(tq), token_labels(tk))
+        pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=K.pipeline,
+                 query=int(ss.get("query")), clicks=K.clicks, shows=v.shows, per_row=2, header=False, large=v.present)
+    if v.shows("inspector"):
+        inspector(trace, tq, tk, conv, dec)
+    query = sync_url(v)
+    if opened["share"]:
+        with tabs["share"]:
+            share_tab(trace, token_labels(tq), token_labels(tk), query, args)
 
 
 @st.fragment

@@ -18,6 +18,8 @@ from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
 K = state.SCORE_FUNCTIONS
+# one source's softmax, character for character (its indices are the slip)
+PRINTED_SOFTMAX = r"\alpha_i=softmax(score(q_i,k_i))=\frac{exp(score(q_I,k_i))}{\sum_jexp(score(q,k_j))}"
 NO_BAR = {"displayModeBar": False}
 
 
@@ -128,8 +130,8 @@ def softmax_slip() -> None:
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**{t('sc.c40.wrong')}**")
-        st.latex(r"\alpha_i = \mathrm{softmax}\big(\mathrm{score}(q_i, k_i)\big) \;=\; "
-                 r"\frac{\exp(\mathrm{score}(q_i, k_i))}{\sum_j \exp(\mathrm{score}(q, k_j))}")
+        st.latex(PRINTED_SOFTMAX)  # exactly as printed: q_i, then q_I in the numerator, q in the sum
+        st.code(PRINTED_SOFTMAX, language="latex", wrap_lines=True)
     with c2:
         st.markdown(f"**{t('sc.c40.right')}**")
         st.latex(r"\alpha_i = \frac{\exp(\mathrm{score}(q, k_i))}{\sum_j \exp(\mathrm{score}(q, k_j))}")

@@ -28,11 +28,28 @@ STEPS = {
 }
 
 
+# the pre-norm formulas exactly as one source prints them: a missing backslash before
+# "operatorname" makes LaTeX set the word in italic letters
+PRINTED_PRE_NORM = (r"Z = X+operatorname{MHA}(\operatorname{LayerNorm}(X))\qquad "
+                    r"Y = Z+operatorname{FFN}(\operatorname{LayerNorm}(Z))")
+
+
+def source_typo() -> None:
+    """Under the pre-norm column: the source's formula as printed, beside the correct one above."""
+    with st.container(border=True):
+        st.markdown(f"**{t('tb.typo.printed')}**")
+        st.latex(PRINTED_PRE_NORM)
+        st.code(PRINTED_PRE_NORM, language="latex", wrap_lines=True)
+        st.caption(t("tb.typo"))
+
+
 def column(norm: str, sb, labels, n: int, dec: int) -> None:
     """One block's steps, top to bottom, each with its shape."""
     st.subheader(t(f"tb.{norm}"))
     latex, steps = STEPS[norm]
     st.latex(latex)
+    if norm == "pre":
+        source_typo()
     tr = sb.trace
     for name, title in steps:
         st.markdown(f"**{title}**")
@@ -100,7 +117,6 @@ def main() -> None:
         with col:
             column(norm, compute.seeded_block(X, seed, H, D_FF, st.session_state[K.act], norm), labels, X.shape[0], dec)
     st.success(t("tb.shapes", n=X.shape[0], d=D))
-    st.caption(t("tb.typo"))
     cost()
 
 

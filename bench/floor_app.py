@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ui.render import heatmap, show_heatmap  # noqa: E402
+from ui.widgets.heatmap import heatmap, show_heatmap  # noqa: E402
 
 text = st.text_input("text", key="text")
 n = max(1, len(text.split()))

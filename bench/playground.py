@@ -26,6 +26,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from ui import nav, state
+
 ROOT = Path(__file__).resolve().parents[1]
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
@@ -40,10 +42,10 @@ def server_rerun_ms(n: int, repeats: int = 7) -> float:
     for k, v in {"emb": "random", "qkv": "projection", "causal": "1"}.items():  # as the browser benchmark's URL
         at.query_params[k] = v
     at.run()
-    at.switch_page("pages/1_Playground.py").run()
+    at.switch_page(nav.PAGE_BY_NAME["playground"].file).run()
     times = []
     for r in range(repeats + 1):
-        at.text_input(key="pg.tokens").input(sentence(n, r))
+        at.text_input(key=state.SCENARIO.tokens).input(sentence(n, r))
         t0 = time.perf_counter()
         at.run()
         times.append(time.perf_counter() - t0)
@@ -58,7 +60,7 @@ def page_rerun_ms(path: str, repeats: int = 5) -> float:
     at.switch_page(path).run()
     times = []
     for r in range(repeats + 1):
-        at.number_input(key="_w.settings.seed").set_value(100 + r)
+        at.number_input(key=state.setting_widget("seed")).set_value(100 + r)
         t0 = time.perf_counter()
         at.run()
         times.append(time.perf_counter() - t0)
@@ -82,11 +84,10 @@ def seq2seq_rerun_ms(repeats: int = 5) -> float:
     """The seq2seq page's rerun once its model is trained (a new input each time)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.run()
-    at.switch_page("pages/8_Seq2seq.py").run()
-    at.button(key="s2.train").click().run()
+    at.switch_page(nav.PAGE_BY_NAME["seq2seq"].file).run()  # opens on the shipped model: nothing to train
     times = []
     for r in range(repeats + 1):
-        at.text_input(key="s2.input").input(" ".join("abcdefgh"[(r + i) % 8] for i in range(6)))
+        at.text_input(key=state.SEQ2SEQ.input).input(" ".join("abcdefgh"[(r + i) % 8] for i in range(6)))
         t0 = time.perf_counter()
         at.run()
         times.append(time.perf_counter() - t0)
@@ -136,10 +137,11 @@ def _serve(script: str):
 
 
 # true once the weights and the output heatmaps both show M rows (values live on the component root)
-_Z_LEN = ("['pg-chart-weights', 'pg-fig-output'].every(key => {"
+_KEYS = [state.css_class(state.item(state.PLAYGROUND.pipeline, s))[len(".st-key-"):] for s in ("weights", "output")]
+_Z_LEN = (f"{_KEYS}.every(key => {{"
           " const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
           " const root = host && host.shadowRoot && host.shadowRoot.querySelector('.alhm');"
-          " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; })")
+          " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; }})")
 
 
 def _median_round_trip(page, box, repeats: int, sizes, done: str) -> float:
@@ -179,7 +181,7 @@ def browser_ms(repeats: int = 9) -> dict:
             for n in (8, 64):
                 page.goto(f"{servers['app'][1]}/Playground?emb=random&qkv=projection&causal=1&tok=a+b+c")
                 page.wait_for_function("(M) => " + _Z_LEN, arg=3, timeout=60_000)  # the default example
-                box = page.locator(".st-key-pg-tokens input")
+                box = page.locator(state.css_class(state.SCENARIO.tokens) + " input")
                 sizes = lambda r, n=n: n - (r % 2)  # noqa: E731 (alternate n and n−1: every change shows)
                 out[n] = _median_round_trip(page, box, repeats, sizes, "(M) => " + _Z_LEN)
             browser.close()
@@ -199,14 +201,10 @@ def main() -> None:
         print(f"| playground, n = {n} | {ms:.0f} ms | {ms / bare:.1f}× |")
     print("\n| server-side rerun after a seed change (default sizes) | median | target |\n|---|---|---|")
     print(f"| √d_k experiment alone (core.experiments.scaling_experiment, 11 sizes) | {experiment_ms():.0f} ms | ≤ 300 ms |")
-    for path, name in (("pages/1_Playground.py", "Playground"), ("pages/2_Notations.py", "Two notations"),
-                       ("pages/3_Score_functions.py", "Score functions (with the experiment)"),
-                       ("pages/4_Masks.py", "Masks"), ("pages/5_Multi-head.py", "Multi-head"),
-                       ("pages/6_Self_vs_cross.py", "Self vs cross"), ("pages/7_Position.py", "Order and position"),
-                       ("pages/9_Transformer_block.py", "Transformer block"),
-                       ("pages/10_Vision_Transformer.py", "Vision Transformer")):
-        print(f"| {name} | {page_rerun_ms(path):.0f} ms | ≤ 300 ms |")
-    print(f"| Seq2seq, after training (new input) | {seq2seq_rerun_ms():.0f} ms | ≤ 300 ms |")
+    for name in ("playground", "notations", "score_functions", "masks", "multi_head", "self_vs_cross", "position",
+                 "transformer_block", "vision_transformer"):
+        print(f"| {name} | {page_rerun_ms(nav.PAGE_BY_NAME[name].file):.0f} ms | ≤ 300 ms |")
+    print(f"| seq2seq (shipped model, new input) | {seq2seq_rerun_ms():.0f} ms | ≤ 300 ms |")
     print("\n| seq2seq training (400 steps, batch 64, seed 0) | time | token accuracy | target |\n|---|---|---|---|")
     for task, att, sec, acc in training_times():
         print(f"| {task}, attention: {att} | {sec:.1f} s | {100 * acc:.1f} % | ≤ 20 s |")

@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ui.render import heatmap, show_heatmap  # noqa: E402
+from ui.widgets.heatmap import heatmap, show_heatmap  # noqa: E402
 
 c1, c2, c3 = st.columns([3, 1.3, 1.3])
 with c1:

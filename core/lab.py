@@ -214,3 +214,40 @@ def top_keys(trace: AttentionTrace, query: int, *, tol: float = 5e-7) -> list[in
         return []
     w = row.weights[..., query, :]  # (n_k,)
     return [int(i) for i in torch.nonzero(w >= w.max() - tol).flatten()]
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """What happened to the numbers at each step of a trace, for one spoken sentence per step.
+
+    Row convention whatever the trace's notation; indices are (query, key). ``top_score`` and
+    ``top_weight`` are the largest entries (ties: the first in reading order); ``masked`` counts
+    the blocked (query, key) pairs of ``pairs``."""
+
+    n_q: int
+    n_k: int
+    d_v: int
+    top_score: tuple[float, int, int]
+    top_scaled: float
+    scale: float
+    temperature: float
+    masked: int
+    pairs: int
+    fully_masked: int
+    top_weight: tuple[float, int, int]
+
+
+def step_facts(trace: AttentionTrace) -> StepFacts:
+    """The facts the step-through reads aloud, computed from one 2-D trace."""
+    row = trace if trace.convention == "row" else trace.transposed()
+    S, W = row.scores, row.weights  # (n_q, n_k)
+    if S.dim() != 2:
+        raise ValueError(f"step_facts needs one (n_q, n_k) trace, got scores {tuple(S.shape)}")
+    n_q, n_k = S.shape
+    i, j = divmod(int(torch.argmax(S)), n_k)
+    wi, wj = divmod(int(torch.argmax(W)), n_k)
+    blocked = 0 if row.mask is None else int((~row.mask.bool()).sum())
+    return StepFacts(n_q=n_q, n_k=n_k, d_v=row.output.shape[-1], top_score=(float(S[i, j]), i, j),
+                     top_scaled=float(row.scaled.max()), scale=float(row.scale), temperature=float(row.temperature),
+                     masked=blocked, pairs=n_q * n_k, fully_masked=int(row.fully_masked.sum()),
+                     top_weight=(float(W[wi, wj]), wi, wj))

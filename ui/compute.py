@@ -19,6 +19,10 @@ from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.lab import PlaygroundTrace
 
 HOUR = 3600
+# one thread per computation: a class shares the server's cores, and the matrices here are small;
+# with torch's default of one thread per core, a 4×4 softmax waited tens of ms whenever the other
+# core was busy (measured, BENCHMARKS.md)
+torch.set_num_threads(1)
 
 
 def _to_cpu(obj):
@@ -171,3 +175,39 @@ def seq2seq_example(task: str, seed: int) -> str:
     tk = seq2seq.get_task(task)
     src, _ = seq2seq.make_batch(tk, 1, (6, 6), torch.Generator().manual_seed(seed + 11))
     return " ".join(tk.src_vocab[i] for i in src[0].tolist() if i != seq2seq.PAD)
+
+
+# ------------------------------------------------------------------ a pretrained encoder: all-MiniLM-L6-v2
+MODEL_MAX_TOKENS = 128  # the longest sentence the trained-model page runs ([CLS] and [SEP] included)
+
+
+@st.cache_resource(show_spinner=False)
+def pretrained_model():
+    """all-MiniLM-L6-v2 (core.pretrained.minilm), loaded once per server and shared by every session.
+
+    Raises core.pretrained.ModelNotInstalled (not cached: an install is picked up on the next run)."""
+    from core import pretrained
+
+    return pretrained.minilm()
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def pretrained_tokens(text: str) -> list[str]:
+    """The WordPiece tokens of ``text`` with [CLS] and [SEP] (however long it is)."""
+    return pretrained_model().tokenize(text)[0]
+
+
+@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+def pretrained_trace(text: str, device: str) -> dict:
+    """One sentence through the encoder, as numpy: tokens, attentions (L, H, n, n), q, k, v (L, H, n, 32)
+    and the head patterns {name: (L, H)} with their row counts. ValueError beyond MODEL_MAX_TOKENS.
+
+    16 entries of at most 128 tokens are at most ~130 MB (attentions and q, k, v: ~8 MB each)."""
+    from core import pretrained
+
+    tr = pretrained_model().trace(text, MODEL_MAX_TOKENS, device=device)
+    pats = pretrained.head_patterns(tr)
+    cpu = lambda x: x.detach().cpu().numpy()  # noqa: E731
+    return {"tokens": list(tr.tokens), "words": list(tr.words), "attentions": cpu(tr.attentions),
+            "q": cpu(tr.q), "k": cpu(tr.k), "v": cpu(tr.v),
+            "patterns": {name: cpu(x) for name, x in pats.as_dict().items()}, "rows": dict(pats.rows)}

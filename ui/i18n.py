@@ -1,6 +1,7 @@
 """One lookup for every UI string: ``t("key", **fmt)`` in the current language.
 
-Tables live in ``assets/i18n/{en,ko}.json``; a test checks both hold the same keys.
+Tables live in ``assets/i18n/{en,ko}.json`` and ``{en,ko}.<part>.json``; a test checks both
+languages hold the same keys.
 Long explanations live in ``assets/explain/<name>.<lang>.md`` (:func:`explain`).
 """
 
@@ -21,8 +22,12 @@ LANG_NAMES = {"en": "English", "ko": "한국어"}
 
 @cache
 def table(lang: str) -> dict[str, str]:
-    with open(ASSETS / "i18n" / f"{lang}.json", encoding="utf-8") as f:
-        return json.load(f)
+    """``assets/i18n/<lang>.json`` merged with ``<lang>.<part>.json`` (one part per feature)."""
+    merged: dict[str, str] = {}
+    for path in [ASSETS / "i18n" / f"{lang}.json", *sorted((ASSETS / "i18n").glob(f"{lang}.*.json"))]:
+        with open(path, encoding="utf-8") as f:
+            merged |= json.load(f)
+    return merged
 
 
 def current_lang() -> str:

@@ -106,8 +106,13 @@ def _tokens(name: str, last_key: str, problems: list) -> list[str]:
     return toks
 
 
-def token_controls(problems: list, *, presets: bool = True) -> tuple[list[str], list[str], bool]:
-    """The token box (with the example menu and self/cross) → (query tokens, key tokens, cross)."""
+def token_controls(problems: list, *, presets: bool = True, drawn: bool = True) -> tuple[list[str], list[str], bool]:
+    """The token box (with the example menu and self/cross) → (query tokens, key tokens, cross).
+    Not drawn (a lesson link hid it): the kept tokens still apply."""
+    if not drawn:
+        cross = ss.get("mode") == "cross"
+        tq = _tokens("tokens", state.SCENARIO.last_tokens, problems)
+        return tq, _tokens("source", state.SCENARIO.last_source, problems) if cross else tq, cross
     c1, c2, c3 = st.columns([3, 1.3, 1.3])
     with c1:
         st.text_input(t("pg.tokens"), **ss.bind("tokens"), help=t("pg.tokens.help"))
@@ -207,12 +212,12 @@ def _qkv(problems: list, X_q, X_kv, labels, *, drawn: bool, editors: bool, show_
 
 
 def inputs(problems: list, *, conv: str = "row", editors: bool = False, embed: Where = Where(), qkv: Where = Where(),
-           presets: bool = True) -> Inputs:
+           presets: bool = True, tokens: Where = Where()) -> Inputs:
     """Draw the token, embedding and Q/K/V controls and build the matrices.
 
     With ``editors`` the matrix editors are drawn (up to 64 tokens); without, the learner's
     edits from the Playground still apply. ``embed``/``qkv`` say where those groups go."""
-    tq, tk, cross = token_controls(problems, presets=presets)
+    tq, tk, cross = token_controls(problems, presets=presets, drawn=tokens.drawn)
     if max(len(tq), len(tk)) > scenario.INTERACTIVE_TOKENS:
         problems.append(("info", t("info.large_n", n=max(len(tq), len(tk)), limit=EDIT_LIMIT)))
     labels = (token_labels(tq), token_labels(tk))

@@ -13,6 +13,7 @@ class PageInfo:
     url: str  # the URL path of old shared links: /Playground, /Score_functions, …
     icon: str
     curriculum: str  # the concept ids a teacher finds here (CURRICULUM.md), e.g. "C1–C2, C4–C9"
+    section: str = "explore"  # the navigation section: start, tutorial, explore, models
 
     @property
     def file(self) -> str:
@@ -20,7 +21,8 @@ class PageInfo:
 
 
 PAGES = (
-    PageInfo("home", "", ":material/home:", "C1, C2, C4"),
+    PageInfo("home", "", ":material/home:", "C1, C2, C4", "start"),
+    PageInfo("tutorial", "Tutorial", ":material/school:", "C1–C27 (the self-study path, with exercises)", "tutorial"),
     PageInfo("playground", "Playground", ":material/tune:", "C1–C2, C4–C9, C11, C13–C16, C18–C19, C33, C39"),
     PageInfo("notations", "Notations", ":material/swap_horiz:", "C1, C2, C11, C34"),
     PageInfo("score_functions", "Score_functions", ":material/functions:", "C3, C5–C10, C19, C40"),
@@ -31,5 +33,8 @@ PAGES = (
     PageInfo("seq2seq", "Seq2seq", ":material/translate:", "C25–C27"),
     PageInfo("transformer_block", "Transformer_block", ":material/layers:", "C28–C31"),
     PageInfo("vision_transformer", "Vision_Transformer", ":material/image:", "C32"),
+    PageInfo("trained_model", "Trained_model", ":material/psychology:", "C15, C17, C20, C23–C24 in a trained encoder",
+             "models"),
 )
+SECTIONS = ("start", "tutorial", "explore", "models")
 PAGE_BY_NAME = {p.name: p for p in PAGES}

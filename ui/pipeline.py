@@ -16,6 +16,8 @@ from .widgets import formulas
 from .widgets.heatmap import heatmap, show_heatmap
 from .widgets.layout import dim_labels, panel_header
 
+STEPS = ("scores", "scaled", "masked", "weights", "output")
+
 
 def weights_key(prefix: str) -> str:
     """The weights map's key under a pipeline's key prefix (clicks on it select a query)."""
@@ -32,6 +34,7 @@ class View:
     dec: int
     prefix: str
     clicks: str | None
+    large: bool = False  # presenter view: larger type and cells
 
     @property
     def axes(self) -> dict:
@@ -47,35 +50,33 @@ class View:
 
 
 def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, prefix: str, query: int | None = None,
-             clicks: str | None = None) -> None:
-    """All five steps of ``trace`` (a core.lab.PlaygroundTrace); ``prefix`` keeps chart keys apart."""
-    v = View(list(q_labels), list(k_labels), conv, dec, prefix, clicks)
+             clicks: str | None = None, shows=None, per_row: int | None = None, header: bool = True,
+             large: bool = False) -> None:
+    """The steps of ``trace`` (a core.lab.PlaygroundTrace); ``prefix`` keeps chart keys apart.
+
+    ``shows(step)`` picks the panels drawn (the step-through, a lesson link); ``per_row`` fixes
+    how many maps stand side by side (default: three while every column fits, else two)."""
+    v = View(list(q_labels), list(k_labels), conv, dec, prefix, clicks, large)
     A = trace.attn
-    st.subheader(t("pg.pipeline"))
-    st.latex(formulas.WHOLE[conv])
-    st.caption(t("pg.pipeline.values", scale=f"{A.scale:.{dec}f}", T=f"{A.temperature:g}"))
+    if header:
+        st.subheader(t("pg.pipeline"))
+        st.latex(formulas.WHOLE[conv])
+        st.caption(t("pg.pipeline.values", scale=f"{A.scale:.{dec}f}", T=f"{A.temperature:g}"))
     n_max = max(len(q_labels), len(k_labels))
     # three maps side by side while every column fits (a cell is about 7 px per printed character)
-    if n_max <= 4 or (n_max <= 6 and dec <= 2):
-        c1, c2, c3 = st.columns(3)
-    else:
-        (c1, c2), (c3, _) = st.columns(2), st.columns(2)
-    with c1:
-        _scores(v, trace, score)
-    with c2:
-        _scaled(v, A)
-    with c3:
-        _masked(v, A)
-    c4, c5 = st.columns([3, 2]) if n_max <= 12 else (st.container(), st.container())
-    with c4:
-        _weights(v, A, query)
-    with c5:
-        _output(v, A, trace.V.shape[1])
+    per_row = per_row or (3 if n_max <= 4 or (n_max <= 6 and dec <= 2) else 2)
+    draw = {"scores": lambda: _scores(v, trace, score), "scaled": lambda: _scaled(v, A), "masked": lambda: _masked(v, A),
+            "weights": lambda: _weights(v, A, query), "output": lambda: _output(v, A, trace.V.shape[1])}
+    chosen = [name for name in STEPS if shows is None or shows(name)]
+    for start in range(0, len(chosen), per_row):
+        for col, name in zip(st.columns(per_row), chosen[start:start + per_row], strict=False):
+            with col:
+                draw[name]()
 
 
 def _map(v: View, step: str, title: str, latex: str, shape: str, z, **kw) -> None:
     panel_header(title, latex, shape)
-    show_heatmap(heatmap(z, decimals=v.dec, **(v.axes | kw)), key=v.key(step))
+    show_heatmap(heatmap(z, decimals=v.dec, title=title, large=v.large, **(v.axes | kw)), key=v.key(step))
 
 
 def _scores(v: View, trace, score: str) -> None:
@@ -104,7 +105,7 @@ def _weights(v: View, A, query: int | None) -> None:
     if v.clicks:
         st.caption(t("pg.weights.click"))
     spec = heatmap(A.weights.numpy(), decimals=v.dec, sequential=True, side_text=notes if v.conv == "row" else None,
-                   clickable=bool(v.clicks), **(v.axes | hl))
+                   clickable=bool(v.clicks), title=t("step.weights"), large=v.large, **(v.axes | hl))
     if v.conv == "column":
         st.caption(t("pg.column_sums") + "  " + ",  ".join(notes))
     show_heatmap(spec, key=v.key("weights"), click_queue=v.clicks)

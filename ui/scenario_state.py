@@ -170,10 +170,16 @@ def scale_choice(d_k: int) -> tuple[str, float | None]:
     return mode, core.default_scale("scaled_dot", d_k) if mode == "sqrt_dk" else 1.0
 
 
+def playground_args(inp, score: str, params: dict, mask, conv: str) -> dict:
+    """The keyword arguments of ``core.lab.playground`` for the scenario's numbers (also what
+    "copy as code" writes out)."""
+    _, scale = scale_choice(inp.d_k)
+    return {"X_q": np.asarray(inp.X_q, np.float32), "X_kv": np.asarray(inp.X_kv, np.float32), "qkv": inp.qkv,
+            "W_q": inp.W_q, "W_k": inp.W_k, "W_v": inp.W_v, "Q": inp.Q, "K": inp.K, "V": inp.V, "score": score,
+            "params": {k: np.asarray(p, np.float32) for k, p in params.items()}, "scale": scale,
+            "temperature": float(get("temperature")), "mask": mask, "convention": conv}
+
+
 def run(inp, score: str, params: dict, mask, conv: str):
     """The cached core call for the scenario's numbers in one notation (raises ValueError)."""
-    _, scale = scale_choice(inp.d_k)
-    return compute.playground(
-        np.asarray(inp.X_q, np.float32), np.asarray(inp.X_kv, np.float32), inp.qkv, inp.W_q, inp.W_k, inp.W_v,
-        inp.Q, inp.K, inp.V, score, {k: np.asarray(p, np.float32) for k, p in params.items()}, scale,
-        float(get("temperature")), mask, conv, settings.get("device"))
+    return compute.playground(**playground_args(inp, score, params, mask, conv), device=settings.get("device"))

@@ -15,6 +15,7 @@ export default function (component) {
     return e;
   };
   root.alToken = null;  // a newer draw cancels a pending redraw
+  root.classList.toggle("present", !!data.present);  // presenter view: larger type and cells
   if (!data.text) {
     drawCanvas(root, data, setTriggerValue, true);
     return;
@@ -47,6 +48,7 @@ export default function (component) {
     table.appendChild(tr);
   });
   root.replaceChildren(table);
+  addExport(root, data);
   root.dataset.z = JSON.stringify(data.z);
   const tip = (e) => {
     const td = e.target.closest("td[data-i]");
@@ -164,6 +166,7 @@ function drawCanvas(root, data, setTriggerValue, waitForFont) {
     });
   }
   root.replaceChildren(canvas, info);
+  addExport(root, data);
   root.dataset.z = JSON.stringify(data.z);
   root.dataset.geom = JSON.stringify({ left, top, cell });  // where the cells are, for tests
   // canvas text does not re-render when a web font arrives: draw once more when the Korean font is in
@@ -174,4 +177,132 @@ function drawCanvas(root, data, setTriggerValue, waitForFont) {
       .then(() => { if (root.alToken === token) drawCanvas(root, data, setTriggerValue, false); })
       .catch(() => {});
   }
+}
+
+// ---- pictures for slides: the map as SVG (labels and values as text) or PNG, in one click
+const FONT = '"Source Sans", "attention-lab-kr", "Noto Sans CJK KR", sans-serif';
+
+function cellColour(data, i, j) {
+  if (data.bg) return data.bg[i][j];
+  const m = data.xs.length, k = 3 * (i * m + j);
+  return "rgb(" + data.rgb[k] + "," + data.rgb[k + 1] + "," + data.rgb[k + 2] + ")";
+}
+
+function cellText(data, i, j) {
+  if (data.text) return data.text[i][j];
+  const v = data.z[i][j];
+  if (v === null) return data.masked && data.masked[i * data.xs.length + j] ? "−∞" : "NaN";
+  return Number(v).toFixed(data.decimals);
+}
+
+// One geometry for both pictures: where the title, labels and cells go.
+function geometry(data) {
+  const n = data.ys.length, m = data.xs.length;
+  const probe = document.createElement("canvas").getContext("2d");
+  probe.font = "13px " + FONT;
+  const textW = (list) => list.reduce((w, s) => Math.max(w, probe.measureText(String(s)).width), 0);
+  const values = [];
+  for (let i = 0; i < n; i++) for (let j = 0; j < m; j++) values.push(cellText(data, i, j));
+  const cell = Math.max(28, Math.ceil(textW(values)) + 10);
+  const left = Math.ceil(textW(data.ys)) + 16, top = 44 + Math.ceil(textW(data.xs)) + 10;
+  const sideW = data.side ? Math.ceil(textW(data.side)) + 16 : 0;
+  const W = Math.max(left + m * cell + sideW + 8, Math.ceil(textW([data.title || ""]) * 1.2) + 16);
+  return { n, m, cell, left, top, W, H: top + n * cell + 8 };
+}
+
+// Every piece of the picture as (kind, attributes, text): drawn as SVG elements or on a canvas.
+function pieces(data, g) {
+  const out = [["rect", { x: 0, y: 0, w: g.W, h: g.H, fill: "#ffffff" }]];
+  out.push(["text", { x: 8, y: 18, size: 15, bold: true, fill: "#0f172a" }, data.title || ""]);
+  out.push(["text", { x: 8, y: 36, size: 11, fill: "#64748b" }, data.y_title + " ↓  " + data.x_title + " →"]);
+  data.xs.forEach((x, j) => out.push(["text", { x: g.left + j * g.cell + g.cell / 2, y: g.top - 6, size: 13, fill: "#334155",
+                                                rotate: true }, x]));
+  data.ys.forEach((y, i) => {
+    const cy = g.top + i * g.cell + (g.cell - 2) / 2;
+    out.push(["text", { x: g.left - 8, y: cy, size: 13, fill: "#334155", anchor: "end" }, y]);
+    for (let j = 0; j < g.m; j++) {
+      out.push(["rect", { x: g.left + j * g.cell, y: g.top + i * g.cell, w: g.cell - 2, h: g.cell - 2, fill: cellColour(data, i, j) }]);
+      out.push(["text", { x: g.left + j * g.cell + (g.cell - 2) / 2, y: cy, size: 12, anchor: "middle",
+                          fill: data.fg ? data.fg[i][j] : "#0f172a" }, cellText(data, i, j)]);
+    }
+    if (data.side) out.push(["text", { x: g.left + g.m * g.cell + 6, y: cy, size: 12, fill: "#475569" }, data.side[i]]);
+  });
+  return out;
+}
+
+// SVG built with DOM calls: every label is a text node, so HTML in a token stays text.
+function buildSvg(data) {
+  const NS = "http://www.w3.org/2000/svg", g = geometry(data);
+  const svg = document.createElementNS(NS, "svg");
+  for (const [k, v] of [["xmlns", NS], ["width", g.W], ["height", g.H], ["viewBox", "0 0 " + g.W + " " + g.H]]) {
+    svg.setAttribute(k, v);
+  }
+  for (const [kind, a, text] of pieces(data, g)) {
+    const e = document.createElementNS(NS, kind);
+    if (kind === "rect") {
+      for (const [k, v] of [["x", a.x], ["y", a.y], ["width", a.w], ["height", a.h], ["fill", a.fill], ["rx", 3]]) e.setAttribute(k, v);
+    } else {
+      const attrs = { x: a.x, y: a.y, fill: a.fill, "font-family": FONT, "font-size": a.size, "dominant-baseline": "middle",
+                      "text-anchor": a.anchor || "start" };
+      if (a.bold) attrs["font-weight"] = 700;
+      if (a.rotate) attrs.transform = "rotate(-90 " + a.x + " " + a.y + ")";
+      for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+      e.textContent = String(text);
+    }
+    svg.appendChild(e);
+  }
+  return { svg, W: g.W, H: g.H };
+}
+
+// PNG drawn on a canvas, which uses the page's fonts (the shipped Korean font included).
+function buildPng(data, done) {
+  const g = geometry(data), c = document.createElement("canvas");
+  c.width = g.W;
+  c.height = g.H;
+  const ctx = c.getContext("2d");
+  for (const [kind, a, text] of pieces(data, g)) {
+    ctx.fillStyle = a.fill;
+    if (kind === "rect") { ctx.fillRect(a.x, a.y, a.w, a.h); continue; }
+    ctx.font = (a.bold ? "700 " : "") + a.size + "px " + FONT;
+    ctx.textBaseline = "middle";
+    ctx.textAlign = a.anchor === "end" ? "right" : a.anchor === "middle" ? "center" : "left";
+    if (a.rotate) {
+      ctx.save();
+      ctx.translate(a.x, a.y);
+      ctx.rotate(-Math.PI / 2);
+      ctx.fillText(String(text), 0, 0);
+      ctx.restore();
+    } else {
+      ctx.fillText(String(text), a.x, a.y);
+    }
+  }
+  c.toBlob(done, "image/png");
+}
+
+function download(name, blob) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+
+function addExport(root, data) {
+  if (!data.export) return;
+  const bar = document.createElement("div");
+  bar.className = "export";
+  const name = (data.export.file || "attention-map").replace(/[^\w.-]+/g, "-");
+  const svgText = () => new XMLSerializer().serializeToString(buildSvg(data).svg);
+  const mk = (label, fn) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.title = data.export.help || "";
+    b.addEventListener("click", fn);
+    bar.appendChild(b);
+  };
+  mk("SVG", () => download(name + ".svg", new Blob([svgText()], { type: "image/svg+xml" })));
+  mk("PNG", () => buildPng(data, (blob) => download(name + ".png", blob)));
+  root.appendChild(bar);
 }

@@ -1,3 +1,4 @@
+import numpy as np
 import torch
 
 import core
@@ -116,3 +117,19 @@ def test_top_keys_names_every_tie_as_in_c18():
     assert lab.top_keys(col, 0) == lab.top_keys(tr, 0)
     masked = core.attention(X, X, X, mask=torch.tensor([[False] * 4] + [[True] * 4] * 3))
     assert lab.top_keys(masked, 0) == []
+
+
+def test_step_facts_name_the_largest_entries_and_the_masked_pairs():
+    X = core.tokens.c18_embedding()
+    m = torch.tensor([[True, False, True, True], [True] * 4, [True] * 4, [False] * 4])
+    tr = core.attention(X, X, X, mask=m, temperature=2.0)
+    f = lab.step_facts(tr)
+    S = (X @ X.T).numpy()  # by hand
+    i, j = np.unravel_index(np.argmax(S), S.shape)
+    assert f.top_score == (float(S[i, j]), int(i), int(j))
+    assert f.masked == 5 and f.pairs == 16 and f.fully_masked == 1
+    assert abs(f.scale - 3 ** -0.5) < 1e-7 and f.temperature == 2.0
+    w = tr.weights.numpy()
+    assert f.top_weight[0] == float(w.max()) and f.n_q == f.n_k == 4 and f.d_v == 3
+    col = core.attention(X.T, X.T, X.T, convention="column", mask=m.T, temperature=2.0)
+    assert lab.step_facts(col).top_weight[1:] == f.top_weight[1:]

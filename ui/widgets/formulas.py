@@ -5,7 +5,8 @@ from __future__ import annotations
 # score(q, k) for one pair
 SCORE_PAIR = {
     "dot": r"\mathrm{score}(q, k) = q^\top k",
-    "scaled_dot": r"\mathrm{score}(q, k) = \dfrac{q^\top k}{\sqrt{d_k}}",
+    # the scaled dot product is f(q, k) = qᵀk in step 1 and × s = 1/√d_k in step 2: divided once
+    "scaled_dot": r"\mathrm{score}(q, k) = q^\top k,\quad s = 1/\sqrt{d_k}",
     "general": r"\mathrm{score}(q, k) = k^\top W q,\quad W \in \mathbb{R}^{d_k \times d_k}",
     "additive": r"\mathrm{score}(q, k) = w_a^\top \tanh(W_a q + U_a k),\quad W_a, U_a \in \mathbb{R}^{d_a \times d_k},\ "
                 r"w_a \in \mathbb{R}^{d_a}",

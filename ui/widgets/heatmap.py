@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from ..i18n import t
 from .figures import PrebuiltFigure
 
 CELL_TEXT_LIMIT = 16  # cell values are printed inside cells up to this many rows/columns
@@ -50,6 +51,8 @@ def heatmap(
     highlight: tuple[int, int] | None = None,
     highlight_row: int | None = None,
     highlight_col: int | None = None,
+    title: str = "",
+    large: bool = False,
 ) -> dict:
     """The display spec of a labelled heatmap of ``z`` (rows = y, columns = x).
 
@@ -73,7 +76,7 @@ def heatmap(
         "vertical": (z.shape[1] > 6 and longest > 3) or longest > 8,
         "highlight_row": highlight_row, "highlight_col": highlight_col,
         "mark": None if highlight is None else list(highlight),
-        "sequential": sequential, "lo": lo, "hi": hi,
+        "sequential": sequential, "lo": lo, "hi": hi, "title": title, "present": large,
     }
 
 
@@ -113,6 +116,8 @@ def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> Non
     with hover values beyond. A click on a cell appends ``(key, (row, col))`` to the list
     ``st.session_state[click_queue]``, which the page drains at the start of the next run."""
     n_rows, n_cols = len(spec["ys"]), len(spec["xs"])
+    # PNG / SVG buttons under the map: a picture for slides with its title, labels and values
+    spec["export"] = {"file": key.replace(".", "-"), "help": t("export.help")}
     if max(n_rows, n_cols) <= TABLE_LIMIT:
         def clicked() -> None:
             state = st.session_state.get(key) or {}

@@ -1,0 +1,196 @@
+"""A trained model: all-MiniLM-L6-v2's 6 × 12 heads on the learner's sentence — every head at once
+(click one), one head as BertViz's head view and as a heatmap, that head's real Q, K, V through
+the Playground's pipeline, and what each head looks at, measured."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from core.pretrained import PATTERNS, ModelNotInstalled
+from ui import compute, page, settings, state
+from ui.i18n import labeller, t
+from ui.pipeline import pipeline
+from ui.text import md, shorts
+from ui.widgets.heatmap import heatmap, show_heatmap
+from ui.widgets.layout import dim_labels, shape_badge, token_labels
+from ui.widgets.model_views import head_view, jamo_and_unk, model_missing, model_view, show_head_view, show_model_view
+
+K = state.TRAINED_MODEL
+MODEL = "all-MiniLM-L6-v2"
+PRESETS = {
+    "tired": "The animal didn't cross the street because it was too tired",
+    "wide": "The animal didn't cross the street because it was too wide",
+    "bank": "She sat on the river bank, then went to the bank to deposit her money.",
+    "pieces": "Unbelievably, the transformers' attention heads specialise.",
+    "korean": "나는 오늘 사과를 먹었다",
+}
+DEFAULT = PRESETS["tired"]
+
+
+def _on_preset() -> None:
+    """Load an example into the sentence box, then reset the menu."""
+    choice = st.session_state.get(K.preset)
+    st.session_state[K.preset] = ""
+    if choice in PRESETS:
+        st.session_state[K.text] = PRESETS[choice]
+
+
+def sentence_box() -> str:
+    st.session_state.setdefault(K.text, DEFAULT)
+    c1, c2 = st.columns([3, 1])
+    with c1:
+        st.text_input(t("tm.text"), key=K.text, max_chars=4000, help=t("tm.text.help", limit=compute.MODEL_MAX_TOKENS))
+    with c2:
+        st.selectbox(t("tm.preset"), [""] + list(PRESETS), key=K.preset, on_change=_on_preset,
+                     format_func=labeller("tm.preset.", empty_key="tm.preset.none"))
+    st.caption(t("tm.english_only"))
+    return str(st.session_state[K.text])
+
+
+def load_trace(text: str) -> dict | None:
+    """The cached trace of the sentence, or None after a message (model missing, text too long)."""
+    try:
+        compute.pretrained_model()
+    except ModelNotInstalled:
+        model_missing()
+        return None
+    try:
+        return compute.pretrained_trace(text, settings.get("device"))
+    except ValueError:
+        st.error(t("tm.too_long", n=len(compute.pretrained_tokens(text)), limit=compute.MODEL_MAX_TOKENS))
+        return None
+
+
+def token_line(tokens: list[str]) -> None:
+    """The WordPiece tokens as the model sees them, with a note when Korean became jamo and [UNK]."""
+    st.markdown(t("tm.tokens", n=len(tokens)) + "  " + " · ".join(md(tok) for tok in tokens))
+    jamo, unk = jamo_and_unk(tokens)
+    if jamo or unk:
+        st.info(t("tm.korean_note", jamo=jamo, unk=unk))
+    if len(tokens) <= 2:
+        st.info(t("tm.empty"))
+
+
+def chosen_head(L: int, H: int) -> tuple[int, int]:
+    """The open head: a click on the model view (queued by its callback) or the two pickers."""
+    for _, (layer, head) in st.session_state.pop(K.clicks, []) or []:
+        if 0 <= layer < L and 0 <= head < H:
+            st.session_state[K.layer], st.session_state[K.head] = int(layer), int(head)
+    if st.session_state.get(K.layer) not in range(L):
+        st.session_state[K.layer] = 0
+    if st.session_state.get(K.head) not in range(H):
+        st.session_state[K.head] = 0
+    return int(st.session_state[K.layer]), int(st.session_state[K.head])
+
+
+def models_view(tr: dict, chosen: tuple[int, int]) -> None:
+    A = tr["attentions"]
+    L, H = A.shape[:2]
+    st.subheader(t("tm.model_view", L=L, H=H))
+    st.caption(t("tm.model_view.caption", model=MODEL))
+    spec = model_view(A, tr["tokens"], chosen, layer_word=t("tm.layer_word"), head_word=t("tm.head_word"),
+                      axes=t("tm.model_view.axes"))
+    show_model_view(spec, key=K.grid, click_queue=K.clicks)
+
+
+def head_pickers(L: int, H: int) -> None:
+    c1, c2, _ = st.columns([1, 1, 2])
+    with c1:
+        st.selectbox(t("tm.layer"), list(range(L)), key=K.layer, format_func=lambda i: t("tm.layer.n", l=i))
+    with c2:
+        st.selectbox(t("tm.head"), list(range(H)), key=K.head, format_func=lambda i: t("tm.head.n", h=i))
+
+
+def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
+    """BertViz's head view beside the same weights as a heatmap."""
+    st.subheader(t("tm.one_head", l=layer, h=head))
+    head_pickers(*tr["attentions"].shape[:2])
+    w = tr["attentions"][layer, head]
+    labels = shorts(token_labels(tr["tokens"]))
+    c1, c2 = st.columns([1, 2.6])
+    with c1:
+        st.markdown(f"**{t('tm.head_view')}**")
+        st.caption(t("tm.head_view.caption"))
+        show_head_view(head_view(w, tr["tokens"], left_title=t("tm.head_view.left"),
+                                 right_title=t("tm.head_view.right")), key=K.head_view)
+    with c2:
+        st.markdown(f"**{t('tm.heatmap')}**")
+        show_heatmap(heatmap(w, x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
+                             decimals=min(dec, 2), sequential=True), key=K.heatmap)
+
+
+def step_by_step(tr: dict, layer: int, head: int, dec: int) -> None:
+    """The head's own Q, K, V (n × 32) through the Playground's five steps."""
+    st.subheader(t("tm.steps", l=layer, h=head))
+    q, k, v = (tr[name][layer, head] for name in ("q", "k", "v"))
+    n, d = q.shape
+    st.markdown(t("tm.steps.text"))
+    shape_badge(t("tm.steps.shape", n=n, d=d, l=layer, h=head))
+    labels = token_labels(tr["tokens"])
+    with st.expander(t("tm.qkv", n=n, d=d)):
+        for name, m in (("Q", q), ("K", k), ("V", v)):
+            st.markdown(f"**{name}** ({n}×{d})")
+            show_heatmap(heatmap(m, x_labels=dim_labels(d, name.lower()), y_labels=shorts(labels), x_title=t("axis.dim"),
+                                 y_title=t("tm.axis.token"), decimals=min(dec, 3)), key=state.item(K.pipeline, "in", name))
+    run = compute.playground(q, k, "direct", None, None, None, q, k, v, "scaled_dot", {}, None, 1.0, None, "row",
+                             settings.get("device"))
+    pipeline(run, labels, labels, "row", dec, "scaled_dot", prefix=K.pipeline)
+    gap = float(np.abs(run.attn.weights.numpy() - tr["attentions"][layer, head]).max())
+    page.check_box(gap < 1e-5, t("tm.steps.check", gap=f"{gap:.1e}", l=layer, h=head))
+
+
+def _open_top(layer: int, head: int) -> None:
+    st.session_state[K.layer], st.session_state[K.head] = layer, head
+
+
+def patterns_table(tr: dict) -> None:
+    """Each head's share of weight on six kinds of key, sortable, so a head is found by number."""
+    st.subheader(t("tm.patterns"))
+    st.markdown(t("tm.patterns.text"))
+    pats = tr["patterns"]
+    L, H = pats[PATTERNS[0]].shape
+    names = {p: t(f"tm.pat.{p}") for p in PATTERNS}
+    rows = [{t("tm.col.layer"): layer, t("tm.col.head"): head, **{names[p]: float(pats[p][layer, head]) for p in PATTERNS}}
+            for layer in range(L) for head in range(H)]
+    st.session_state.setdefault(K.sort, "previous")
+    by = st.columns([1, 2])[0].selectbox(t("tm.sort"), PATTERNS, key=K.sort, format_func=labeller("tm.pat."))
+    df = pd.DataFrame(rows).sort_values(names[by], ascending=False, na_position="last", kind="stable")
+    cfg = {names[p]: st.column_config.ProgressColumn(names[p], format="%.3f", min_value=0.0, max_value=1.0)
+           for p in PATTERNS}
+    st.dataframe(df, hide_index=True, width="stretch", height=300, column_config=cfg, key=K.patterns)
+    pieces = tr["rows"]["same_word"]
+    st.caption(t("tm.patterns.overlap") + " " + (t("tm.patterns.rows", rows=pieces) if pieces
+                                                  else t("tm.patterns.none", pattern=names["same_word"])))
+    top = df.iloc[0]
+    if np.isnan(top[names[by]]):
+        return
+    layer, head = int(top[t("tm.col.layer")]), int(top[t("tm.col.head")])
+    st.markdown(t("tm.patterns.top", pattern=names[by], l=layer, h=head, share=f"{top[names[by]]:.0%}"))
+    st.button(t("tm.patterns.open", l=layer, h=head), key=K.open_top, on_click=_open_top, args=(layer, head))
+
+
+def caution() -> None:
+    st.subheader(t("tm.caution"))
+    st.warning(t("tm.caution.text"))
+
+
+def main() -> None:
+    dec = settings.get("precision")
+    st.markdown(t("tm.intro", model=MODEL))
+    text = sentence_box()
+    tr = load_trace(text)
+    if tr is None:
+        caution()
+        return
+    token_line(tr["tokens"])
+    layer, head = chosen_head(*tr["attentions"].shape[:2])
+    models_view(tr, (layer, head))
+    one_head(tr, layer, head, dec)
+    step_by_step(tr, layer, head, dec)
+    patterns_table(tr)
+    caution()
+
+
+main()

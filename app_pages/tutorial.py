@@ -1,0 +1,514 @@
+"""The Tutorial: nine short lessons in order. Each has its text, a live panel set up for it (the
+Playground's building blocks on the shared scenario), a link that opens it in the Playground,
+2–4 exercises that ``core.tutorial`` checks against core's numbers, and its example as code.
+
+URL: ``lesson=<lesson id>`` and ``done=<core.tutorial.encode_progress(…)>`` beside the settings, so a
+link continues where the learner stopped; a link that cannot be read gives a message and the start."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import core
+from core import tutorial as tut
+from ui import compute, nav, page, scenario, settings, state
+from ui import scenario_state as ss
+from ui.code_export import code_panel
+from ui.i18n import current_lang, labeller, t
+from ui.inputs import Where, by_label, inputs, mask_controls, score_params
+from ui.pipeline import pipeline, weights_key
+from ui.text import md, shorts
+from ui.widgets.bars import show_bars, stacked_contributions, weight_bars
+from ui.widgets.heatmap import heatmap, show_heatmap
+from ui.widgets.layout import dim_labels, shape_badge
+
+K = state.TUTORIAL
+URL_LESSON, URL_DONE = "lesson", "done"
+IDS = [lesson.id for lesson in tut.LESSONS]
+PIPELINE_WEIGHTS = weights_key(K.pipeline)
+# the multi-head and position controls of this page, by the names core.tutorial reads them under
+PANEL_WIDGETS = {tut.MH_D_MODEL: state.item(K.panel, "d_model"), tut.MH_HEADS: state.item(K.panel, "heads"),
+                 tut.PS_D_KEY: state.item(K.panel, "d"), tut.PS_PERM: state.item(K.panel, "perm")}
+MH_DIMS = (2, 3, 4, 6, 8, 12, 16)
+PS_DIMS = (2, 4, 6, 8, 12, 16)
+MAPS = ("pipeline", "inspector", "weights")  # the panels that show weights (hidden while a prediction is open)
+
+
+# ---------------------------------------------------------------------------- progress and the URL
+def progress() -> set[str]:
+    """The finished exercise and lesson ids of this session."""
+    return set(st.session_state.get(K.progress) or ())
+
+
+def mark_done(lesson: tut.Lesson, exercise_id: str) -> None:
+    done = progress() | {exercise_id}
+    if all(ex.id in done for ex in lesson.exercises):
+        done.add(lesson.id)
+    st.session_state[K.progress] = sorted(done)
+
+
+def from_url() -> None:
+    """Once per session: the lesson and the progress of a link; what cannot be read is refused
+    with a message (and the start: the first lesson, nothing done)."""
+    if st.session_state.get(K.url_loaded):
+        return
+    st.session_state[K.url_loaded] = True
+    notes = []
+    lesson_id = st.query_params.get(URL_LESSON)
+    if lesson_id is not None:
+        if lesson_id in IDS:
+            st.session_state[K.lesson] = lesson_id
+        else:
+            notes.append(t("tu.url.lesson", value=md(lesson_id[:40])))
+    code = st.query_params.get(URL_DONE)
+    if code:
+        done = tut.decode_progress(code)
+        if done and tut.encode_progress(done) == code:
+            st.session_state[K.progress] = sorted(progress() | done)
+        else:  # malformed, another version, or bits no lesson has: tampered
+            notes.append(t("tu.url.done"))
+    st.session_state[K.notes] = notes
+
+
+def sync_url(lesson: tut.Lesson) -> None:
+    """The lesson and the progress code into the URL (beside the settings the frame writes)."""
+    code = tut.encode_progress(progress())
+    if st.query_params.get(URL_LESSON) != lesson.id:
+        st.query_params[URL_LESSON] = lesson.id
+    if code and st.query_params.get(URL_DONE) != code:
+        st.query_params[URL_DONE] = code
+    elif not code and URL_DONE in st.query_params:
+        del st.query_params[URL_DONE]
+
+
+# ---------------------------------------------------------------------------- lessons and the shared scenario
+def current_lesson() -> tut.Lesson:
+    if st.session_state.get(K.lesson) not in IDS:
+        st.session_state[K.lesson] = IDS[0]
+    return tut.lesson(st.session_state[K.lesson])
+
+
+def load(raw: dict, lesson_id: str) -> None:
+    """Put a lesson's scenario (a dict for ui.scenario.validate) into the shared scenario; the
+    learner's matrix edits go (they belonged to the scenario it replaces)."""
+    values, matrices, _ = scenario.validate(raw)
+    st.session_state.pop(state.SCENARIO.carry, None)
+    ss.apply(values, matrices)
+    st.session_state[K.loaded] = lesson_id
+
+
+def go(lesson_id: str) -> None:
+    st.session_state[K.lesson] = lesson_id
+
+
+def on_pick() -> None:
+    go(st.session_state.get(K.pick) if st.session_state.get(K.pick) in IDS else IDS[0])
+
+
+def drain_clicks() -> None:
+    """A click on a weights map selects that query; on the mask map it blocks or unblocks the pair."""
+    for chart, (i, j) in st.session_state.pop(K.clicks, []) or []:
+        if chart in (K.weights, PIPELINE_WEIGHTS):
+            ss.put("query", i)
+        elif chart == K.mask_chart:
+            ss.put("blocked", sorted(list(c) for c in {tuple(c) for c in ss.get("blocked")} ^ {(i, j)}))
+
+
+def picker(box, lesson: tut.Lesson) -> None:
+    """Previous / next, the lesson list (✓ for finished ones) and the progress bar (drawn last, into ``box``)."""
+    done, lang, i = progress(), current_lang(), IDS.index(lesson.id)
+    with box:
+        c1, c2, c3 = st.columns([1, 6, 1], vertical_alignment="bottom")
+        with c1:
+            st.button(t("tu.prev"), key=K.prev, on_click=go, args=(IDS[max(i - 1, 0)],), disabled=i == 0, width="stretch")
+        with c2:
+            st.session_state[K.pick] = lesson.id
+            st.selectbox(t("tu.lesson"), IDS, key=K.pick, on_change=on_pick,
+                         format_func=lambda lid: f"{IDS.index(lid) + 1}. {tut.lesson_title(lid, lang)}"
+                                                 + (" ✓" if lid in done else ""))
+        with c3:
+            st.button(t("tu.next"), key=K.next, on_click=go, args=(IDS[min(i + 1, len(IDS) - 1)],),
+                      disabled=i == len(IDS) - 1, width="stretch")
+        exercises = [ex.id for lsn in tut.LESSONS for ex in lsn.exercises]
+        n_done = sum(e in done for e in exercises)
+        st.progress(n_done / len(exercises), text=t("tu.progress", done=n_done, total=len(exercises),
+                                                     lessons=sum(lid in done for lid in IDS), n=len(IDS)))
+
+
+def lesson_text(lesson: tut.Lesson, lang: str) -> None:
+    """The lesson's markdown under its number and title (the file's own '# ' heading replaced)."""
+    text = tut.lesson_markdown(lesson.id, lang)
+    body = text.split("\n", 1)[1] if text.startswith("# ") else text
+    st.subheader(f"{IDS.index(lesson.id) + 1}. {tut.lesson_title(lesson.id, lang)}")
+    st.markdown(body)
+
+
+def lesson_tools(lesson: tut.Lesson) -> None:
+    """Reload the example, open it in the Playground (the link carries the lesson's scenario)."""
+    values, matrices, _ = scenario.validate(lesson.scenario_dict())
+    st.caption(t("tu.loaded"))
+    st.button(t("tu.reload"), key=K.reload, on_click=load, args=(lesson.scenario_dict(), lesson.id),
+              icon=":material/restart_alt:")
+    st.page_link(nav.PAGE_BY_NAME["playground"].file, label=t("tu.open_playground"), icon=":material/tune:",
+                 query_params=scenario.to_query(values, matrices) | settings.query())
+    other = {"multihead": "multi_head", "position": "position"}.get(lesson.panel)
+    if other:
+        st.page_link(nav.PAGE_BY_NAME[other].file, label=t("tu.open_page", page=t(f"page.{other}.title")),
+                     icon=nav.PAGE_BY_NAME[other].icon, query_params=settings.query())
+    if lesson.id in progress():
+        st.success(t("tu.lesson_done"))
+        i = IDS.index(lesson.id)
+        if i + 1 < len(IDS):
+            st.button(t("tu.next_lesson", title=tut.lesson_title(IDS[i + 1], current_lang())),
+                      key=state.item(K.next, "lesson"), on_click=go, args=(IDS[i + 1],), type="primary")
+        else:
+            st.info(t("tu.all_done"))
+
+
+# ---------------------------------------------------------------------------- the live panel
+def open_prediction(lesson: tut.Lesson) -> int | None:
+    """The number of the first prediction still open (its maps stay hidden until it is answered)."""
+    for n, ex in enumerate(lesson.exercises, 1):
+        if ex.kind == "predict" and ex.hide_weights and not answered(ex):
+            return n
+    return None
+
+
+def answered(ex: tut.Exercise) -> bool:
+    """Right, revealed, or a real answer (not an empty or unreadable one) has been checked."""
+    fb = st.session_state.get(state.item(K.feedback, ex.id))
+    return (ex.id in progress() or bool(st.session_state.get(state.item(K.reveal, ex.id)))
+            or (fb is not None and not fb.message_key.startswith("common.")))
+
+
+def numbers(problems: list, lesson: tut.Lesson):
+    """The scenario's matrices: the tokens folded away, Q/K/V (or W_Q, W_K, W_V) in sight where the lesson edits them."""
+    fold = st.expander(t("tu.numbers"), expanded=False)
+    qkv_box = st.container()
+    with fold:
+        st.caption(t("tu.numbers.help"))
+        return inputs(problems, editors=True, embed=Where(drawn=False),
+                      qkv=Where(qkv_box, lesson.panel in ("pipeline", "inspector")), presets=False)
+
+
+def score_controls(problems: list, lesson: tut.Lesson, d_k: int) -> tuple[str, dict]:
+    """Score function, scale and temperature on the pipeline lessons; the kept choices elsewhere."""
+    if lesson.panel == "pipeline":
+        c1, c2, c3 = st.columns([2, 3, 3])
+        with c1:
+            st.selectbox(t("pg.score"), core.SCORE_FUNCTIONS, **ss.bind("score"), format_func=labeller("score."))
+        with c2:
+            st.radio(t("pg.scale"), scenario.SCALES, **ss.bind("scale"), format_func=labeller("scale."),
+                     horizontal=True, help=t("pg.scale.help"))
+        with c3:
+            st.slider(t("pg.temperature"), 0.1, 5.0, step=0.1, **ss.bind("temperature"), help=t("pg.temperature.help"))
+    score = ss.get("score")
+    return score, score_params(score, d_k, problems, editors=False)
+
+
+def weights_map(A, inp, dec: int, *, query: int | None = None, key: str = K.weights) -> None:
+    """The weights heatmap (row = query, with row sums); a click selects the query."""
+    st.markdown(f"**{t('step.weights')}**")
+    sums = [f"Σ {s:.{dec}f}" for s in A.weight_sums.numpy()]
+    show_heatmap(heatmap(A.weights.numpy(), x_labels=shorts(inp.k_labels), y_labels=shorts(inp.q_labels),
+                         x_title=t("axis.key"), y_title=t("axis.query"), decimals=dec, sequential=True, side_text=sums,
+                         clickable=True, highlight_row=query), key=key, click_queue=K.clicks)
+
+
+def inspector(A, inp, dec: int) -> None:
+    """The weights map beside one query's α bars and its output stacked as Σ αᵢ vᵢ."""
+    if not 0 <= int(ss.get("query")) < len(inp.q_labels):
+        ss.put("query", 0)
+    j = int(ss.get("query"))
+    c1, c2 = st.columns([1, 1])
+    with c1:
+        weights_map(A, inp, dec, query=j)
+    with c2:
+        by_label(st.selectbox, "query", inp.q_labels, t("pg.inspector.query"))
+        st.markdown(f"**{t('pg.inspector.alpha', q=md(inp.q_labels[j]))}**")
+        show_bars(weight_bars(inp.k_labels, A.weights[j].numpy(), dec), key=K.alpha)
+        st.markdown(f"**{t('pg.inspector.output', q=md(inp.q_labels[j]))}**")
+        show_bars(stacked_contributions(inp.k_labels, A.contributions(j).numpy(), A.output[j].numpy(), dec,
+                                        total_label=t("pg.inspector.sum")), key=K.contrib)
+
+
+def mask_maps(A, inp, dec: int) -> None:
+    """The masked logits (−∞ where hidden) beside the weights."""
+    neg = np.isneginf(A.logits.numpy())
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown(f"**{t('step.masked')}**")
+        show_heatmap(heatmap(np.where(neg, 0.0, A.logits.numpy()), x_labels=shorts(inp.k_labels),
+                             y_labels=shorts(inp.q_labels), x_title=t("axis.key"), y_title=t("axis.query"),
+                             decimals=dec, neg_inf=neg), key=K.logits)
+    with c2:
+        weights_map(A, inp, dec)
+
+
+def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
+    """Controls → the cached core call → the lesson's maps. Returns (inputs, playground args)."""
+    inp = numbers(problems, lesson)
+    n_q, n_k = len(inp.tq), len(inp.tk)
+    score, params = score_controls(problems, lesson, inp.d_k)
+    if lesson.panel == "masks":
+        mask = mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, "row", cross=inp.cross, chart_key=K.mask_chart,
+                             click_queue=K.clicks, clear_key=K.mask_clear)
+    else:
+        mask = ss.current_mask(n_q, n_k, cross=inp.cross)
+    trace = page.guarded(problems, lambda: ss.run(inp, score, params, mask, "row"))
+    page.show_problems(problems)
+    hidden = open_prediction(lesson) if lesson.panel in MAPS else None
+    if trace is None or lesson.panel in ("multihead", "position"):
+        pass
+    elif hidden is not None:
+        st.info(t("tu.hidden", n=hidden))
+    elif lesson.panel == "pipeline":
+        pipeline(trace, inp.q_labels, inp.k_labels, "row", dec, score, prefix=K.pipeline, query=int(ss.get("query")),
+                 clicks=K.clicks)
+    elif lesson.panel == "inspector":
+        inspector(trace.attn, inp, dec)
+    elif lesson.panel == "masks":
+        mask_maps(trace.attn, inp, dec)
+    else:
+        weights_map(trace.attn, inp, dec)
+    return inp, ss.playground_args(inp, score, params, mask, "row")
+
+
+def multihead_panel(tokens: list[str], dec: int) -> None:
+    """d_model and H (divisors only), the shapes, and the first heads' weights (seeded weights as on the multi-head page)."""
+    kd, kh = PANEL_WIDGETS[tut.MH_D_MODEL], PANEL_WIDGETS[tut.MH_HEADS]
+    st.session_state.setdefault(kd, tut.MH_D)
+    c1, c2 = st.columns(2)
+    with c1:
+        st.select_slider(t("mh.d_model"), options=MH_DIMS, key=kd)
+    d = int(st.session_state[kd])
+    divisors = [h for h in range(1, d + 1) if d % h == 0]
+    if st.session_state.get(kh) not in divisors:
+        st.session_state[kh] = tut.MH_H if tut.MH_H in divisors else divisors[-1]
+    with c2:
+        st.select_slider(t("mh.heads"), options=divisors, key=kh, help=t("mh.heads.help"))
+    H, seed = int(st.session_state[kh]), int(settings.get("seed"))
+    X = compute.embedding("random", tuple(tokens), d, seed)[0][None]  # (1, n, d): one sentence
+    W = {name: compute.projection(d, d, seed, f"mh.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+    tr = page.guarded([], lambda: compute.multihead(X, W["W_q"], W["W_k"], W["W_v"], W["W_o"], H, False, "scaled_dot",
+                                                     settings.get("device")))
+    if tr is None:
+        return
+    n = len(tokens)
+    shape_badge(f"d_model = {d}, H = {H}, d_k = d_model / H = {d // H}")
+    shape_badge(f"X (1, {n}, {d}) → Q, K, V (1, {H}, {n}, {d // H}) → α {tuple(tr.weights.shape)} → "
+                f"output {tuple(tr.output.shape)}")
+    labels = shorts([f"{i} {s}" for i, s in enumerate(tokens)])
+    shown = min(H, 4)
+    for h, col in zip(range(shown), st.columns(shown), strict=True):
+        with col:
+            st.markdown(f"**{t('mh.head', h=h)}**")
+            show_heatmap(heatmap(tr.weights[0, h].numpy(), x_labels=labels, y_labels=labels, x_title=t("axis.key"),
+                                 y_title=t("axis.query"), decimals=min(dec, 2), sequential=True), key=state.item(K.heads, h))
+    if H > shown:
+        st.caption(t("tu.mh.more", shown=shown, H=H))
+
+
+def parse_perm(text, n: int) -> tuple[int, ...] | None:
+    try:
+        perm = tuple(int(v) for v in str(text).replace(",", " ").split())
+    except ValueError:
+        return None
+    return perm if sorted(perm) == list(range(n)) else None
+
+
+def position_panel(tokens: list[str], dec: int) -> None:
+    """The permutation experiment: SA(PX) beside P·SA(X), without and with sinusoidal positions."""
+    kd, kp, n = PANEL_WIDGETS[tut.PS_D_KEY], PANEL_WIDGETS[tut.PS_PERM], len(tokens)
+    st.session_state.setdefault(kd, tut.PS_D)
+    if parse_perm(st.session_state.get(kp, ""), n) is None and not st.session_state.get(kp):
+        st.session_state[kp] = " ".join(str(i) for i in range(n))
+    c1, c2 = st.columns([1, 2])
+    with c1:
+        st.select_slider(t("ps.d"), options=PS_DIMS, key=kd)
+    with c2:
+        st.text_input(t("ps.perm"), key=kp, help=t("ps.perm.help", n=n - 1))
+    d, seed = int(st.session_state[kd]), int(settings.get("seed"))
+    perm = parse_perm(st.session_state[kp], n)
+    if perm is None:
+        st.error(t("tu.ps.bad", n=n - 1))
+        perm = tuple(range(n))
+    X = compute.embedding("random", tuple(tokens), d, seed)[0]
+    W = {w: compute.projection(d, d, seed, f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
+    permuted = shorts([f"{i} {tokens[i]}" for i in perm])
+    for with_pe in (False, True):
+        pe = core.positional.sinusoidal(n, d).numpy() if with_pe else None
+        c = compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], pe)
+        st.markdown(f"**{t('ps.with_pe' if with_pe else 'ps.without_pe')}**")
+        for col, (name, key) in zip(st.columns(2), (("sa_px", K.sa_px), ("p_sa_x", K.p_sa_x)), strict=True):
+            with col:
+                st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
+                show_heatmap(heatmap(c[name], x_labels=dim_labels(d, "v"), y_labels=permuted, x_title=t("axis.dim"),
+                                     y_title=t("axis.query"), decimals=min(dec, 3)), key=state.item(key, with_pe))
+        equal = c["max_diff"] < 1e-5
+        box = st.info if with_pe and equal else (st.success if equal != with_pe else st.warning)  # info: nothing moved
+        box(t("ps.diff", gap=f"{c['max_diff']:.3g}") + " — " + t("ps.equal" if equal else "ps.differ"))
+
+
+# ---------------------------------------------------------------------------- exercises
+def safe(values: dict) -> dict:
+    """Feedback values for a message: text (which may be the learner's) escaped for markdown."""
+    return {k: md(v) if isinstance(v, str) else v for k, v in values.items()}
+
+
+def key_tokens(lesson: tut.Lesson) -> list[str]:
+    """The keys a prediction picks from: the lesson's own sentence (its source in cross attention)."""
+    raw = lesson.scenario_dict()
+    name = "source" if raw.get("mode") == "cross" else "tokens"
+    return core.tokens.tokenize(raw.get(name, scenario.DEFAULTS[name]))
+
+
+def record(lesson: tut.Lesson, ex: tut.Exercise, fb: tut.Feedback) -> None:
+    st.session_state[state.item(K.feedback, ex.id)] = fb
+    if fb.ok:
+        mark_done(lesson, ex.id)
+    else:
+        st.session_state[state.item(K.tries, ex.id)] = st.session_state.get(state.item(K.tries, ex.id), 0) + 1
+
+
+def on_check(lesson_id: str, exercise_id: str) -> None:
+    """A typed, picked or chosen answer, checked as the button is pressed (before the page draws)."""
+    ex = tut.exercise(exercise_id)
+    record(tut.lesson(lesson_id), ex, ex.check(st.session_state.get(state.item(K.answer, exercise_id))))
+
+
+def on_reveal(exercise_id: str) -> None:
+    st.session_state[state.item(K.reveal, exercise_id)] = True
+
+
+def panel_state() -> dict:
+    """The live panel as a make-it-so checker reads it: the scenario, the edited matrices, the
+    seed, and this page's multi-head / position controls when they are on the page."""
+    out = ss.values() | {"matrices": ss.changed_matrices(), "seed": int(settings.get("seed"))}
+    return out | {name: st.session_state[key] for name, key in PANEL_WIDGETS.items() if key in st.session_state}
+
+
+def on_apply(lesson_id: str, exercise_id: str) -> None:
+    """Put a make-it-so's revealed solution on the panel: scenario changes and page controls."""
+    changes = dict(tut.exercise(exercise_id).reveal().answer)
+    for name, key in PANEL_WIDGETS.items():
+        if name in changes:
+            st.session_state[key] = changes.pop(name)
+    if changes:
+        raw = tut.lesson(lesson_id).scenario_dict()
+        mats = {**raw.pop("matrices", {}), **changes.pop("matrices", {})}
+        load(raw | changes | ({"matrices": mats} if mats else {}), lesson_id)
+
+
+def answer_widget(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
+    key = state.item(K.answer, ex.id)
+    if ex.kind == "number":
+        st.text_input(t("tu.answer"), key=key, placeholder="0.00")
+    elif ex.kind == "predict":
+        toks = key_tokens(lesson)
+        st.radio(t("tu.predict"), list(range(len(toks))), index=None, key=key, horizontal=True,
+                 format_func=lambda i: md(toks[i]))
+    elif ex.kind == "choice":
+        st.radio(t("tu.choose"), ex.options, index=None, key=key,
+                 format_func=lambda o: tut.text(ex.option_key(o), lang, **safe(dict(ex.prompt_values))))
+    else:
+        st.caption(t("tu.make_it_so.help"))
+
+
+def feedback(ex: tut.Exercise, lang: str) -> None:
+    """The last check's message with its numbers; the hint after a wrong try."""
+    fb = st.session_state.get(state.item(K.feedback, ex.id))
+    if fb is None:
+        return
+    (st.success if fb.ok else st.error)(tut.text(fb.message_key, lang, **safe(fb.values)))
+    if not fb.ok and fb.hint_key:
+        st.info(t("tu.hint") + " " + tut.text(fb.hint_key, lang, **safe(fb.values)), icon=":material/lightbulb:")
+
+
+def revealed(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
+    if not st.session_state.get(state.item(K.reveal, ex.id)):
+        return
+    r = ex.reveal()
+    text = tut.text(r.message_key, lang, **safe(r.values))
+    if ex.kind == "number":
+        text = t("tu.revealed", answer=f"{r.answer:g}") + "\n\n" + text
+    elif ex.kind == "predict":
+        text = t("tu.revealed", answer=md(key_tokens(lesson)[r.answer])) + "\n\n" + text
+    elif ex.kind == "choice":
+        text = t("tu.revealed", answer=tut.text(ex.option_key(r.answer), lang, **safe(dict(ex.prompt_values)))) + "\n\n" + text
+    st.info(text, icon=":material/visibility:")
+    if ex.kind == "make_it_so":
+        st.button(t("tu.apply"), key=state.item(K.apply, ex.id), on_click=on_apply, args=(lesson.id, ex.id))
+
+
+def exercise_box(lesson: tut.Lesson, ex: tut.Exercise, n: int, lang: str) -> None:
+    """One exercise: prompt, answer, Check and Reveal, the feedback, the hint and the answer."""
+    with st.container(border=True, key=state.item(K.panel, "exercise", ex.id)):
+        head = st.empty()  # filled last: a check in this run may have finished the exercise
+        st.markdown(tut.text(ex.prompt_key, lang, **safe(dict(ex.prompt_values))))
+        if ex.scenario:
+            st.button(t("tu.setup"), key=state.item(K.setup, ex.id), on_click=load,
+                      args=(lesson.scenario_dict(ex), lesson.id), icon=":material/settings_backup_restore:")
+        answer_widget(lesson, ex, lang)
+        c1, c2 = st.columns(2)
+        with c1:
+            in_run = ex.kind == "make_it_so"  # the panel as drawn in this run
+            pressed = st.button(t("tu.check"), key=state.item(K.check, ex.id), type="primary", width="stretch",
+                                on_click=None if in_run else on_check, args=None if in_run else (lesson.id, ex.id))
+        with c2:
+            st.button(t("tu.reveal"), key=state.item(K.reveal, "button", ex.id), on_click=on_reveal, args=(ex.id,),
+                      width="stretch")
+        if in_run and pressed:
+            record(lesson, ex, ex.check(panel_state()))
+        feedback(ex, lang)
+        revealed(lesson, ex, lang)
+        done = " ✓" if ex.id in progress() else ""
+        head.markdown(f"**{t('tu.exercise', n=n)}** · {t('tu.kind.' + ex.kind)}{done}")
+
+
+# ---------------------------------------------------------------------------- the page
+def body() -> None:
+    problems: page.Problems = []
+    ss.start(problems)
+    from_url()
+    lesson = current_lesson()
+    if st.session_state.get(K.loaded) != lesson.id:
+        load(lesson.scenario_dict(), lesson.id)
+    drain_clicks()
+    lang, dec = current_lang(), settings.get("precision")
+    top = st.container()
+    for note in st.session_state.pop(K.notes, None) or []:
+        st.warning(note)
+    c_text, c_tools = st.columns([3, 2])
+    with c_text:
+        lesson_text(lesson, lang)
+    c_panel, c_exercises = st.columns([3, 2])
+    with c_panel:
+        st.markdown(f"#### {t('tu.panel')}")
+        inp, args = scenario_panel(problems, lesson, dec)
+        if lesson.panel == "multihead":
+            multihead_panel(inp.tq, dec)
+        elif lesson.panel == "position":
+            position_panel(inp.tq, dec)
+    with c_exercises:
+        st.markdown(f"#### {t('tu.exercises')}")
+        for n, ex in enumerate(lesson.exercises, 1):
+            exercise_box(lesson, ex, n, lang)
+    with st.expander(t("tu.code"), icon=":material/code:"):
+        code_panel(args, title=tut.lesson_title(lesson.id, lang), key_prefix=state.item(K.panel, lesson.id),
+                   tokens_q=inp.tq, tokens_k=inp.tk, file_stem=f"attention-lab-{lesson.id}")
+    with c_tools:
+        lesson_tools(lesson)
+    picker(top, lesson)
+    sync_url(lesson)
+
+
+@st.fragment
+def fragment() -> None:
+    """Everything below the header reruns on its own (not the sidebar); its own error boundary."""
+    page.boundary(body)
+
+
+st.caption(t("tu.intro"))
+fragment()

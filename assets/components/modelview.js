@@ -1,0 +1,118 @@
+// Attention Lab model view: every head of every layer of a trained model as a small map, all on
+// ONE canvas (72 maps are one element, not 72). Click a map to open that head.
+// The weights arrive as base64 little-endian uint16, value = round(α · scale), laid out (L, H, n, n).
+// Learner text (the tokens) is only ever set with textContent.
+const STOPS = [[0.0, [247, 251, 255]], [0.5, [107, 174, 214]], [1.0, [8, 48, 107]]];  // = ui/widgets/heatmap.py _SEQ
+
+function lut() {
+  const out = new Uint8ClampedArray(256 * 3);
+  for (let k = 0; k < 256; k++) {
+    const t = k / 255;
+    const s = t <= 0.5 ? 0 : 1;
+    const [t0, c0] = STOPS[s], [t1, c1] = STOPS[s + 1];
+    const f = (t - t0) / (t1 - t0);
+    for (let ch = 0; ch < 3; ch++) out[3 * k + ch] = Math.round(c0[ch] + f * (c1[ch] - c0[ch]));
+  }
+  return out;
+}
+const COLOURS = lut();
+
+function decode(b64) {
+  const raw = atob(b64);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return new DataView(bytes.buffer);
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  let root = parentElement.querySelector("div.almv");
+  if (!root) {
+    root = document.createElement("div");
+    root.className = "almv";
+    parentElement.appendChild(root);
+  }
+  const L = data.layers, H = data.heads, n = data.n, scale = data.scale;
+  const view = decode(data.w);
+  const value = (l, h, i, j) => view.getUint16(2 * (((l * H + h) * n + i) * n + j), true) / scale;
+
+  // geometry: a column of layer numbers, a row of head numbers, H × L square maps
+  const width = Math.max(360, Math.floor(root.getBoundingClientRect().width) || 900);
+  const left = 26, top = 18, gap = 6;
+  const size = Math.max(24, Math.min(96, Math.floor((width - left - 2) / H) - gap));
+  const W = left + H * (size + gap), Hgt = top + L * (size + gap);
+  const dpr = window.devicePixelRatio || 1;
+  const canvas = document.createElement("canvas");
+  canvas.width = Math.round(W * dpr);
+  canvas.height = Math.round(Hgt * dpr);
+  canvas.style.width = W + "px";
+  canvas.style.height = Hgt + "px";
+  const ctx = canvas.getContext("2d");
+  ctx.scale(dpr, dpr);
+
+  // each head: an n × n image (one pixel per weight), scaled up without smoothing
+  const tile = document.createElement("canvas");
+  tile.width = n;
+  tile.height = n;
+  const tctx = tile.getContext("2d");
+  const img = tctx.createImageData(n, n);
+  ctx.imageSmoothingEnabled = false;
+  for (let l = 0; l < L; l++) {
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < n; i++) {
+        for (let j = 0; j < n; j++) {
+          const k = Math.max(0, Math.min(255, Math.round(255 * value(l, h, i, j))));
+          const p = 4 * (i * n + j);
+          img.data[p] = COLOURS[3 * k];
+          img.data[p + 1] = COLOURS[3 * k + 1];
+          img.data[p + 2] = COLOURS[3 * k + 2];
+          img.data[p + 3] = 255;
+        }
+      }
+      tctx.putImageData(img, 0, 0);
+      ctx.drawImage(tile, left + h * (size + gap), top + l * (size + gap), size, size);
+    }
+  }
+  ctx.font = '11px "Source Sans", sans-serif';
+  ctx.fillStyle = "#334155";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  for (let h = 0; h < H; h++) ctx.fillText(String(h), left + h * (size + gap) + size / 2, top / 2);
+  ctx.textAlign = "right";
+  for (let l = 0; l < L; l++) ctx.fillText(String(l), left - 8, top + l * (size + gap) + size / 2);
+  const frame = (l, h, colour) => {
+    ctx.lineWidth = 3;
+    ctx.strokeStyle = colour;
+    ctx.strokeRect(left + h * (size + gap) - 2, top + l * (size + gap) - 2, size + 4, size + 4);
+  };
+  if (data.selected) frame(data.selected[0], data.selected[1], "#f59e0b");
+
+  const axes = document.createElement("div");
+  axes.className = "axes";
+  axes.textContent = data.axes;
+  const info = document.createElement("div");
+  info.className = "hover";
+  info.textContent = "\u00a0";
+  const at = (e) => {
+    const r = canvas.getBoundingClientRect();
+    const x = e.clientX - r.left - left, y = e.clientY - r.top - top;
+    const h = Math.floor(x / (size + gap)), l = Math.floor(y / (size + gap));
+    const dx = x - h * (size + gap), dy = y - l * (size + gap);
+    if (l < 0 || l >= L || h < 0 || h >= H || dx >= size || dy >= size) return null;
+    return [l, h, Math.min(n - 1, Math.floor(dy * n / size)), Math.min(n - 1, Math.floor(dx * n / size))];
+  };
+  canvas.addEventListener("mousemove", (e) => {
+    const c = at(e);
+    canvas.style.cursor = c ? "pointer" : "default";
+    info.textContent = c ? data.layer_word + " " + c[0] + ", " + data.head_word + " " + c[1] + ":   " +
+      data.tokens[c[2]] + " → " + data.tokens[c[3]] + "   α = " + value(c[0], c[1], c[2], c[3]).toFixed(4) : "\u00a0";
+  });
+  canvas.addEventListener("mouseleave", () => { info.textContent = "\u00a0"; });
+  canvas.addEventListener("click", (e) => {
+    const c = at(e);
+    if (c) setTriggerValue("head", [c[0], c[1]]);
+  });
+  root.replaceChildren(axes, canvas, info);
+  root.dataset.geom = JSON.stringify({ left, top, size, gap });  // where the maps are, for tests
+  root.dataset.selected = JSON.stringify(data.selected);
+}

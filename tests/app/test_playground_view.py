@@ -1,0 +1,99 @@
+"""AppTest: the Playground for a class — presenter view, the step-through and focused lesson links,
+with bad and tampered parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import core
+from core import tokens
+from ui import state, view
+from ui.i18n import table
+
+from .helpers import PG_WEIGHTS, close, heat, no_errors, page, pg_map, spec
+
+K = state.PLAYGROUND
+C18_X = tokens.c18_embedding()
+
+
+def maps(at) -> set[str]:
+    """The pipeline maps on the page."""
+    found = {el.proto.id.rsplit("-", 1)[-1] for el in at.get("bidi_component")}
+    return {s for s in ("scores", "scaled", "masked", "weights", "output") if pg_map(s) in found}
+
+
+def test_presenter_view_from_the_link_enlarges_the_maps_and_hides_the_sidebar():
+    at = page(query={"present": "1"})
+    no_errors(at)
+    assert at.toggle(key=K.present).value is True
+    assert spec(at, PG_WEIGHTS)["present"] is True
+    assert any("stSidebar" in m.value and "display: none" in m.value for m in at.markdown)
+    at.toggle(key=K.present).set_value(False).run()
+    assert spec(at, PG_WEIGHTS)["present"] is False
+    assert "present" not in at.query_params
+
+
+def test_step_through_shows_one_more_step_per_click_with_a_sentence_about_the_numbers():
+    at = page()
+    assert maps(at) == {"scores", "scaled", "masked", "weights", "output"}
+    at.button(key=K.step_start).click().run()
+    no_errors(at)
+    assert maps(at) == {"scores"}
+    S = (C18_X @ C18_X.T).numpy()  # by hand: the largest score and its pair
+    i, j = np.unravel_index(np.argmax(S), S.shape)
+    sentence = at.info[0].value
+    assert f"{S[i, j]:.6f}" in sentence and tokens.C18_TOKENS[i] in sentence
+    shown = []
+    for _ in range(5):
+        at.button(key=K.step_next).click().run()
+        shown.append(len(maps(at)))
+    assert shown == [2, 3, 4, 5, 5]  # the sixth step is the inspector
+    assert at.query_params["step"] == ["6"] or at.query_params["step"] == "6"
+    at.button(key=K.step_prev).click().run()
+    assert len(maps(at)) == 5 and "Step 5" in at.info[0].value
+    at.button(key=K.step_all).click().run()
+    assert maps(at) == {"scores", "scaled", "masked", "weights", "output"} and "step" not in at.query_params
+
+
+def test_a_lesson_link_hides_controls_keeps_their_values_and_shows_only_its_panels():
+    at = page(query={"causal": "1", "T": "0.5", "hide": "embed,qkv,score,mask,notation", "panels": "weights,inspector"})
+    no_errors(at)
+    assert maps(at) == {"weights"}
+    assert [t.label for t in at.tabs] == [table("en")["pg.tab.share"]]  # only the share tab is left
+    assert not [r for r in at.radio if r.key == state.SCENARIO.convention]
+    ref = core.attention(C18_X, C18_X, C18_X, mask=core.masks.causal(4), temperature=0.5)  # hidden values still apply
+    close(heat(at, PG_WEIGHTS), ref.weights)
+    assert any(el.proto.id.endswith(K.fig_alpha) for el in at.get("bidi_component"))  # the inspector
+
+
+@pytest.mark.parametrize("bad", [{"step": "abc"}, {"present": "maybe"}, {"panels": "<script>"}, {"hide": "everything"},
+                                 {"step": "99", "panels": ""}])
+def test_tampered_view_parameters_give_a_message_and_the_default_view(bad):
+    at = page(query=bad)
+    no_errors(at)
+    assert any("view settings" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert maps(at) == {"scores", "scaled", "masked", "weights", "output"}
+
+
+def test_the_share_tab_builds_a_focused_link_and_its_qr_code():
+    import io
+
+    import zxingcpp
+    from PIL import Image
+
+    at = page()
+    at.session_state[K.tab_id] = "share"
+    at.run()
+    at.multiselect(key=K.lesson_groups).set_value(["tokens", "mask"]).run()
+    at.multiselect(key=K.lesson_panels).set_value(["weights"]).run()
+    link = at.code[1].value
+    params = dict(p.split("=", 1) for p in link.split("?", 1)[1].split("&"))
+    v, refused = view.from_query({k: v.replace("%2C", ",") for k, v in params.items()})
+    assert refused == [] and v.hidden == {"embed", "qkv", "score", "notation"} and v.panels == ("weights",)
+    images = at.get("image")
+    assert len(images) == 1 and images[0].captions == [table("en")["share.qr"]]
+    # the page draws qr_png(link); the browser test decodes the picture on screen as well
+    from ui.widgets.qr import qr_png
+    decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(qr_png(link))))
+    assert decoded and decoded[0].text == link

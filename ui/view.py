@@ -1,0 +1,79 @@
+"""How the Playground is shown — for a class or a focused demo — as plain data that a link holds:
+presenter view, the step reached in the step-through, the control groups hidden and the panels
+shown. Parsed from URL parameters with validation: a bad value falls back to its default and
+is reported by name, never an exception. (The scenario itself is ui/scenario.py.)"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GROUPS = ("tokens", "embed", "qkv", "score", "mask", "notation")  # control groups a lesson link may hide
+PANELS = ("scores", "scaled", "masked", "weights", "output", "inspector")  # in step-through order
+STEPS = len(PANELS)
+URL = {"present": "present", "step": "step", "hide": "hide", "panels": "panels"}
+
+
+@dataclass(frozen=True)
+class View:
+    present: bool = False
+    step: int = 0  # 0: everything at once; k ≥ 1: the first k panels of the step-through
+    hidden: frozenset[str] = field(default_factory=frozenset)
+    panels: tuple[str, ...] = PANELS
+
+    def shows(self, panel: str) -> bool:
+        """Whether a panel is drawn: chosen for the lesson, and reached by the step-through."""
+        if panel not in self.panels:
+            return False
+        return self.step == 0 or PANELS.index(panel) < self.step
+
+
+def _names(raw: str, allowed: tuple[str, ...]) -> tuple[str, ...] | None:
+    items = [s for s in raw.split(",") if s] if isinstance(raw, str) and len(raw) <= 200 else None
+    if items is None or any(s not in allowed for s in items):
+        return None
+    return tuple(s for s in allowed if s in items)  # canonical order, no repeats
+
+
+def from_query(params: dict[str, str]) -> tuple[View, list[str]]:
+    """(view, refused parameter names) from a link's query parameters."""
+    values, refused = {}, []
+    raw = params.get(URL["present"])
+    if raw is not None:
+        if raw in ("1", "0", "true", "false"):
+            values["present"] = raw in ("1", "true")
+        else:
+            refused.append(URL["present"])
+    raw = params.get(URL["step"])
+    if raw is not None:
+        if isinstance(raw, str) and raw.isdigit() and 0 <= int(raw) <= STEPS:
+            values["step"] = int(raw)
+        else:
+            refused.append(URL["step"])
+    for name, allowed, key in (("hide", GROUPS, "hidden"), ("panels", PANELS, "panels")):
+        raw = params.get(URL[name])
+        if raw is None:
+            continue
+        names = _names(raw, allowed)
+        if names is None or (key == "panels" and not names):
+            refused.append(URL[name])
+        else:
+            values[key] = frozenset(names) if key == "hidden" else names
+    return View(**values), refused
+
+
+def to_query(view: View) -> dict[str, str]:
+    """The parameters that differ from the default view."""
+    q = {}
+    if view.present:
+        q[URL["present"]] = "1"
+    if view.step:
+        q[URL["step"]] = str(view.step)
+    if view.hidden:
+        q[URL["hide"]] = ",".join(g for g in GROUPS if g in view.hidden)
+    if view.panels != PANELS:
+        q[URL["panels"]] = ",".join(view.panels)
+    return q
+
+
+def url_keys() -> set[str]:
+    return set(URL.values())
