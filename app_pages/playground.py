@@ -100,22 +100,21 @@ def presenter_css(v: view.View) -> None:
 
 def view_controls(v: view.View) -> None:
     """Presenter toggle, and the step-through: ◀ / ▶ (or the arrow keys) reveal one step at a time."""
-    c1, c2, c3, c4 = st.columns([1.4, 1, 1, 1.2])
-    with c1:
-        st.toggle(t("pg.present"), value=v.present, key=K.present, help=t("pg.present.help"),
-                  on_change=lambda: set_view(present=bool(st.session_state[K.present])))
+    st.toggle(t("pg.present"), value=v.present, key=K.present, help=t("pg.present.help"),
+              on_change=lambda: set_view(present=bool(st.session_state[K.present])))
     if v.step == 0:
-        with c2:
-            st.button(t("pg.steps.start"), key=K.step_start, on_click=set_view, kwargs={"step": 1},
-                      help=t("pg.steps.help"))
+        st.button(t("pg.steps.start"), key=K.step_start, on_click=set_view, kwargs={"step": 1}, help=t("pg.steps.help"),
+                  width="stretch")
         return
+    c2, c3, c4 = st.columns([1, 1, 2])
     with c2:
-        st.button("◀ " + t("pg.steps.prev"), key=K.step_prev, disabled=v.step <= 1, on_click=on_step_key, args=("prev",))
+        st.button("◀", key=K.step_prev, disabled=v.step <= 1, on_click=on_step_key, args=("prev",), help=t("pg.steps.prev"),
+                  width="stretch")
     with c3:
-        st.button(t("pg.steps.next") + " ▶", key=K.step_next, disabled=v.step >= view.STEPS, on_click=on_step_key,
-                  args=("next",))
+        st.button("▶", key=K.step_next, disabled=v.step >= view.STEPS, on_click=on_step_key, args=("next",),
+                  help=t("pg.steps.next"), width="stretch")
     with c4:
-        st.button(t("pg.steps.all"), key=K.step_all, on_click=set_view, kwargs={"step": 0})
+        st.button(t("pg.steps.all"), key=K.step_all, on_click=set_view, kwargs={"step": 0}, width="stretch")
     arrow_keys(key=K.arrow_keys, on_key=on_step_key)
 
 
@@ -294,14 +293,11 @@ def body() -> None:
     v = current_view(problems)
     presenter_css(v)
     dec = settings.get("precision")
-    if v.present:
-        with st.expander(t("pg.about")):
-            st.markdown(t("pg.intro"))
-    else:
-        st.markdown(t("pg.intro"))
-    view_controls(v)
-    left, right = st.columns([5, 7], gap="medium")
+    left, right = st.columns([4, 8], gap="small")
     with left:
+        with st.expander(t("pg.about")):  # folded: the pipeline starts high on a projector screen
+            st.markdown(t("pg.intro"))
+        view_controls(v)
         inp, conv, tabs, opened = controls(v, problems)
         kept, score, args = compute_trace(inp, conv, tabs, opened, problems)
     with right:

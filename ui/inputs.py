@@ -113,9 +113,8 @@ def token_controls(problems: list, *, presets: bool = True, drawn: bool = True) 
         cross = ss.get("mode") == "cross"
         tq = _tokens("tokens", state.SCENARIO.last_tokens, problems)
         return tq, _tokens("source", state.SCENARIO.last_source, problems) if cross else tq, cross
-    c1, c2, c3 = st.columns([3, 1.3, 1.3])
-    with c1:
-        st.text_input(t("pg.tokens"), **ss.bind("tokens"), help=t("pg.tokens.help"))
+    st.text_input(t("pg.tokens"), **ss.bind("tokens"), help=t("pg.tokens.help"))
+    c2, c3 = st.columns([1, 1])
     if presets:
         with c2:
             preset_key = state.item(state.SCENARIO.preset, settings.get("lang"))  # one menu per language

@@ -35,6 +35,7 @@ class View:
     prefix: str
     clicks: str | None
     large: bool = False  # presenter view: larger type and cells
+    compact: bool = False  # the formula on the title's line
 
     @property
     def axes(self) -> dict:
@@ -56,7 +57,7 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
 
     ``shows(step)`` picks the panels drawn (the step-through, a lesson link); ``per_row`` fixes
     how many maps stand side by side (default: three while every column fits, else two)."""
-    v = View(list(q_labels), list(k_labels), conv, dec, prefix, clicks, large)
+    v = View(list(q_labels), list(k_labels), conv, dec, prefix, clicks, large, compact=not header)
     A = trace.attn
     if header:
         st.subheader(t("pg.pipeline"))
@@ -75,7 +76,7 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
 
 
 def _map(v: View, step: str, title: str, latex: str, shape: str, z, **kw) -> None:
-    panel_header(title, latex, shape)
+    panel_header(title, latex, shape, compact=v.compact)
     show_heatmap(heatmap(z, decimals=v.dec, title=title, large=v.large, **(v.axes | kw)), key=v.key(step))
 
 
@@ -93,7 +94,8 @@ def _scaled(v: View, A) -> None:
 
 def _masked(v: View, A) -> None:
     neg = np.isneginf(A.logits.numpy())
-    _map(v, "masked", t("step.masked"), formulas.MASKED[v.conv], f"({v.square}) + M ({v.square}) → ({v.square})",
+    latex = formulas.SHORT["masked"] if v.compact else formulas.MASKED[v.conv]
+    _map(v, "masked", t("step.masked"), latex, f"({v.square}) + M ({v.square}) → ({v.square})",
          np.where(neg, 0.0, A.logits.numpy()), neg_inf=neg)
 
 
@@ -101,14 +103,17 @@ def _weights(v: View, A, query: int | None) -> None:
     sums, fully = A.weight_sums.numpy(), A.fully_masked.numpy()
     notes = [("Σ " + f"{s:.{v.dec}f}") if not f else t("pg.fully_masked_short") for s, f in zip(sums, fully, strict=True)]
     hl = {} if query is None else ({"highlight_row": query} if v.conv == "row" else {"highlight_col": query})
-    panel_header(t("step.weights"), formulas.SOFTMAX[v.conv], f"softmax ({v.square}) → ({v.square})")
-    if v.clicks:
+    latex = formulas.SHORT["weights"][v.conv] if v.compact else formulas.SOFTMAX[v.conv]
+    panel_header(t("step.weights"), latex, f"softmax ({v.square}) → ({v.square})", compact=v.compact)
+    if v.clicks and not v.compact:
         st.caption(t("pg.weights.click"))
     spec = heatmap(A.weights.numpy(), decimals=v.dec, sequential=True, side_text=notes if v.conv == "row" else None,
                    clickable=bool(v.clicks), title=t("step.weights"), large=v.large, **(v.axes | hl))
     if v.conv == "column":
         st.caption(t("pg.column_sums") + "  " + ",  ".join(notes))
     show_heatmap(spec, key=v.key("weights"), click_queue=v.clicks)
+    if v.clicks and v.compact:
+        st.caption(t("pg.weights.click"))
     if fully.any():
         st.warning(t("pg.fully_masked", names=", ".join(md(v.q_labels[i]) for i in np.flatnonzero(fully))))
 
@@ -123,5 +128,6 @@ def _output(v: View, A, d_v: int) -> None:
     else:
         shape = f"V ({d_v}×{n_k}) · α ({n_k}×{n_q}) → ({d_v}×{n_q})"
         kw = {"y_labels": vl, "y_title": t("axis.dim"), "x_labels": shorts(v.q_labels), "x_title": t("axis.query")}
-    _map(v, "output", t("step.output"), formulas.OUTPUT[v.conv], shape, O, **kw)
+    _map(v, "output", t("step.output"), formulas.SHORT["output"][v.conv] if v.compact else formulas.OUTPUT[v.conv], shape, O,
+         **kw)
     st.caption(t("pg.output.note"))

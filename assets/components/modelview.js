@@ -1,6 +1,7 @@
 // Attention Lab model view: every head of every layer of a trained model as a small map, all on
 // ONE canvas (72 maps are one element, not 72). Click a map to open that head.
-// The weights arrive as base64 little-endian uint16, value = round(α · scale), laid out (L, H, n, n).
+// The weights arrive as base64 little-endian uint16 (or uint8 for long sentences: data.bytes),
+// value = round(α · scale), laid out (L, H, n, n).
 // Learner text (the tokens) is only ever set with textContent.
 const STOPS = [[0.0, [247, 251, 255]], [0.5, [107, 174, 214]], [1.0, [8, 48, 107]]];  // = ui/widgets/heatmap.py _SEQ
 
@@ -34,7 +35,9 @@ export default function (component) {
   }
   const L = data.layers, H = data.heads, n = data.n, scale = data.scale;
   const view = decode(data.w);
-  const value = (l, h, i, j) => view.getUint16(2 * (((l * H + h) * n + i) * n + j), true) / scale;
+  const at16 = (k) => view.getUint16(2 * k, true), at8 = (k) => view.getUint8(k);
+  const get = data.bytes === 2 ? at16 : at8;
+  const value = (l, h, i, j) => get(((l * H + h) * n + i) * n + j) / scale;
 
   // geometry: a column of layer numbers, a row of head numbers, H × L square maps
   const width = Math.max(360, Math.floor(root.getBoundingClientRect().width) || 900);
@@ -105,7 +108,8 @@ export default function (component) {
     const c = at(e);
     canvas.style.cursor = c ? "pointer" : "default";
     info.textContent = c ? data.layer_word + " " + c[0] + ", " + data.head_word + " " + c[1] + ":   " +
-      data.tokens[c[2]] + " → " + data.tokens[c[3]] + "   α = " + value(c[0], c[1], c[2], c[3]).toFixed(4) : "\u00a0";
+      data.tokens[c[2]] + " → " + data.tokens[c[3]] + "   α = " + value(c[0], c[1], c[2], c[3]).toFixed(data.bytes === 2 ? 4 : 3) :
+      "\u00a0";
   });
   canvas.addEventListener("mouseleave", () => { info.textContent = "\u00a0"; });
   canvas.addEventListener("click", (e) => {

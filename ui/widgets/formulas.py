@@ -59,3 +59,10 @@ PROJECTION = {
 
 def scale_text(scale_mode: str) -> str:
     return {"auto": r"s = \text{the function's own scale}", "sqrt_dk": r"s = 1/\sqrt{d_k}", "none": r"s = 1"}[scale_mode]
+
+# one-line forms for the compact pipeline beside the Playground's controls
+SHORT = {
+    "masked": r"L = \tilde S + M",
+    "weights": {"row": r"\alpha = \mathrm{softmax}_{\text{row}}(L)", "column": r"\alpha = \mathrm{softmax}_{\text{col}}(L)"},
+    "output": {"row": r"O = \alpha V", "column": r"O = V \alpha"},
+}

@@ -18,13 +18,17 @@ def dim_labels(d: int, prefix: str = "d") -> list[str]:
     return [f"{prefix}{i}" for i in range(d)]
 
 
-def panel_header(title: str, latex: str, shape: str) -> None:
+def panel_header(title: str, latex: str, shape: str, *, compact: bool = False) -> None:
     """A panel's bold title, its formula and its shape line as one element.
 
     One element instead of three: every element is a message the browser renders on each
-    rerun, and the pipeline has five panels. ``title`` is UI text (no learner input)."""
+    rerun, and the pipeline has five panels. ``compact`` puts the formula on the title's line
+    (the Playground's pipeline beside its controls). ``title`` is UI text (no learner input)."""
     badge = f"<span class='shape-badge'>{html.escape(shape, quote=True)}</span>"
-    st.markdown(f"**{title}**\n\n$$\n{latex}\n$$\n\n{badge}", unsafe_allow_html=True)
+    if compact:
+        st.markdown(f"**{title}** &nbsp; ${latex}$\n\n{badge}", unsafe_allow_html=True)
+    else:
+        st.markdown(f"**{title}**\n\n$$\n{latex}\n$$\n\n{badge}", unsafe_allow_html=True)
 
 
 def shape_badge(text: str) -> None:
@@ -38,6 +42,9 @@ CSS = """
   font-size: 0.92rem;
   background: #eef2ff; color: #1e3a8a; border-radius: 6px; padding: 2px 8px; display: inline-block;}
 div[data-testid="stMetricValue"] {font-size: 1.4rem;}
+/* a compact header: the pipeline should start high on a 720-pixel projector screen */
+.stMainBlockContainer {padding-top: 2.2rem; padding-left: 2.5rem; padding-right: 2.5rem;}
+h1 {font-size: 2.1rem !important; padding-top: 0.2rem !important; padding-bottom: 0.4rem !important;}
 </style>
 """
 

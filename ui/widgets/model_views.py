@@ -14,7 +14,9 @@ import streamlit as st
 from ..i18n import t
 from .heatmap import ASSETS
 
-SCALE = 10_000  # model-view weights travel as uint16 round(α · SCALE): 4 decimals, 2 bytes each
+SCALE = 10_000  # model-view weights travel as uint16 round(α · SCALE): 4 decimals, 2 bytes each …
+WIDE = 64  # … up to this many tokens; beyond, as uint8 round(α · 255) (the colour's own precision):
+# 6 · 12 · 128² weights are 1.6 MB of base64 instead of 3.1 MB on every rerun
 LINE_MIN = 0.005  # head-view lines fainter than this are not drawn (invisible at that opacity)
 HEAD_COLOUR = ("#2563eb", "37,99,235")  # the line colour, and the same as "r,g,b" for token shading
 
@@ -32,18 +34,21 @@ _HEAD_VIEW = st.components.v2.component(
 
 def model_view(attentions: np.ndarray, tokens: Sequence[str], selected: tuple[int, int], *, layer_word: str,
                head_word: str, axes: str) -> dict:
-    """The spec of the model view of attentions (L, H, n, n): weights packed as base64 uint16."""
+    """The spec of the model view of attentions (L, H, n, n): weights packed as base64 uint16 (uint8 beyond WIDE)."""
     A = np.asarray(attentions, dtype=np.float64)
     L, H, n, _ = A.shape
-    packed = np.round(np.clip(A, 0.0, 1.0) * SCALE).astype("<u2")  # (L, H, n, n)
-    return {"layers": L, "heads": H, "n": n, "scale": SCALE, "w": base64.b64encode(packed.tobytes()).decode("ascii"),
+    scale, dtype = (SCALE, "<u2") if n <= WIDE else (255, "u1")
+    packed = np.round(np.clip(A, 0.0, 1.0) * scale).astype(dtype)  # (L, H, n, n)
+    return {"layers": L, "heads": H, "n": n, "scale": scale, "bytes": packed.itemsize,
+            "w": base64.b64encode(packed.tobytes()).decode("ascii"),
             "tokens": [str(tok) for tok in tokens], "selected": [int(selected[0]), int(selected[1])],
             "layer_word": layer_word, "head_word": head_word, "axes": axes}
 
 
 def model_view_weights(spec: dict) -> np.ndarray:
     """The (L, H, n, n) weights a model-view spec draws (what the canvas decodes)."""
-    raw = np.frombuffer(base64.b64decode(spec["w"]), dtype="<u2").astype(np.float64) / spec["scale"]
+    dtype = "<u2" if spec["bytes"] == 2 else "u1"
+    raw = np.frombuffer(base64.b64decode(spec["w"]), dtype=dtype).astype(np.float64) / spec["scale"]
     return raw.reshape(spec["layers"], spec["heads"], spec["n"], spec["n"])
 
 
