@@ -35,7 +35,7 @@ def main() -> None:
     current = st.navigation(_sections(pages), position="sidebar")
     name = next(n for n, p in pages.items() if p.url_path == current.url_path)
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",
-                       initial_sidebar_state="expanded")
+                       initial_sidebar_state="auto")  # folded on a phone
     inject_css()
     settings.sidebar()
     settings.mirror_to_url()

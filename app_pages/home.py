@@ -28,6 +28,13 @@ def where_to_start() -> None:
         st.markdown(explain("start_class"))
 
 
+def sources() -> None:
+    """The five source documents, by title, in the learner's language."""
+    with st.expander(t("sources.title")):
+        st.caption(t("sources.help"))
+        st.markdown("\n".join(f"- {t(f'sources.{n:03d}')}" for n in range(5)))
+
+
 def for_teachers() -> None:
     """The curriculum mapping, for teachers only (learners read plain titles)."""
     with st.expander(t("home.teachers")):
@@ -42,4 +49,5 @@ st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{Q K^\top}
 st.caption(t("home.formula_note"))
 page_map()
 where_to_start()
+sources()
 for_teachers()
