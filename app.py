@@ -32,7 +32,7 @@ def _sections(pages: dict[str, st.Page]) -> dict[str, list[st.Page]]:
 def main() -> None:
     refused = settings.init()
     pages = _pages()
-    current = st.navigation(_sections(pages), position="sidebar")
+    current = st.navigation(_sections(pages), position="sidebar", expanded=True)
     name = next(n for n, p in pages.items() if p.url_path == current.url_path)
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",
                        initial_sidebar_state="auto")  # folded on a phone

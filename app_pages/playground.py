@@ -11,6 +11,7 @@ import streamlit as st
 import core
 from ui import export, page, scenario, settings, state, view
 from ui import scenario_state as ss
+from ui.code_export import code_panel
 from ui.i18n import labeller, t
 from ui.inputs import Where, by_label, inputs, mask_controls, score_params
 from ui.pipeline import pipeline, weights_key
@@ -245,6 +246,7 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
                            file_name="attention-scenario.json", mime="application/json", key=K.dl_json)
     st.file_uploader(t("share.upload"), type=["json"], key=K.upload, on_change=on_upload,
                      help=t("share.upload.help", limit=scenario.MAX_JSON_BYTES // 1024))
+    code_panel(args, title=t("page.playground.title"), key_prefix=K.code, tokens_q=q_labels, tokens_k=k_labels)
 
 
 # ---------------------------------------------------------------------------- the page

@@ -30,7 +30,7 @@ STEPS = {
 
 # the pre-norm formulas exactly as one source prints them: a missing backslash before
 # "operatorname" makes LaTeX set the word in italic letters
-PRINTED_PRE_NORM = (r"Z = X+operatorname{MHA}(\operatorname{LayerNorm}(X))\qquad "
+PRINTED_PRE_NORM = (r"Z = X+operatorname{MHA}(\operatorname{LayerNorm}(X))",
                     r"Y = Z+operatorname{FFN}(\operatorname{LayerNorm}(Z))")
 
 
@@ -38,8 +38,9 @@ def source_typo() -> None:
     """Under the pre-norm column: the source's formula as printed, beside the correct one above."""
     with st.container(border=True):
         st.markdown(f"**{t('tb.typo.printed')}**")
-        st.latex(PRINTED_PRE_NORM)
-        st.code(PRINTED_PRE_NORM, language="latex", wrap_lines=True)
+        for line in PRINTED_PRE_NORM:
+            st.latex(line)
+        st.code("\n".join(PRINTED_PRE_NORM), language="latex", wrap_lines=True)
         st.caption(t("tb.typo"))
 
 

@@ -147,7 +147,11 @@ def lesson_text(lesson: tut.Lesson, lang: str) -> None:
 def lesson_tools(lesson: tut.Lesson) -> None:
     """Reload the example, open it in the Playground (the link carries the lesson's scenario)."""
     values, matrices, _ = scenario.validate(lesson.scenario_dict())
-    st.caption(t("tu.loaded"))
+    now = ss.values()
+    if any(now[n] != values[n] for n in ("tokens", "mode", "embedding", "qkv", "d_model")):  # changed on another page
+        st.warning(t("tu.drifted"))
+    else:
+        st.caption(t("tu.loaded"))
     st.button(t("tu.reload"), key=K.reload, on_click=load, args=(lesson.scenario_dict(), lesson.id),
               icon=":material/restart_alt:")
     st.page_link(nav.PAGE_BY_NAME["playground"].file, label=t("tu.open_playground"), icon=":material/tune:",
@@ -209,7 +213,7 @@ def score_controls(problems: list, lesson: tut.Lesson, d_k: int) -> tuple[str, d
 
 def weights_map(A, inp, dec: int, *, query: int | None = None, key: str = K.weights) -> None:
     """The weights heatmap (row = query, with row sums); a click selects the query."""
-    st.markdown(f"**{t('step.weights')}**")
+    st.markdown(f"**{t('tu.weights')}**")
     sums = [f"Σ {s:.{dec}f}" for s in A.weight_sums.numpy()]
     show_heatmap(heatmap(A.weights.numpy(), x_labels=shorts(inp.k_labels), y_labels=shorts(inp.q_labels),
                          x_title=t("axis.key"), y_title=t("axis.query"), decimals=dec, sequential=True, side_text=sums,
@@ -236,9 +240,9 @@ def inspector(A, inp, dec: int) -> None:
 def mask_maps(A, inp, dec: int) -> None:
     """The masked logits (−∞ where hidden) beside the weights."""
     neg = np.isneginf(A.logits.numpy())
-    c1, c2 = st.columns(2)
+    c1, c2 = st.columns([5, 6])  # the weights carry their row sums
     with c1:
-        st.markdown(f"**{t('step.masked')}**")
+        st.markdown(f"**{t('tu.logits')}**")
         show_heatmap(heatmap(np.where(neg, 0.0, A.logits.numpy()), x_labels=shorts(inp.k_labels),
                              y_labels=shorts(inp.q_labels), x_title=t("axis.key"), y_title=t("axis.query"),
                              decimals=dec, neg_inf=neg), key=K.logits)
@@ -341,11 +345,12 @@ def position_panel(tokens: list[str], dec: int) -> None:
         pe = core.positional.sinusoidal(n, d).numpy() if with_pe else None
         c = compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], pe)
         st.markdown(f"**{t('ps.with_pe' if with_pe else 'ps.without_pe')}**")
-        for col, (name, key) in zip(st.columns(2), (("sa_px", K.sa_px), ("p_sa_x", K.p_sa_x)), strict=True):
+        cols = st.columns(2) if d <= 4 else (st.container(), st.container())  # wide tables one under the other
+        for col, (name, key) in zip(cols, (("sa_px", K.sa_px), ("p_sa_x", K.p_sa_x)), strict=True):
             with col:
                 st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
                 show_heatmap(heatmap(c[name], x_labels=dim_labels(d, "v"), y_labels=permuted, x_title=t("axis.dim"),
-                                     y_title=t("axis.query"), decimals=min(dec, 3)), key=state.item(key, with_pe))
+                                     y_title=t("axis.query"), decimals=min(dec, 2)), key=state.item(key, with_pe))
         equal = c["max_diff"] < 1e-5
         box = st.info if with_pe and equal else (st.success if equal != with_pe else st.warning)  # info: nothing moved
         box(t("ps.diff", gap=f"{c['max_diff']:.3g}") + " — " + t("ps.equal" if equal else "ps.differ"))
@@ -404,7 +409,7 @@ def on_apply(lesson_id: str, exercise_id: str) -> None:
 def answer_widget(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
     key = state.item(K.answer, ex.id)
     if ex.kind == "number":
-        st.text_input(t("tu.answer"), key=key, placeholder="0.00")
+        st.text_input(t("tu.answer"), key=key, placeholder="0" if ex.tolerance == 0 else "0.00")
     elif ex.kind == "predict":
         toks = key_tokens(lesson)
         st.radio(t("tu.predict"), list(range(len(toks))), index=None, key=key, horizontal=True,

@@ -14,11 +14,11 @@ always returns a :class:`Feedback` — never raises — whatever the answer is:
 * ``predict``    answer: int key index (0-based; a digit string or the key's token also works)
 * ``choice``     answer: str option id (one of ``exercise.options``)
 * ``make_it_so`` answer: a mapping, the state of the live panel — the scenario values
-  (``ui.shared.values()``), ``"matrices"`` (the learner's edited matrices by name, as the share
+  (``ui.scenario_state.values()``), ``"matrices"`` (the learner's edited matrices by name, as the share
   link carries them), ``"seed"`` (the settings seed) and the panel keys listed in
-  ``exercise.needs`` that are not scenario names (``"mh.d_model"``, ``"mh.heads"``, ``"ps.d"``,
-  ``"ps.perm"``). ``needs`` names what the learner is meant to change; ``"matrices.K"`` means
-  the K matrix. A state that changed anything else is answered ``common.changed_other``.
+  ``exercise.needs`` that are not scenario names (:data:`MH_D_MODEL`, :data:`MH_HEADS`, :data:`PS_D_KEY`,
+  :data:`PS_PERM`: the multi-head and position controls). ``needs`` names what the learner is meant
+  to change; ``"matrices.K"`` means the K matrix. A state that changed anything else is answered ``common.changed_other``.
 
 Text lives in ``assets/lessons``: ``<lesson-id>.<lang>.md`` and ``exercises.<lang>.json``
 (prompts, hints, feedback; ``{placeholders}`` take the Feedback's ``values`` through
@@ -74,6 +74,11 @@ _MAX_DIM = 16
 _MAX_TOKENS = 512
 TEMPERATURE_GRID = tuple(round(0.1 * i, 1) for i in range(1, 51))  # the Playground's slider: 0.1 … 5.0
 _TIE = 1e-6  # weights closer than this count as tied
+# Panel keys a make_it_so state may carry besides the scenario: the names of the multi-head and position
+# pages' controls in ui.state (MULTI_HEAD.d_model, MULTI_HEAD.heads, POSITION.d, POSITION.perm; a test
+# keeps them equal — core may not import ui).
+MH_D_MODEL, MH_HEADS = "multi_head.d_model", "multi_head.heads"
+PS_D_KEY, PS_PERM = "position.d", "position.perm"
 
 
 # --------------------------------------------------------------------------- results
@@ -92,7 +97,7 @@ class Feedback:
 class Reveal:
     """The right answer and its derivation: ``answer`` is the number, the key index, the option
     id, or for make_it_so an example of the state changes that solve it (``{"temperature": 0.1}``,
-    ``{"matrices": {"K": [[…]]}}``, ``{"mh.heads": 4}``)."""
+    ``{"matrices": {"K": [[…]]}}``, ``{MH_HEADS: 4}``)."""
 
     answer: Any
     message_key: str
@@ -161,7 +166,7 @@ def _token_list(text, name: str) -> list[str]:
 
 def _matrix(state: Mapping, name: str, generated: torch.Tensor) -> torch.Tensor:
     """The learner's matrix ``name`` when it has the generated one's shape, else the generated one
-    (as ui.shared.editable: a vector counts as a column; a matrix of another shape is dropped)."""
+    (as ui.scenario_state.editable: a vector counts as a column; a matrix of another shape is dropped)."""
     mats = state.get("matrices") or {}
     if not isinstance(mats, Mapping) or mats.get(name) is None:
         return generated
@@ -197,8 +202,8 @@ class LessonTrace:
 
 
 def scenario_trace(state: Mapping, *, seed: int | None = None) -> LessonTrace:
-    """The numbers of a scenario state, built as the Playground builds them (ui.shared.inputs and
-    ui.shared.run): tokens → embedding (C18 table, seeded per-token random, one-hot) → the
+    """The numbers of a scenario state, built as the Playground builds them (ui.inputs.inputs and
+    ui.scenario_state.run): tokens → embedding (C18 table, seeded per-token random, one-hot) → the
     learner's matrices → Q/K/V (identity, projection W, direct) → score parameters → scale,
     temperature → causal & padding & clicked-cell mask → core.lab.playground, in row convention.
 
@@ -940,8 +945,8 @@ def _l7_shape():
 
 
 def _l7_judge(state: Mapping, lt: LessonTrace) -> Feedback:
-    d = _int(state.get("mh.d_model", MH_D), 1, 64, "mh.d_model")
-    H = _int(state.get("mh.heads", MH_H), 1, 64, "mh.heads")
+    d = _int(state.get(MH_D_MODEL, MH_D), 1, 64, MH_D_MODEL)
+    H = _int(state.get(MH_HEADS, MH_H), 1, 64, MH_HEADS)
     if d % H:
         return Feedback(False, "common.bad_state")
     tr = _mh(state, d, H)
@@ -955,7 +960,7 @@ def _l7_judge(state: Mapping, lt: LessonTrace) -> Feedback:
 
 def _l7_example():
     H = next(h for h in range(1, MH_D + 1) if MH_D % h == 0 and _mh(L7, MH_D, h).q.shape[-1] == MH_TARGET)
-    return {"mh.d_model": MH_D, "mh.heads": H}, {"d": MH_D, "H": H, "d_k": MH_TARGET}
+    return {MH_D_MODEL: MH_D, MH_HEADS: H}, {"d": MH_D, "H": H, "d_k": MH_TARGET}
 
 
 # ---- 8. order and position -----------------------------------------------------------------
@@ -964,7 +969,7 @@ PS_D = 8
 
 
 def _ps(state: Mapping, perm: tuple[int, ...], d: int, with_pe: bool):
-    """The position panel's numbers for one order (as ui.position builds them)."""
+    """The position panel's numbers for one order (as app_pages/position.py builds them)."""
     seed = _int(state.get("seed", 0), 0, 2**31 - 1, "seed")
     toks = _token_list(_get(state, "tokens"), "tokens")
     X = _tokens.embed(toks, d, seed=seed)
@@ -1004,8 +1009,8 @@ def _parse_perm(text, n: int) -> tuple[int, ...] | None:
 
 def _l8_judge(state: Mapping, lt: LessonTrace) -> Feedback:
     n = len(lt.q_tokens)
-    d = _int(state.get("ps.d", PS_D), 1, 64, "ps.d")
-    perm = _parse_perm(state.get("ps.perm", ""), n)
+    d = _int(state.get(PS_D_KEY, PS_D), 1, 64, PS_D_KEY)
+    perm = _parse_perm(state.get(PS_PERM, ""), n)
     if perm is None:
         return _fb(False, "position.move.bad_perm", last=n - 1)
     diff = _token_diff(_ps(state, perm, d, False), M)
@@ -1022,7 +1027,7 @@ def _l8_example():
     perm = (3, 0, 1, 2)
     diff = _token_diff(_ps(L8, perm, PS_D, False), M)
     diff_pe = _token_diff(_ps(L8, perm, PS_D, True), M)
-    return {"ps.perm": "3 0 1 2", "ps.d": PS_D}, {"token": C18[M], "diff": diff, "diff_pe": diff_pe,
+    return {PS_PERM: "3 0 1 2", PS_D_KEY: PS_D}, {"token": C18[M], "diff": diff, "diff_pe": diff_pe,
                                                   "order": " ".join(C18[i] for i in perm)}
 
 
@@ -1119,14 +1124,14 @@ def _build() -> tuple[Lesson, ...]:
                     diagnoses=("times", "d_model", "heads"), prompt_values=_pv(d=MH_D, H=MH_H)),
             _choice_ex("multi-head.weights-shape", ("1x2x4x4", "1x4x4", "1x4x2x4", "2x4x4x1"), _l7_shape,
                        prompt_values=_pv(H=MH_H, n=len(C18))),
-            _make_it_so("multi-head.heads", L7, ("mh.d_model", "mh.heads"), _l7_judge, _l7_example, ("keep_d", "wrong_dk"),
+            _make_it_so("multi-head.heads", L7, (MH_D_MODEL, MH_HEADS), _l7_judge, _l7_example, ("keep_d", "wrong_dk"),
                         check_tokens=False, compare=False, prompt_values=_pv(d=MH_D, target=MH_TARGET)),
         ]),
         _lesson("position", "position", L8, [
             _choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[M])),
             _number("position.pe-value", _l8_pe, tolerance=0.01, lo=-1.0, hi=1.0, range_key="position.pe-value.outside",
                     diagnoses=("degrees", "cosine", "pos0"), prompt_values=_pv(pos=1, dim=0, tol=0.01)),
-            _make_it_so("position.move", L8, ("ps.perm", "ps.d"), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
+            _make_it_so("position.move", L8, (PS_PERM, PS_D_KEY), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
                         compare=False, prompt_values=_pv(token=C18[M])),
         ]),
         _lesson("cross-attention", "weights", L9, [
@@ -1161,7 +1166,7 @@ def _table(lang: str) -> dict[str, str]:
         return json.load(f)
 
 
-def text(key: str, lang: str = "en", **values) -> str:
+def text(key: str, lang: str = "en", /, **values) -> str:
     """An exercise string in ``lang`` (English fallback, then the key itself), formatted with
     ``values``; a string whose placeholders do not fit the values comes back unformatted."""
     lang = lang if lang in LANGS else "en"

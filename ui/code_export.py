@@ -27,13 +27,6 @@ def _with_tokens(args: dict, tokens_q: Sequence[str] | None, tokens_k: Sequence[
     return out
 
 
-def snippets(args: dict, *, tokens_q: Sequence[str] | None = None,
-             tokens_k: Sequence[str] | None = None) -> tuple[str, str]:
-    """(core snippet, plain-PyTorch snippet) of the scenario; raises ValueError like core.codegen."""
-    full = _with_tokens(args, tokens_q, tokens_k)
-    return codegen.core_snippet(full), codegen.torch_snippet(full)
-
-
 def code_panel(args: dict, *, title: str, key_prefix: str, tokens_q: Sequence[str] | None = None,
                tokens_k: Sequence[str] | None = None, formulas_md: str | Sequence[str] | None = None,
                file_stem: str = "attention-lab") -> None:

@@ -277,13 +277,9 @@ def causal_checkbox(cross: bool, *, help_key: str = "pg.mask.causal.help") -> No
 def mask_controls(n_q: int, n_k: int, q_labels, k_labels, conv: str, *, cross: bool, chart_key: str,
                   click_queue: str, clear_key: str):
     """Causal checkbox, PAD tokens and the clickable mask map; returns the combined row mask or None."""
-    m1, m2 = st.columns([1, 2])
-    with m1:
-        causal_checkbox(cross)
-    with m2:
-        ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < n_k])
-        by_label(st.multiselect, "pad", k_labels, t("pg.mask.pad"), help=t("pg.mask.pad.help"),
-                 placeholder=t("pg.mask.pad.none"))
+    causal_checkbox(cross)
+    ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < n_k])
+    by_label(st.multiselect, "pad", k_labels, t("pg.mask.pad"), help=t("pg.mask.pad.help"), placeholder=t("pg.mask.pad.none"))
     mask = ss.current_mask(n_q, n_k, cross=cross)
     st.caption(t("pg.mask.custom.help"))
     mshow = np.ones((n_q, n_k)) if mask is None else mask.astype(float)

@@ -77,7 +77,8 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
 
 def _map(v: View, step: str, title: str, latex: str, shape: str, z, **kw) -> None:
     panel_header(title, latex, shape, compact=v.compact)
-    show_heatmap(heatmap(z, decimals=v.dec, title=title, large=v.large, **(v.axes | kw)), key=v.key(step))
+    show_heatmap(heatmap(z, decimals=v.dec, title=title, large=v.large, compact=v.compact, **(v.axes | kw)),
+                 key=v.key(step))
 
 
 def _scores(v: View, trace, score: str) -> None:
@@ -108,7 +109,7 @@ def _weights(v: View, A, query: int | None) -> None:
     if v.clicks and not v.compact:
         st.caption(t("pg.weights.click"))
     spec = heatmap(A.weights.numpy(), decimals=v.dec, sequential=True, side_text=notes if v.conv == "row" else None,
-                   clickable=bool(v.clicks), title=t("step.weights"), large=v.large, **(v.axes | hl))
+                   clickable=bool(v.clicks), title=t("step.weights"), large=v.large, compact=v.compact, **(v.axes | hl))
     if v.conv == "column":
         st.caption(t("pg.column_sums") + "  " + ",  ".join(notes))
     show_heatmap(spec, key=v.key("weights"), click_queue=v.clicks)

@@ -79,7 +79,7 @@ def last_valid(widget_key: str) -> str:
 # ------------------------------------------------------------------ pages
 PLAYGROUND = _room("playground", "clicks tab tab_id upload chart_weights chart_mask mask_clear fig_alpha fig_contrib "
                    "dl_csv dl_json pipeline view view_loaded present step_start step_prev step_next step_all arrow_keys "
-                   "lesson_groups lesson_panels lesson_present")
+                   "lesson_groups lesson_panels lesson_present code")
 PIPELINE = _room("pipeline", "scores scaled masked weights output")  # suffixes of a pipeline's chart keys
 NOTATIONS = _room("notations", "clicks selected row col right wrong")
 SCORE_FUNCTIONS = _room("score_functions", "scores weights cos_dot cos_normed cos_cos exp_d exp_var exp_hist exp_plot "
@@ -92,10 +92,10 @@ POSITION = _room("position", "d perm shuffle shuffles n perm_n sa_px p_sa_x sin 
 SEQ2SEQ = _room("seq2seq", "task att input task_of_input train asked loss map t_slider e alpha vectors measure curve")
 TRANSFORMER_BLOCK = _room("transformer_block", "act map measure complexity time mem")
 VISION_TRANSFORMER = _room("vision_transformer", "choice upload image source error P cls query cols overlay grid "
-                           "use_cls clicks")
+                           "use_cls clicks weights gen_choice gen_seed new_images layer probs")
 TUTORIAL = _room("tutorial", "lesson progress answer tries reveal panel feedback check apply setup loaded url_loaded "
                  "notes pick prev next reload clicks weights pipeline alpha contrib mask_chart mask_clear logits heads "
-                 "sa_px p_sa_x last_trace")  # the tutorial's own keys
+                 "sa_px p_sa_x")  # the tutorial's own keys
 CODE_EXPORT = _room("code_export", "download")  # "copy as code": one download button per key prefix
 TRAINED_MODEL = _room("trained_model", "text preset layer head grid head_view heatmap pipeline patterns sort clicks "
-                      "open_top")
+                      "open_top sentence")

@@ -16,6 +16,7 @@ export default function (component) {
   };
   root.alToken = null;  // a newer draw cancels a pending redraw
   root.classList.toggle("present", !!data.present);  // presenter view: larger type and cells
+  root.classList.toggle("compact", !!data.compact && !data.present);  // beside the controls: lower rows
   if (!data.text) {
     drawCanvas(root, data, setTriggerValue, true);
     return;

@@ -109,6 +109,13 @@ def test_lessons_ids_panels_and_exercise_counts():
     assert len({ex.id for ex in ALL}) == len(ALL)
 
 
+def test_panel_keys_are_the_pages_session_keys():
+    from ui import state as ui_state
+
+    assert (T.MH_D_MODEL, T.MH_HEADS) == (ui_state.MULTI_HEAD.d_model, ui_state.MULTI_HEAD.heads)
+    assert (T.PS_D_KEY, T.PS_PERM) == (ui_state.POSITION.d, ui_state.POSITION.perm)
+
+
 def test_scenario_defaults_mirror_ui():
     assert {k: list(v) if isinstance(v, tuple) else v for k, v in T.SCENARIO_DEFAULTS.items()} == scenario.DEFAULTS
 
@@ -225,8 +232,8 @@ def test_choice_exercises_refuse_bad_input_and_explain_each_wrong_option(ex):
             assert wrong(check(ex.id, o), f"{ex.id}.why.{o}")
 
 
-GARBAGE_STATE = {"temperature": "hot", "causal": "maybe", "pad": "x", "blocked": "x", "mh.d_model": "big",
-                 "mh.heads": "many", "ps.d": "wide", "ps.perm": ["not", "text"]}
+GARBAGE_STATE = {"temperature": "hot", "causal": "maybe", "pad": "x", "blocked": "x", T.MH_D_MODEL: "big",
+                 T.MH_HEADS: "many", T.PS_D_KEY: "wide", T.PS_PERM: ["not", "text"]}
 
 
 @pytest.mark.parametrize("ex", [e for e in ALL if e.kind == "make_it_so"], ids=lambda e: e.id)
@@ -509,11 +516,11 @@ def test_multi_head():
     assert ok(check("multi-head.weights-shape", f"1x{H}x{n}x{n}"))
     solutions = [h for h in range(1, d + 1) if d % h == 0 and d // h == 2]
     assert solutions == [4]
-    assert ok(check("multi-head.heads", {**state("multi-head"), "mh.d_model": 8, "mh.heads": 4}))
-    assert wrong(check("multi-head.heads", {**state("multi-head"), "mh.d_model": 8, "mh.heads": 2}), "multi-head.heads.wrong_dk")
-    assert wrong(check("multi-head.heads", {**state("multi-head"), "mh.d_model": 4, "mh.heads": 2}), "multi-head.heads.keep_d")
-    assert wrong(check("multi-head.heads", {**state("multi-head"), "mh.d_model": 8, "mh.heads": 3}), "common.bad_state")
-    assert wrong(check("multi-head.heads", {**state("multi-head"), "mh.heads": "many"}), "common.bad_state")
+    assert ok(check("multi-head.heads", {**state("multi-head"), T.MH_D_MODEL: 8, T.MH_HEADS: 4}))
+    assert wrong(check("multi-head.heads", {**state("multi-head"), T.MH_D_MODEL: 8, T.MH_HEADS: 2}), "multi-head.heads.wrong_dk")
+    assert wrong(check("multi-head.heads", {**state("multi-head"), T.MH_D_MODEL: 4, T.MH_HEADS: 2}), "multi-head.heads.keep_d")
+    assert wrong(check("multi-head.heads", {**state("multi-head"), T.MH_D_MODEL: 8, T.MH_HEADS: 3}), "common.bad_state")
+    assert wrong(check("multi-head.heads", {**state("multi-head"), T.MH_HEADS: "many"}), "common.bad_state")
 
 
 # ------------------------------------------------------------------ 8. position
@@ -534,13 +541,13 @@ def test_position():
     assert wrong(check("position.pe-value", "0.5"), "position.pe-value.wrong")
     assert wrong(check("position.pe-value", "0"), "position.pe-value.pos0")  # sin(0): position 0
     for order in ("3 0 1 2", "1,0,2,3", "0 1 3 2"):
-        fb = check("position.move", {**state("position"), "ps.perm": order, "ps.d": 8})
+        fb = check("position.move", {**state("position"), T.PS_PERM: order, T.PS_D_KEY: 8})
         assert ok(fb) and fb.values["diff"] < 1e-5 < fb.values["diff_pe"]
-    assert ok(check("position.move", {**state("position"), "ps.perm": "3 2 1 0", "ps.d": 4, "seed": 7}))
-    assert wrong(check("position.move", {**state("position"), "ps.perm": "0 1 2 3"}), "position.move.same")
+    assert ok(check("position.move", {**state("position"), T.PS_PERM: "3 2 1 0", T.PS_D_KEY: 4, "seed": 7}))
+    assert wrong(check("position.move", {**state("position"), T.PS_PERM: "0 1 2 3"}), "position.move.same")
     for bad in ("0 0 1 2", "abc", "0 1 2", "", 5):
-        assert wrong(check("position.move", {**state("position"), "ps.perm": bad}), "position.move.bad_perm")
-    assert wrong(check("position.move", {**state("position", tokens="a b c d"), "ps.perm": "3 0 1 2"}), "common.wrong_tokens")
+        assert wrong(check("position.move", {**state("position"), T.PS_PERM: bad}), "position.move.bad_perm")
+    assert wrong(check("position.move", {**state("position", tokens="a b c d"), T.PS_PERM: "3 0 1 2"}), "common.wrong_tokens")
 
 
 # ------------------------------------------------------------------ 9. cross attention

@@ -53,6 +53,7 @@ def heatmap(
     highlight_col: int | None = None,
     title: str = "",
     large: bool = False,
+    compact: bool = False,
 ) -> dict:
     """The display spec of a labelled heatmap of ``z`` (rows = y, columns = x).
 
@@ -76,7 +77,7 @@ def heatmap(
         "vertical": (z.shape[1] > 6 and longest > 3) or longest > 8,
         "highlight_row": highlight_row, "highlight_col": highlight_col,
         "mark": None if highlight is None else list(highlight),
-        "sequential": sequential, "lo": lo, "hi": hi, "title": title, "present": large,
+        "sequential": sequential, "lo": lo, "hi": hi, "title": title, "present": large, "compact": compact,
     }
 
 

@@ -42,6 +42,8 @@ CSS = """
   font-size: 0.92rem;
   background: #eef2ff; color: #1e3a8a; border-radius: 6px; padding: 2px 8px; display: inline-block;}
 div[data-testid="stMetricValue"] {font-size: 1.4rem;}
+/* display formulas a little smaller than KaTeX's 1.21em, so the long ones fit half a page */
+.katex-display > .katex {font-size: 1.08em;}
 /* a compact header: the pipeline should start high on a 720-pixel projector screen */
 .stMainBlockContainer {padding-top: 2.2rem; padding-left: 2.5rem; padding-right: 2.5rem;}
 h1 {font-size: 2.1rem !important; padding-top: 0.2rem !important; padding-bottom: 0.4rem !important;}

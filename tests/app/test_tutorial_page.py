@@ -1,0 +1,484 @@
+"""AppTest: the Tutorial page. Every lesson opens in both languages; every exercise is answered
+through the page (right answers computed here with numpy, wrong and malformed ones refused with
+a message); every make-it-so task is solved by driving the live panel as a learner would; hints,
+reveals, progress in the URL; the copy-as-code snippets print the weights the page shows."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from urllib.parse import parse_qs
+
+import numpy as np
+import pytest
+
+from core import codegen
+from core import tutorial as tut
+from ui import scenario, state
+from ui.i18n import table
+from ui.text import md
+
+from .helpers import ROOT, edit, heat, no_errors, page, spec
+
+K = state.TUTORIAL
+TUTORIAL = "app_pages/tutorial.py"
+X = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, 1, 1]], dtype=float)  # 나는 오늘 사과를 먹었다
+N, O, S, M = 0, 1, 2, 3
+L6_W = {name: np.array(m, dtype=float) for name, m in tut.L6["matrices"].items()}
+L9_X, L9_SRC = (np.array(tut.L9["matrices"][name], dtype=float) for name in ("X", "X_src"))
+
+
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def weights(Q, K_, *, T=1.0, scale=None, mask=None):
+    s = np.asarray(Q, float) @ np.asarray(K_, float).T * ((1 / math.sqrt(np.shape(K_)[1])) if scale is None else scale) / T
+    return softmax(np.where(mask, s, -np.inf) if mask is not None else s)
+
+
+CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
+# the right answers, computed here from the lessons' numbers
+NUMBERS = {
+    "weighted-average.weight": weights(X, X)[M, S],
+    "dot-product.score": X[M] @ X[N],
+    "softmax-temperature.no-scale": weights(X, X, scale=1.0)[M, M],
+    "weighted-sum.output": weights(X, X)[M] @ X[:, 0],
+    "masks.weight": weights(X, X, mask=CAUSAL)[O, N],
+    "projections.score": (X[S] @ L6_W["W_q"]) @ (X[M] @ L6_W["W_k"]),
+    "multi-head.d-head": 8 / 2,
+    "position.pe-value": math.sin(1.0),
+    "cross-attention.outputs": L9_X.shape[0],
+}
+PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
+    "weighted-average.top": weights(X, X)[N],
+    "dot-product.top-score": weights(X, X)[M],
+    "projections.top": weights(X @ L6_W["W_q"], X @ L6_W["W_k"])[M],
+    "cross-attention.cielo": weights(L9_X, L9_SRC)[2],
+    "cross-attention.vediamo": weights(L9_X, L9_SRC)[0],
+}
+_COLD = weights(X, X, T=0.01)[N]
+CHOICES = {
+    "weighted-average.row-sum": "one" if np.allclose(weights(X, X).sum(1), 1) else "depends",
+    "softmax-temperature.tie": "half" if np.isclose(np.sort(_COLD)[-1], 0.5, atol=1e-3) else "one",
+    "softmax-temperature.sqrt-dk": "variance",  # Var(q·k) = d_k for unit-variance entries (the scores spread as d_k grows)
+    "weighted-sum.convex": "no",  # weights ≥ 0 summing to 1: a convex combination stays within [min v, max v]
+    "masks.order": "before",
+    "projections.k-shape": "x".join(map(str, (X @ L6_W["W_k"]).shape)),
+    "multi-head.weights-shape": "1x2x4x4",  # (B, H, n, n)
+    "position.shuffle": "same",  # permutation equivariance: the token's output only moves
+    "cross-attention.shape": "x".join(map(str, weights(L9_X, L9_SRC).shape)),
+}
+EXERCISES = [(lesson, ex) for lesson in tut.LESSONS for ex in lesson.exercises]
+
+
+# ------------------------------------------------------------------ driving the page
+def open_lesson(lesson_id: str, lang: str = "en"):
+    at = page(TUTORIAL, query={"lesson": lesson_id, "lang": lang})
+    no_errors(at)
+    assert at.session_state[K.lesson] == lesson_id
+    return at
+
+
+def answer_key(ex) -> str:
+    return state.item(K.answer, ex.id)
+
+
+def check(at, ex, answer=None):
+    """Give an answer (typed, picked or chosen) and press Check, as one browser message does."""
+    if ex.kind == "number":
+        at.text_input(key=answer_key(ex)).input("" if answer is None else str(answer))
+    elif ex.kind in ("predict", "choice"):
+        at.radio(key=answer_key(ex)).set_value(answer)
+    at.button(key=state.item(K.check, ex.id)).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at.session_state[state.item(K.feedback, ex.id)]
+
+
+def shown(at, kind: str) -> list[str]:
+    return [e.value for e in getattr(at, kind)]
+
+
+def message(fb, lang: str = "en") -> str:
+    return tut.text(fb.message_key, lang, **{k: md(v) if isinstance(v, str) else v for k, v in fb.values.items()})
+
+
+def assert_right(at, ex, fb) -> None:
+    assert fb.ok, (ex.id, fb)
+    assert message(fb) in shown(at, "success")
+    assert ex.id in at.session_state[K.progress]
+    assert any(m.startswith("**Exercise") and m.endswith("✓") for m in shown(at, "markdown"))
+
+
+def assert_wrong(at, ex, fb, hint: bool = True, *, done_before: bool = False) -> bool:
+    assert not fb.ok, (ex.id, fb)
+    assert message(fb) in shown(at, "error")  # a message, never a traceback
+    if hint:
+        hint_text = tut.text(fb.hint_key, "en", **{k: md(v) if isinstance(v, str) else v for k, v in fb.values.items()})
+        assert any(hint_text in i for i in shown(at, "info")), (ex.id, shown(at, "info"))
+    if not done_before:  # a wrong try after a right one keeps the exercise done
+        assert ex.id not in (at.session_state[K.progress] if K.progress in at.session_state else [])
+    return True
+
+
+# ------------------------------------------------------------------ every lesson opens
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_every_lesson_opens_without_error(lang):
+    at = open_lesson(tut.LESSONS[0].id, lang)
+    for i, lesson in enumerate(tut.LESSONS):
+        if i:
+            at.button(key=K.next).click().run()
+        no_errors(at)
+        assert at.session_state[K.lesson] == lesson.id
+        assert at.subheader[0].value == f"{i + 1}. {tut.lesson_title(lesson.id, lang)}"
+        body = tut.lesson_markdown(lesson.id, lang).split("\n", 1)[1].strip()
+        assert any(m.strip() == body for m in shown(at, "markdown"))
+        for ex in lesson.exercises:
+            assert tut.text(ex.prompt_key, lang, **{k: md(v) if isinstance(v, str) else v
+                                                    for k, v in ex.prompt_values.items()}) in shown(at, "markdown")
+        assert at.button(key=K.next).disabled == (i == len(tut.LESSONS) - 1)
+        # the lesson's scenario is the shared scenario now, and the Playground link carries it
+        link = at.get("page_link")[0].proto
+        values, matrices, _ = scenario.validate(lesson.scenario_dict())
+        carried = {k: v[0] for k, v in parse_qs(link.query_string).items()}
+        assert "Playground" in link.page and scenario.to_query(values, matrices).items() <= carried.items()
+    assert at.session_state[K.lesson] == tut.LESSONS[-1].id
+
+
+def test_a_lesson_loads_its_scenario_into_the_shared_scenario():
+    at = open_lesson("cross-attention")
+    for ex in tut.lesson("cross-attention").exercises[1:3]:  # reveal the two predictions: the map shows
+        at.button(key=state.item(K.reveal, "button", ex.id)).click().run()
+    np.testing.assert_allclose(heat(at, K.weights), weights(L9_X, L9_SRC), atol=2e-6)
+    at.selectbox(key=K.pick).set_value("projections").run()
+    no_errors(at)
+    assert at.session_state[state.scenario_kept("qkv")] == "projection"
+    assert at.session_state[state.scenario_kept("mode")] == "self"
+
+
+# ------------------------------------------------------------------ every exercise through the page
+@pytest.mark.parametrize("lesson", tut.LESSONS, ids=lambda x: x.id)
+def test_every_question_accepts_the_right_answer_and_refuses_wrong_ones(lesson):
+    at = open_lesson(lesson.id)
+    for ex in lesson.exercises:
+        if ex.kind == "number":
+            number_exercise(at, ex)
+        elif ex.kind == "predict":
+            predict_exercise(at, ex)
+        elif ex.kind == "choice":
+            choice_exercise(at, ex)
+    no_errors(at)
+
+
+def number_exercise(at, ex) -> None:
+    truth = NUMBERS[ex.id]
+    # empty, not a number, NaN, out of range (the full list of malformed input: tests/core/test_tutorial.py)
+    for bad, key in (("", "common.empty"), ("abc", "common.not_number"), ("NaN", "common.not_finite"), ("-1e6", None)):
+        fb = check(at, ex, bad)
+        assert_wrong(at, ex, fb)
+        out_of_range = fb.message_key in ("common.out_of_range", "common.weight_range") or fb.message_key.endswith(".outside")
+        assert fb.message_key == key if key else out_of_range, (bad, fb)
+    fb = check(at, ex, f"{truth:.2f}" if ex.tolerance else f"{truth:g}")
+    assert_right(at, ex, fb)
+    assert fb.values["truth"] == pytest.approx(truth, abs=1e-5)
+
+
+def predict_exercise(at, ex) -> None:
+    row = PREDICT_ROWS[ex.id]
+    top = [j for j in range(len(row)) if row[j] >= row.max() - 1e-6]
+    assert any(table("en")["tu.hidden"].split("{")[0] in i for i in shown(at, "info"))  # the maps wait
+    fb = check(at, ex, None)  # nothing picked
+    assert_wrong(at, ex, fb) and fb.message_key == "common.empty"
+    wrong = next(j for j in range(len(row)) if j not in top)
+    fb = check(at, ex, wrong)
+    assert_wrong(at, ex, fb)
+    assert fb.values["chosen_w"] == pytest.approx(row[wrong], abs=1e-5)
+    fb = check(at, ex, top[-1])
+    assert_right(at, ex, fb)
+    assert fb.values["top_w"] == pytest.approx(row.max(), abs=1e-5)
+
+
+def choice_exercise(at, ex) -> None:
+    right = CHOICES[ex.id]
+    fb = check(at, ex, None)
+    assert_wrong(at, ex, fb) and fb.message_key == "common.empty"
+    for option in ex.options:
+        if option != right:
+            fb = check(at, ex, option)
+            assert_wrong(at, ex, fb)
+            assert fb.message_key == f"{ex.id}.why.{option}"  # each wrong option has its own explanation
+    assert_right(at, ex, check(at, ex, right))
+
+
+# ------------------------------------------------------------------ make it so: the live panel
+def _sharp_temperature() -> float:
+    grid = [round(0.1 * i, 1) for i in range(1, 51)]
+    return max(T for T in grid if weights(X, X, T=T)[M].max() > 0.9)
+
+
+def test_make_it_so_edit_one_cell_of_k():
+    at = open_lesson("dot-product")
+    ex = tut.exercise("dot-product.edit-k")
+    fb = check(at, ex)
+    assert_wrong(at, ex, fb) and fb.message_key == "dot-product.edit-k.no_change"
+    edit(at, "K", {N: {"d1": 2.0}})  # 나는's key (1, 0, 1) → (1, 2, 1)
+    K_ = X.copy()
+    K_[N, 1] = 2.0
+    assert np.argmax(weights(X, K_)[S]) == N and np.sort(weights(X, K_)[S])[-2] < weights(X, K_)[S, N]
+    fb = check(at, ex)
+    assert_right(at, ex, fb)
+    assert fb.values["w"] == pytest.approx(weights(X, K_)[S, N], abs=1e-5)
+
+
+def test_make_it_so_temperature_and_the_exercise_setup_button():
+    at = open_lesson("softmax-temperature")
+    ex = tut.exercise("softmax-temperature.sharp")
+    at.slider(key=state.SCENARIO.temperature).set_value(2.0).run()
+    assert_wrong(at, ex, check(at, ex))
+    T = _sharp_temperature()
+    at.slider(key=state.SCENARIO.temperature).set_value(T).run()
+    fb = check(at, ex)
+    assert_right(at, ex, fb)
+    assert fb.values["w"] == pytest.approx(weights(X, X, T=T)[M].max(), abs=1e-5)
+    # the no-scale question sets its panel up: scale none, and its weight map shows the answer
+    at.button(key=state.item(K.setup, "softmax-temperature.no-scale")).click().run()
+    assert at.session_state[state.scenario_kept("scale")] == "none"
+    np.testing.assert_allclose(heat(at, state.item(K.pipeline, "weights")), weights(X, X, scale=1.0), atol=2e-6)
+    fb = check(at, ex)  # the scale changed too: the temperature task says so
+    assert_wrong(at, ex, fb, done_before=True) and fb.message_key == "common.changed_other"
+
+
+def test_make_it_so_edit_v():
+    at = open_lesson("weighted-sum")
+    ex = tut.exercise("weighted-sum.edit-v")
+    assert_wrong(at, ex, check(at, ex))
+    edit(at, "V", {M: {"d0": 5.0}})
+    V = X.copy()
+    V[M, 0] = 5.0
+    fb = check(at, ex)
+    assert_right(at, ex, fb)
+    assert fb.values["out"] == pytest.approx(weights(X, X)[M] @ V[:, 0], abs=1e-5) and fb.values["out"] > 2
+
+
+def test_make_it_so_causal_mask_by_the_checkbox_or_by_clicks():
+    at = open_lesson("masks")
+    ex = tut.exercise("masks.causal")
+    fb = check(at, ex)
+    assert_wrong(at, ex, fb) and fb.message_key == "masks.causal.future"
+    at.checkbox(key=state.SCENARIO.causal).check().run()
+    np.testing.assert_allclose(heat(at, K.weights), weights(X, X, mask=CAUSAL), atol=2e-6)
+    assert_right(at, ex, check(at, ex))
+    # the same mask by clicking the six cells above the diagonal
+    at = open_lesson("masks")
+    for i, j in zip(*np.triu_indices(4, 1), strict=True):
+        at.session_state[K.clicks] = [(K.mask_chart, (int(i), int(j)))]
+        at.run()
+    assert sorted(map(tuple, at.session_state[state.scenario_kept("blocked")])) == list(zip(*np.triu_indices(4, 1), strict=True))
+    assert_right(at, ex, check(at, ex))
+
+
+def test_make_it_so_symmetric_scores_by_editing_w_k():
+    at = open_lesson("projections")
+    ex = tut.exercise("projections.symmetric")
+    fb = check(at, ex)
+    assert_wrong(at, ex, fb) and fb.message_key == "projections.symmetric.asymmetric"
+    Wq = L6_W["W_q"]
+    edit(at, "W_k", {r: {f"k{c}": float(Wq[r, c]) for c in range(2)} for r in range(3)})
+    scores = (X @ Wq) @ (X @ Wq).T
+    assert np.allclose(scores, scores.T) and np.ptp(scores) > 0
+    assert_right(at, ex, check(at, ex))
+
+
+def test_make_it_so_heads():
+    at = open_lesson("multi-head")
+    ex = tut.exercise("multi-head.heads")
+    fb = check(at, ex)  # H = 2: d_k = 4
+    assert_wrong(at, ex, fb) and fb.message_key == "multi-head.heads.wrong_dk"
+    at.select_slider(key=state.item(K.panel, "heads")).set_value(4).run()  # H = 4: d_k = 8 / 4 = 2
+    assert_right(at, ex, check(at, ex))
+    assert spec(at, state.item(K.heads, 3))["z"]  # one map per head
+    assert any("H = 4" in m and "d_k = d_model / H = 2" in m for m in shown(at, "markdown"))
+
+
+def test_make_it_so_order_of_the_words():
+    at = open_lesson("position")
+    ex = tut.exercise("position.move")
+    fb = check(at, ex)  # the original order: nothing moves
+    assert_wrong(at, ex, fb) and fb.message_key == "position.move.same"
+    at.text_input(key=state.item(K.panel, "perm")).input("2 1").run()
+    assert any("0 … 3" in e for e in shown(at, "error"))  # not an order: a message, and the original order
+    assert_wrong(at, ex, check(at, ex))
+    at.text_input(key=state.item(K.panel, "perm")).input("3 0 1 2").run()
+    assert_right(at, ex, check(at, ex))
+
+
+# ------------------------------------------------------------------ hints, reveal, apply
+def test_reveal_shows_the_answer_and_a_revealed_solution_can_be_put_on_the_panel():
+    at = open_lesson("weighted-average")
+    ex = tut.exercise("weighted-average.weight")
+    at.button(key=state.item(K.reveal, "button", ex.id)).click().run()
+    r = ex.reveal()
+    assert r.answer == pytest.approx(round(NUMBERS[ex.id], 2))
+    assert any(f"**{r.answer:g}**" in i for i in shown(at, "info"))
+    assert ex.id not in (at.session_state[K.progress] if K.progress in at.session_state else [])  # revealed ≠ done
+    # the prediction: revealing it shows the maps
+    pred = tut.exercise("weighted-average.top")
+    at.button(key=state.item(K.reveal, "button", pred.id)).click().run()
+    np.testing.assert_allclose(heat(at, K.weights), weights(X, X), atol=2e-6)
+    # every make-it-so solution from a reveal, put on the panel, passes the check
+    for lesson, task in EXERCISES:
+        if task.kind == "make_it_so":
+            at.selectbox(key=K.pick).set_value(lesson.id).run()
+            at.button(key=state.item(K.reveal, "button", task.id)).click().run()
+            assert tut.text(task.reveal().message_key, "en", **{k: md(v) if isinstance(v, str) else v
+                                                                for k, v in task.reveal().values.items()}) in \
+                "\n".join(shown(at, "info"))
+            at.button(key=state.item(K.apply, task.id)).click().run()
+            assert_right(at, task, check(at, task))
+
+
+# ------------------------------------------------------------------ progress in the URL
+def test_progress_in_the_url_round_trips():
+    at = open_lesson("masks")
+    for ex in tut.lesson("masks").exercises:
+        if ex.kind == "make_it_so":
+            at.checkbox(key=state.SCENARIO.causal).check().run()
+            assert check(at, ex).ok
+        elif ex.kind == "number":
+            assert check(at, ex, f"{NUMBERS[ex.id]:.3f}").ok
+        else:
+            assert check(at, ex, CHOICES[ex.id]).ok
+    assert any(table("en")["tu.lesson_done"] == s for s in shown(at, "success"))
+    link = {k: at.query_params[k] for k in at.query_params}
+    link = {k: v[0] if isinstance(v, list) else v for k, v in link.items()}
+    assert link["lesson"] == "masks" and tut.decode_progress(link["done"]) >= {"masks", "masks.causal", "masks.order"}
+    later = page(TUTORIAL, query=link)  # a new session from the link
+    no_errors(later)
+    assert not later.warning
+    assert later.session_state[K.lesson] == "masks"
+    options = later.selectbox(key=K.pick).options
+    assert [o.endswith("✓") for o in options] == [lesson.id == "masks" for lesson in tut.LESSONS]
+    assert sum(m.startswith("**Exercise") and m.endswith("✓") for m in shown(later, "markdown")) == 3
+    assert "3 of 30 exercises done · 1 of 9 lessons complete" in [p.proto.text for p in later.get("progress")]
+
+
+@pytest.mark.parametrize("done", ["1zzzz!", "2AQ", "1" + "A" * 70, "1" + "_" * 12])
+def test_a_tampered_link_gives_a_message_and_the_start(done):
+    at = page(TUTORIAL, query={"lesson": "masks", "done": done})
+    assert not at.exception
+    assert table("en")["tu.url.done"] in shown(at, "warning")
+    assert at.session_state[K.lesson] == "masks"
+    assert not at.session_state[K.progress] if K.progress in at.session_state else True
+    assert not any(o.endswith("✓") for o in at.selectbox(key=K.pick).options)
+    assert "done" not in at.query_params  # the default view: nothing done
+
+
+def test_an_unknown_lesson_gives_a_message_and_the_first_lesson():
+    at = page(TUTORIAL, query={"lesson": "<script>alert(1)</script>"})
+    assert not at.exception
+    assert any("first lesson" in w and "<script>" not in w for w in shown(at, "warning"))
+    assert at.session_state[K.lesson] == tut.LESSONS[0].id
+
+
+def test_korean_feedback_and_hint():
+    at = open_lesson("weighted-average", "ko")
+    ex = tut.exercise("weighted-average.weight")
+    fb = check(at, ex, "0.25")
+    assert message(fb, "ko") in shown(at, "error") and "0.25" in message(fb, "ko")
+    assert any(table("ko")["tu.hint"] in i for i in shown(at, "info"))
+    assert check(at, ex, "0,21").ok  # a Korean keyboard's decimal comma
+
+
+# ------------------------------------------------------------------ copy as code: the page's snippets run
+RUNNER = """
+import contextlib, io, json, sys
+out = []
+for code in json.load(sys.stdin):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        exec(compile(code, "<snippet>", "exec"), {"__name__": "__main__"})  # a fresh namespace per snippet
+    out.append(buf.getvalue())
+print(json.dumps(out))
+"""
+
+
+def _snippets(at) -> list[str]:
+    codes = [c.value for c in at.code]
+    core_code = next(c for c in codes if "recomputed with the `core` package" in c.splitlines()[0])
+    torch_code = next(c for c in codes if "plain PyTorch" in c.splitlines()[0])
+    return [core_code, torch_code]
+
+
+def _reveal_predictions(at, lesson_id: str) -> None:
+    for ex in tut.lesson(lesson_id).exercises:
+        if ex.kind == "predict":
+            at.button(key=state.item(K.reveal, "button", ex.id)).click().run()
+
+
+def test_the_snippets_on_the_page_print_the_weights_the_page_shows():
+    cases = []  # (the page's weights, its snippets)
+    at = open_lesson("weighted-average")  # the default sentence, Q = K = V = X
+    _reveal_predictions(at, "weighted-average")
+    cases.append((heat(at, K.weights), _snippets(at)))
+    at.selectbox(key=K.pick).set_value("masks").run()  # causal
+    at.checkbox(key=state.SCENARIO.causal).check().run()
+    cases.append((heat(at, K.weights), _snippets(at)))
+    at.selectbox(key=K.pick).set_value("cross-attention").run()  # cross attention, loaded matrices
+    _reveal_predictions(at, "cross-attention")
+    cases.append((heat(at, K.weights), _snippets(at)))
+    at.selectbox(key=K.pick).set_value("dot-product").run()  # an edited cell of K
+    _reveal_predictions(at, "dot-product")
+    edit(at, "K", {1: {"d0": -1.5}})
+    cases.append((heat(at, state.item(K.pipeline, "weights")), _snippets(at)))
+    no_errors(at)
+    assert "mask = torch.tensor(" in cases[1][1][0] and "X_kv = torch.tensor(" in cases[2][1][0]
+    assert "-1.5" in cases[3][1][0]
+    codes = [code for _, pair in cases for code in pair]
+    run = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps(codes), capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    outputs = json.loads(run.stdout.strip().splitlines()[-1])
+    for i, printed in enumerate(outputs):
+        line = next(s for s in printed.splitlines() if s.startswith(codegen.WEIGHTS_PREFIX))
+        np.testing.assert_allclose(json.loads(line[len(codegen.WEIGHTS_PREFIX):]), cases[i // 2][0], atol=1e-6,
+                                   err_msg=f"scenario {i // 2}, {'core' if i % 2 == 0 else 'torch'} snippet")
+
+
+def test_a_scenario_changed_elsewhere_asks_for_a_reload():
+    at = open_lesson("weighted-average")
+    at.switch_page("app_pages/playground.py").run()
+    at.text_input(key=state.SCENARIO.tokens).input("a b c").run()
+    at.switch_page(TUTORIAL).run()
+    no_errors(at)
+    assert table("en")["tu.drifted"] in shown(at, "warning")
+    fb = check(at, tut.exercise("weighted-average.weight"), "0.21")  # a computed question still checks the lesson's numbers
+    assert fb.ok
+    at.button(key=K.reload).click().run()
+    assert at.session_state[state.scenario_kept("tokens")] == scenario.DEFAULTS["tokens"] and not at.warning
+
+
+def _too_large_app():
+    import numpy as np
+
+    from ui.code_export import code_panel
+
+    X = np.ones((70, 3), np.float32)
+    code_panel({"X_q": X, "X_kv": X, "qkv": "identity", "W_q": None, "W_k": None, "W_v": None, "Q": None, "K": None,
+                "V": None, "score": "dot", "params": {}, "scale": None, "temperature": 1.0, "mask": None,
+                "convention": "row"}, title="big", key_prefix="test")
+
+
+def test_code_panel_says_when_a_scenario_is_too_large_and_offers_the_notebook_otherwise():
+    from streamlit.testing.v1 import AppTest
+
+    big = AppTest.from_function(_too_large_app, default_timeout=30).run()
+    assert not big.exception and not big.code
+    assert big.info[0].value == table("en")["cx.too_large"].format(limit=codegen.MAX_TOKENS, dim=codegen.MAX_DIM)
+    at = open_lesson("weighted-average")
+    buttons = at.get("download_button")
+    assert [b.proto.label for b in buttons] == [table("en")["cx.notebook"]]
