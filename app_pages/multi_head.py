@@ -7,17 +7,22 @@ import pandas as pd
 import streamlit as st
 
 import core
-from ui import compute, page, settings, state
+from core.pretrained import ModelNotInstalled
+from ui import compute, page, scenario, settings, state
 from ui import scenario_state as ss
-from ui.i18n import t
+from ui.i18n import current_lang, labeller, t
 from ui.inputs import causal_checkbox, numbers_panel
 from ui.pipeline import pipeline
-from ui.text import shorts
+from ui.text import md, shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
+from ui.widgets.model_views import jamo_and_unk, model_missing
 
 K = state.MULTI_HEAD
 D_MODELS = (2, 3, 4, 6, 8, 12, 16)
+SOURCES = ("random", "model")  # the heads' weights: seeded random, or the trained all-MiniLM-L6-v2
+MODEL = "all-MiniLM-L6-v2"
+ENGLISH = "c19"  # the scenario preset offered when the tokens are not English
 
 
 def sizes() -> tuple[int, int]:
@@ -63,6 +68,74 @@ def one_head(tr, H: int, tokens, causal: bool, dec: int) -> None:
                               settings.get("device"))
     labels = token_labels(tokens)
     pipeline(head, labels, labels, "row", dec, "scaled_dot", prefix=K.pipeline)
+
+
+# ------------------------------------------------------------------ the trained model's heads for the same sentence
+def heads_source() -> str:
+    """Random weights (the page's mechanics) or a trained model's heads for the same tokens."""
+    st.session_state.setdefault(K.source, SOURCES[0])
+    st.radio(t("mh.model.source"), SOURCES, key=K.source, horizontal=True, format_func=labeller("mh.model.source."))
+    return str(st.session_state[K.source])
+
+
+def model_trace(sentence: str) -> dict | None:
+    """The trained model's trace of the sentence, or None after a message."""
+    try:
+        compute.pretrained_model()
+    except ModelNotInstalled:
+        model_missing()
+        return None
+    try:
+        return compute.pretrained_trace(sentence, settings.get("device"))
+    except ValueError:
+        st.error(t("tm.too_long", n=len(compute.pretrained_tokens(sentence)), limit=compute.MODEL_MAX_TOKENS))
+        return None
+
+
+def _use_english() -> None:
+    ss.put("tokens", scenario.PRESETS[ENGLISH]["tokens"])
+
+
+def _maps_per_row(n: int) -> int:
+    """How many n × n maps fit side by side: tables with printed values up to 16 tokens, canvases beyond."""
+    return 4 if n <= 5 else 3 if n <= 7 else 2 if n <= 11 else 1 if n <= 16 else 3
+
+
+def model_heads(tokens: list[str], dec: int) -> None:
+    """Every head of one layer of the trained model, then one of them through the pipeline."""
+    st.subheader(t("mh.grid"))
+    sentence = " ".join(tokens)
+    tr = model_trace(sentence)
+    if tr is None:
+        return
+    A = tr["attentions"]  # (L, H, n, n)
+    L, H = A.shape[:2]
+    layer = st.select_slider(t("mh.model.layer"), options=list(range(L)), key=K.model_layer)
+    st.info(t("mh.model.label", model=MODEL, l=layer, sentence=md(sentence), n=len(tr["tokens"])))
+    if any(jamo_and_unk(tr["tokens"])):
+        st.warning(t("mh.model.korean"))
+        st.button(t("mh.model.english", example=scenario.PRESETS[ENGLISH]["tokens"]), key=K.english,
+                  on_click=_use_english)
+    labels = shorts(token_labels(tr["tokens"]))
+    per_row = _maps_per_row(len(labels))
+    for start in range(0, H, per_row):
+        for h, col in zip(range(start, min(H, start + per_row)), st.columns(per_row), strict=False):
+            with col:
+                st.markdown(f"**{t('mh.head', h=h)}**")
+                show_heatmap(heatmap(A[layer, h], x_labels=labels, y_labels=labels, x_title=t("axis.key"),
+                                     y_title=t("axis.query"), decimals=min(dec, 2), sequential=True),
+                             key=state.item(K.model_grid, h))
+    st.caption(t("mh.model.caption"))
+    st.subheader(t("mh.detail"))
+    lang = current_lang()  # bound now: AppTest formats the options after the run
+    h = st.selectbox(t("mh.pick"), list(range(H)), key=K.model_pick, format_func=lambda i: t("mh.head", lang, h=i))
+    q, k, v = (tr[name][layer, h] for name in ("q", "k", "v"))
+    shape_badge(t("mh.model.shape", l=layer, h=h, n=q.shape[0], d=q.shape[1]))
+    head = compute.playground(q, k, "direct", None, None, None, q, k, v, "scaled_dot", {}, None, 1.0, None, "row",
+                              settings.get("device"))
+    full = token_labels(tr["tokens"])
+    pipeline(head, full, full, "row", dec, "scaled_dot", prefix=K.pipeline)
+    st.caption(t("mh.model.below"))
 
 
 def reshape_table(tr, H: int, d: int, n: int, checks: dict) -> None:
@@ -154,12 +227,15 @@ def main() -> None:
     page.show_problems(problems)
     if tr is None:
         return
-    st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}}\right) V_h,\qquad "
-             r"\mathrm{MHA}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)\, W_O")
+    st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}}\right) V_h")
+    st.latex(r"\mathrm{MHA}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)\, W_O")
     shape_badge(f"d_model = {d}, H = {H}, d_k = d_v = d_model / H = {d // H}")
     checks = compute.multihead_checks(X, W["W_q"], W["W_k"], W["W_v"], W["W_o"], H)
-    heads_grid(tr, H, labels, dec)
-    one_head(tr, H, tokens, causal, dec)
+    if heads_source() == "model":
+        model_heads(tokens, dec)
+    else:
+        heads_grid(tr, H, labels, dec)
+        one_head(tr, H, tokens, causal, dec)
     reshape_table(tr, H, d, len(tokens), checks)
     wrong_transpose(tr, H, labels, checks, dec)
     paper_form(checks, d, labels, dec, causal)

@@ -10,7 +10,7 @@ import streamlit as st
 
 from core.pretrained import PATTERNS, ModelNotInstalled
 from ui import compute, page, settings, state
-from ui.i18n import labeller, t
+from ui.i18n import current_lang, labeller, t
 from ui.pipeline import pipeline
 from ui.text import md, shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
@@ -34,14 +34,20 @@ def _on_preset() -> None:
     choice = st.session_state.get(K.preset)
     st.session_state[K.preset] = ""
     if choice in PRESETS:
-        st.session_state[K.text] = PRESETS[choice]
+        st.session_state[K.sentence] = PRESETS[choice]
+
+
+def _on_text() -> None:
+    st.session_state[K.sentence] = st.session_state[K.text]
 
 
 def sentence_box() -> str:
-    st.session_state.setdefault(K.text, DEFAULT)
+    """The sentence, kept in plain session state so that it survives a visit to another page."""
+    st.session_state[K.text] = st.session_state.setdefault(K.sentence, DEFAULT)
     c1, c2 = st.columns([3, 1])
     with c1:
-        st.text_input(t("tm.text"), key=K.text, max_chars=4000, help=t("tm.text.help", limit=compute.MODEL_MAX_TOKENS))
+        st.text_input(t("tm.text"), key=K.text, max_chars=4000, on_change=_on_text,
+                      help=t("tm.text.help", limit=compute.MODEL_MAX_TOKENS))
     with c2:
         st.selectbox(t("tm.preset"), [""] + list(PRESETS), key=K.preset, on_change=_on_preset,
                      format_func=labeller("tm.preset.", empty_key="tm.preset.none"))
@@ -96,11 +102,12 @@ def models_view(tr: dict, chosen: tuple[int, int]) -> None:
 
 
 def head_pickers(L: int, H: int) -> None:
+    lang = current_lang()  # bound now: the options' labels never depend on when they are formatted
     c1, c2, _ = st.columns([1, 1, 2])
     with c1:
-        st.selectbox(t("tm.layer"), list(range(L)), key=K.layer, format_func=lambda i: t("tm.layer.n", l=i))
+        st.selectbox(t("tm.layer"), list(range(L)), key=K.layer, format_func=lambda i: t("tm.layer.n", lang, l=i))
     with c2:
-        st.selectbox(t("tm.head"), list(range(H)), key=K.head, format_func=lambda i: t("tm.head.n", h=i))
+        st.selectbox(t("tm.head"), list(range(H)), key=K.head, format_func=lambda i: t("tm.head.n", lang, h=i))
 
 
 def one_head(tr: dict, layer: int, head: int, dec: int) -> None:

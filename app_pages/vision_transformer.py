@@ -1,5 +1,6 @@
 """The Vision Transformer's front end: an image cut into patches, each patch a token, and the
-attention over them (click a patch to see where it attends)."""
+attention over them (click a patch to see where it attends) — by default in a small ViT trained to
+tell circles, squares and triangles apart (core.vit_trained), or with seeded random weights."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from ui import compute, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.images import IMAGES, MAX_UPLOAD, SIZE, load, png_uri
+from ui.widgets.bars import show_bars, weight_bars
 from ui.widgets.figures import PrebuiltFigure
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
 K = state.VISION_TRANSFORMER
 SAMPLES = ("house", "face", "checkerboard")
+MODES = ("trained", "random")  # the weights: the shipped ViT trained on generated shapes, or seeded random
+N_SHAPES = 6  # generated sample images offered in trained mode
 
 
 def on_upload() -> None:
@@ -89,13 +93,8 @@ def chosen_query(n: int, cls: bool, cols: int) -> int:
     return (-1 if cls else 0) if q >= n or (q < 0 and not cls) else q
 
 
-def main() -> None:
-    problems: page.Problems = []
-    ss.start(problems)
-    seed, dec = int(settings.get("seed")), min(settings.get("precision"), 3)
-    st.markdown(t("vt.intro"))
-    img = choose_image(problems)
-    page.show_problems(problems)
+def random_view(img, seed: int, dec: int) -> None:
+    """Any patch size, a class token or pooling, seeded random weights (the mechanics only)."""
     P, cls = patch_controls()
     tr = compute.vit_attention(img, P, cls, seed)
     rows, cols = tr["grid"]
@@ -105,13 +104,21 @@ def main() -> None:
     st.warning(t("vt.random"))
     q = chosen_query(tr["N"], cls, cols)
     amap = tr["maps"][q + 1 if cls else q]  # the row of the attention matrix
+    attention_panels(img, amap, P, (rows, cols), q, cls, dec, t("vt.trained.label.random"))
+
+
+def attention_panels(img, amap, P: int, grid: tuple[int, int], q: int, cls: bool, dec: int, label: str) -> None:
+    """The image with the attention laid over it, beside the attention as a clickable patch grid."""
+    rows, cols = grid
     left, right = st.columns(2)
     with left:
         st.markdown(f"**{t('vt.image')}**")
+        st.caption(label)
         overlay(img, amap, P, (rows, cols), q)
         st.caption(t("vt.overlay", who=t("vt.cls_token") if q < 0 else t("vt.patch", p=q)))
     with right:
         st.markdown(f"**{t('vt.grid')}**")
+        st.caption(label)
         show_heatmap(heatmap(amap, x_labels=[str(c) for c in range(cols)], y_labels=[str(r) for r in range(rows)],
                              x_title=t("vt.col"), y_title=t("vt.row"), decimals=dec, sequential=True, clickable=True,
                              highlight=None if q < 0 else divmod(q, cols)), key=K.grid, click_queue=K.clicks)
@@ -119,6 +126,103 @@ def main() -> None:
             st.session_state[K.query] = -1
             st.rerun()
         st.caption(t("vt.pool" if not cls else "vt.cls.note"))
+
+
+# ------------------------------------------------------------------ the trained ViT (core.vit_trained)
+def weights_mode() -> str:
+    """The trained ViT by default when its checkpoint is there; random weights otherwise or on request."""
+    if not compute.vit_trained_ready():
+        st.caption(t("vt.trained.missing"))
+        return "random"
+    st.session_state.setdefault(K.weights, MODES[0])
+    st.radio(t("vt.trained.switch"), MODES, key=K.weights, horizontal=True, format_func=labeller("vt.trained.mode."))
+    return str(st.session_state[K.weights])
+
+
+def _new_images() -> None:
+    st.session_state[K.gen_seed] = int(st.session_state.get(K.gen_seed, 0)) + 1
+
+
+def choose_shape(problems: list) -> tuple[np.ndarray, int | None]:
+    """A generated image (its true class known) or the learner's upload (class unknown: None)."""
+    images, labels = compute.vit_shapes(compute.SHAPES_SEED + int(st.session_state.get(K.gen_seed, 0)), N_SHAPES)
+    for i, col in enumerate(st.columns(N_SHAPES + 1)[:N_SHAPES]):
+        col.image(images[i], caption=t("vt.trained.sample", i=i + 1), width=96, clamp=True)
+    options = tuple(range(N_SHAPES)) + ("upload",)
+    upload = t("vt.sample.upload")  # bound now, in this run's language
+    c1, c2 = st.columns([1, 1])
+    with c1:
+        st.radio(t("vt.sample"), options, key=K.gen_choice, horizontal=True,
+                 format_func=lambda o: upload if o == "upload" else str(o + 1))
+        st.button(t("vt.trained.new"), key=K.new_images, on_click=_new_images)
+    with c2:
+        st.file_uploader(t("vt.upload"), type=["png", "jpg", "jpeg"], key=K.upload, on_change=on_upload,
+                         help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
+    if st.session_state.get(K.error):
+        problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024)))
+    choice = st.session_state.get(K.gen_choice, 0)
+    if choice == "upload" and st.session_state.get(K.image) is not None:
+        return st.session_state[K.image], None
+    if choice == "upload":
+        problems.append(("info", t("vt.no_upload")))
+        choice = 0
+    return images[int(choice)], int(labels[int(choice)])
+
+
+def prediction(tr: dict, truth: int | None, dec: int) -> None:
+    """What the model says, with its probabilities, and (for a generated image) whether it is right."""
+    names = [t(f"vt.trained.class.{c}") for c in tr["classes"]]
+    pred = int(tr["pred"])
+    st.markdown(t("vt.trained.says", label=names[pred], p=f"{tr['probs'][pred]:.1%}"))
+    show_bars(weight_bars(names, tr["probs"], dec), key=K.probs)
+    if truth is None:
+        st.caption(t("vt.trained.upload_note"))
+    elif truth == pred:
+        st.success(t("vt.trained.right", label=names[truth]))
+    else:
+        st.warning(t("vt.trained.wrong", label=names[truth]))
+
+
+def model_scores() -> None:
+    """Accuracy on fresh generated images and where the class token looks, measured once per server."""
+    with st.spinner(t("vt.trained.measuring", n=compute.SCORE_IMAGES)):
+        sc = compute.vit_trained_scores()
+    st.info(t("vt.trained.accuracy", n=sc["n"], acc=f"{sc['accuracy']:.1%}")
+            + " " + t("vt.trained.focus", on=f"{sc['on_shape']:.0%}", area=f"{sc['area']:.0%}", ratio=f"{sc['ratio']:.1f}"))
+
+
+def trained_view(img, truth: int | None, dec: int) -> None:
+    tr = compute.vit_trained_trace(img)
+    P, (rows, cols) = tr["P"], tr["grid"]
+    layers = tr["maps"].shape[0]
+    c1, c2 = st.columns([2, 1])
+    with c1:
+        prediction(tr, truth, dec)
+    with c2:
+        st.session_state.setdefault(K.layer, layers - 1)
+        st.select_slider(t("vt.trained.layer"), options=list(range(layers)), key=K.layer, help=t("vt.trained.layer.help"))
+    model_scores()
+    shape_badge(t("vt.trained.shape", size=SIZE, P=P, n=tr["N"], dim=tr["dim"], d=tr["d"], heads=tr["heads"]))
+    layer = int(st.session_state[K.layer])
+    q = chosen_query(tr["N"], True, cols)
+    amap = tr["maps"][layer, q + 1]  # (rows, cols): row q + 1 of the layer's head-averaged weights
+    attention_panels(img, amap, P, (rows, cols), q, True, dec, t("vt.trained.label.trained", l=layer, H=tr["heads"]))
+
+
+def main() -> None:
+    problems: page.Problems = []
+    ss.start(problems)
+    seed, dec = int(settings.get("seed")), min(settings.get("precision"), 3)
+    st.markdown(t("vt.intro"))
+    mode = weights_mode()
+    if mode == "trained":
+        img, truth = choose_shape(problems)
+        page.show_problems(problems)
+        trained_view(img, truth, dec)
+        return
+    img = choose_image(problems)
+    page.show_problems(problems)
+    random_view(img, seed, dec)
 
 
 main()

@@ -211,3 +211,60 @@ def pretrained_trace(text: str, device: str) -> dict:
     return {"tokens": list(tr.tokens), "words": list(tr.words), "attentions": cpu(tr.attentions),
             "q": cpu(tr.q), "k": cpu(tr.k), "v": cpu(tr.v),
             "patterns": {name: cpu(x) for name, x in pats.as_dict().items()}, "rows": dict(pats.rows)}
+
+
+# ------------------------------------------------------------------ a ViT trained on generated shapes (core.vit_trained)
+SHAPES_SEED = 2024  # the page's generated sample images: seed SHAPES_SEED + k for the k-th "new images"
+SCORE_IMAGES = 300  # fresh images for the accuracy and attention-focus measures (once per server)
+
+
+def vit_trained_ready() -> bool:
+    """Whether the trained ViT can be used: core.vit_trained and its checkpoint are there."""
+    try:
+        from core import vit_trained
+    except ImportError:
+        return False
+    return vit_trained.CHECKPOINT.is_file()
+
+
+@st.cache_resource(show_spinner=False)
+def vit_trained_model():
+    """The shipped ViT (a few hundred KB), loaded once per server."""
+    from core import vit_trained
+
+    return vit_trained.load(vit_trained.CHECKPOINT)
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def vit_trained_trace(img: np.ndarray) -> dict:
+    """One image (96, 96, 3) through the trained ViT: class probabilities, the prediction, and every
+    token's attention over the patch grid, heads averaged, per layer: maps (layers, 1+N, rows, cols)."""
+    from core import vit_trained
+
+    model = vit_trained_model()
+    tr = vit_trained.trace(model, img)
+    L, rows, cols = tr.attn.shape[0], *tr.grid
+    maps = tr.attn.mean(dim=1)[:, :, 1:].reshape(L, -1, rows, cols)  # (layers, 1+N, rows, cols): row 0 is [CLS]
+    return {"probs": tr.probs.numpy(), "pred": tr.pred, "classes": vit_trained.CLASSES, "maps": maps.numpy(),
+            "grid": tr.grid, "N": tr.patches.shape[0], "dim": tr.patches.shape[1], "P": model.cfg.patch,
+            "heads": model.cfg.n_heads, "d": model.cfg.d_model}
+
+
+@st.cache_data(max_entries=8, ttl=HOUR, show_spinner=False)
+def vit_shapes(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n generated images (n, 96, 96, 3) with one circle, square or triangle each, and their labels (n,)."""
+    from core import vit_trained
+
+    batch = vit_trained.make_shapes(n, seed)
+    return batch.images.numpy(), batch.labels.numpy()
+
+
+@st.cache_data(max_entries=1, show_spinner=False)  # no ttl: measured once per server
+def vit_trained_scores(n: int = SCORE_IMAGES) -> dict:
+    """Accuracy on n fresh generated images, and how much of the class token's attention lands on the shape."""
+    from core import vit_trained
+
+    model = vit_trained_model()
+    focus = vit_trained.attention_focus(model, n=n)
+    return {"n": n, "accuracy": vit_trained.accuracy(model, n=n), "on_shape": focus.on_shape, "area": focus.area,
+            "ratio": focus.ratio}

@@ -63,3 +63,61 @@ def test_one_head_in_detail_and_the_checks():
     wrong = core.pitfalls.multi_head_without_transpose(X, n_heads=2, **W)
     assert any(f"{core.max_abs_diff(wrong, tr.output):.3g}" in w.value for w in at.warning)
     close(heat(at, state.MULTI_HEAD.paper_out), heat(at, state.MULTI_HEAD.paper_mha), tol=2e-4)
+
+
+def test_model_mode_shows_the_trained_models_heads_for_the_same_sentence():
+    """Switched to the trained model: one layer's 12 heads of all-MiniLM-L6-v2 on the scenario's tokens
+    joined as a sentence, and one of them through the pipeline; back to random weights as before."""
+    from core import pretrained
+    from ui.i18n import table
+
+    try:
+        model = pretrained.minilm()
+    except pretrained.ModelNotInstalled:
+        pytest.skip(f"the model package is not installed ({pretrained.INSTALL_HINT})")
+    at = page(MULTI, run=False)
+    at.session_state[state.scenario_kept("tokens")] = "when you play the game of thrones"
+    at.run()
+    random_head0 = heat(at, GRID(0))
+    at.radio(key=state.MULTI_HEAD.source).set_value("model").run()
+    at.select_slider(key=state.MULTI_HEAD.model_layer).set_value(3).run()
+    at.selectbox(key=state.MULTI_HEAD.model_pick).set_value(5).run()
+    no_errors(at)
+    tr = model.trace("when you play the game of thrones")
+    A = tr.attentions.numpy().astype(np.float64)
+    for h in range(12):
+        close(heat(at, state.item(state.MULTI_HEAD.model_grid, h)), np.round(A[3, h], 2), tol=1e-9)
+    close(heat(at, state.item(state.MULTI_HEAD.pipeline, "weights")), A[3, 5], tol=2e-6)
+    label = table("en")["mh.model.label"].format(model="all-MiniLM-L6-v2", l=3, sentence="when you play the game of thrones",
+                                                 n=len(tr.tokens))
+    assert label in [i.value for i in at.info] and "trained model: all-minilm-l6-v2, layer 3" in label.lower()
+    assert table("en")["mh.model.korean"] not in [w.value for w in at.warning]  # English tokens: no jamo note
+    at.radio(key=state.MULTI_HEAD.source).set_value("random").run()
+    no_errors(at)
+    close(heat(at, GRID(0)), random_head0)
+    assert table("en")["mh.random"] in [c.value for c in at.caption]
+
+
+def test_model_mode_with_korean_tokens_offers_an_english_sentence():
+    from core import pretrained
+    from ui.i18n import table
+
+    try:
+        model = pretrained.minilm()
+    except pretrained.ModelNotInstalled:
+        pytest.skip(f"the model package is not installed ({pretrained.INSTALL_HINT})")
+    at = page(MULTI, query={"lang": "ko"}, run=False)
+    at.session_state[state.MULTI_HEAD.source] = "model"
+    at.run()  # the default tokens are C18's Korean sentence
+    no_errors(at)
+    ko = table("ko")
+    assert ko["mh.model.korean"] in [w.value for w in at.warning]
+    jamo = model.trace(" ".join(C18))
+    close(heat(at, state.item(state.MULTI_HEAD.model_grid, 0)), np.round(jamo.attentions[0, 0].numpy().astype(float), 2),
+          tol=1e-9)
+    at.button(key=state.MULTI_HEAD.english).click().run()
+    no_errors(at)
+    english = model.trace("when you play the game of thrones")
+    close(heat(at, state.item(state.MULTI_HEAD.model_grid, 0)),
+          np.round(english.attentions[0, 0].numpy().astype(float), 2), tol=1e-9)
+    assert ko["mh.model.korean"] not in [w.value for w in at.warning]

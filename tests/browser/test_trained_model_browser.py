@@ -1,0 +1,114 @@
+"""Real browser: the trained-model page (all-MiniLM-L6-v2) on a real server — the model view on one
+canvas, a click that opens a head, the head view's hover, HTML typed as text, both languages."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+from core import pretrained
+from ui import state
+from ui.i18n import table
+from ui.state import css_class as css
+
+from .conftest import wait_idle
+from .helpers import shot, wait_z
+
+K = state.TRAINED_MODEL
+WEIGHTS = state.item(K.pipeline, "weights")
+SENTENCE = "The animal didn't cross the street because it was too tired"
+
+try:
+    pretrained.model_zip_path()
+except pretrained.ModelNotInstalled:
+    pytest.skip(f"the model package is not installed ({pretrained.INSTALL_HINT})", allow_module_level=True)
+
+VISIBLE_LINES = """(key) => {
+  const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');
+  const root = host.shadowRoot.querySelector('.alhv');
+  const shown = [...root.querySelectorAll('line')].filter((l) => getComputedStyle(l).display !== 'none');
+  return {total: +root.dataset.lines, shown: shown.map((l) => [+l.dataset.i, +l.dataset.j]), focus: root.dataset.focus};
+}"""
+GEOM = """(key) => {
+  const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');
+  const root = host && host.shadowRoot && host.shadowRoot.querySelector('.almv');
+  return root && root.dataset.geom ? root.dataset.geom : null;
+}"""
+
+
+def _key(key: str) -> str:
+    return css(key)[len(".st-key-"):]
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return pretrained.minilm().trace(SENTENCE)
+
+
+def _geometry(page) -> dict:
+    page.wait_for_function(GEOM, arg=_key(K.grid), timeout=60_000)
+    return json.loads(page.evaluate(GEOM, _key(K.grid)))
+
+
+def test_model_view_click_opens_a_head_and_hover_shows_one_tokens_lines(server_url, new_page, trace):
+    page = new_page(f"{server_url}/Trained_model")
+    g = _geometry(page)
+    canvas = page.locator(css(K.grid) + " canvas")
+    box = canvas.bounding_box()
+    assert box["width"] >= g["left"] + 12 * (g["size"] + g["gap"]) - 1  # 12 heads across
+    assert box["height"] >= g["top"] + 6 * (g["size"] + g["gap"]) - 1  # 6 layers down
+    shot(page, "trained-model-en")
+    # click the map of layer 2, head 3: the pipeline below shows that head's weights
+    l, h = 2, 3
+    canvas.click(position={"x": g["left"] + h * (g["size"] + g["gap"]) + g["size"] / 2,
+                           "y": g["top"] + l * (g["size"] + g["gap"]) + g["size"] / 2})
+    want = np.round(trace.attentions[l, h].numpy(), 3)
+    got = wait_z(page, WEIGHTS, f"Math.abs(z[1][0] - {want[1, 0]}) < 2e-3 && Math.abs(z[5][7] - {want[5, 7]}) < 2e-3",
+                 timeout=60_000)
+    np.testing.assert_allclose(got, want, atol=1.5e-3)
+    expect(page.get_by_text(f"Layer {l}, head {h}", exact=True)).to_be_visible()
+    # hover "it" (token 10) in the head view: only its lines stay visible
+    view = page.locator(css(K.head_view))
+    view.scroll_into_view_if_needed()
+    view.locator(".left .tok").nth(10).hover()
+    seen = page.evaluate(VISIBLE_LINES, _key(K.head_view))
+    assert seen["focus"] == "i10"
+    assert seen["shown"] and all(i == 10 for i, _ in seen["shown"])
+    assert len(seen["shown"]) < seen["total"]
+    drawn = {j for _, j in seen["shown"]}
+    assert drawn == {j for j in range(len(trace.tokens)) if round(float(trace.attentions[l, h, 10, j]), 4) >= 0.005}
+    view.screenshot(path=str(_artifact("trained-model-head-view-hover")))
+    page.mouse.move(5, 5)  # leaving the view shows every line again
+    expect(view.locator("line.off")).to_have_count(0)
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_korean_page_and_html_typed_as_text(server_url, new_page):
+    page = new_page(f"{server_url}/Trained_model?lang=ko", locale="ko-KR")
+    expect(page.get_by_role("heading", name=table("ko")["tm.patterns"])).to_be_visible(timeout=60_000)
+    _geometry(page)
+    box = page.locator(css(K.text) + " input")
+    box.fill("<b>bold</b> and <img src=x onerror=alert(1)>")
+    box.press("Enter")
+    wait_idle(page)
+    expect(page.locator(css(K.head_view) + " .left .tok").nth(1)).to_have_text("<", timeout=60_000)
+    assert page.locator("[data-testid=stMain] b", has_text="bold").count() == 0
+    assert page.locator("[data-testid=stMain] img[src=x]").count() == 0
+    assert not page.dialogs
+    box.fill("나는 오늘 사과를 먹었다")
+    box.press("Enter")
+    wait_idle(page)
+    expect(page.locator(css(K.head_view) + " .left .tok")).to_have_count(20, timeout=60_000)  # jamo pieces, [UNK]
+    expect(page.get_by_text("[UNK]").first).to_be_visible()
+    shot(page, "trained-model-ko")
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def _artifact(name: str):
+    from .conftest import ARTIFACTS
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS / f"{name}.png"
