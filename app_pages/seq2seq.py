@@ -13,13 +13,12 @@ from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.text import md
 from ui.widgets.bars import show_bars, weight_bars
-from ui.widgets.figures import PrebuiltFigure
+from ui.widgets.figures import CHART_CONFIG, PrebuiltFigure
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
 K = state.SEQ2SEQ
 MAX_WORDS = 12
-NO_BAR = {"displayModeBar": False}
 
 
 def loss_chart(losses, key: str) -> None:
@@ -28,7 +27,7 @@ def loss_chart(losses, key: str) -> None:
                                     "layout": {"height": 220, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
                                                "xaxis": {"title": {"text": t("s2.step")}},
                                                "yaxis": {"title": {"text": t("s2.loss")}, "type": "log"}}}),
-                    key=key, config=NO_BAR)
+                    key=key, config=CHART_CONFIG)
 
 
 def train_here(task: str, att: str, seed: int) -> None:
@@ -148,7 +147,7 @@ def bottleneck(task_name: str) -> None:
                     "fillcolor": "#e2e8f0", "opacity": 0.5, "line": {"width": 0}, "layer": "below"}],
         "annotations": [{"x": (cfg.min_len + cfg.max_len) / 2, "y": 1.05, "yanchor": "bottom", "showarrow": False,
                          "text": t("s2.trained_range", a=cfg.min_len, b=cfg.max_len)}]}}),
-        key=K.curve, config=NO_BAR)
+        key=K.curve, config=CHART_CONFIG)
     st.caption(t("s2.bottleneck.caption", task=t(f"s2.task.{task}"), a=cfg.min_len, b=cfg.max_len))
 
 

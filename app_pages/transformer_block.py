@@ -12,7 +12,7 @@ from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.inputs import numbers_panel
 from ui.text import shorts
-from ui.widgets.figures import PrebuiltFigure
+from ui.widgets.figures import CHART_CONFIG, PrebuiltFigure
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
@@ -75,7 +75,7 @@ def cost_charts(res: dict) -> None:
                  "name": t("tb.chunked")}],
                 "layout": {"height": 280, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
                            "xaxis": {"type": "log", "title": {"text": "N"}},
-                           "yaxis": {"type": "log", "title": {"text": unit}}}}), key=key, config={"displayModeBar": False})
+                           "yaxis": {"type": "log", "title": {"text": unit}}}}), key=key, config=CHART_CONFIG)
     st.caption(t("tb.cost.caption"))
 
 

@@ -13,7 +13,7 @@ from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.images import IMAGES, MAX_UPLOAD, SIZE, load, png_uri
 from ui.widgets.bars import show_bars, weight_bars
-from ui.widgets.figures import PrebuiltFigure
+from ui.widgets.figures import CHART_CONFIG, PrebuiltFigure
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
@@ -82,7 +82,7 @@ def overlay(img, amap, P: int, grid: tuple[int, int], q: int) -> None:
         "height": 420, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "shapes": shapes,
         "xaxis": {"visible": False, "range": [-0.5, SIZE - 0.5]},
         "yaxis": {"visible": False, "range": [SIZE - 0.5, -0.5], "scaleanchor": "x"}}}),
-        key=K.overlay, config={"displayModeBar": False})
+        key=K.overlay, config=CHART_CONFIG)
 
 
 def chosen_query(n: int, cls: bool, cols: int) -> int:

@@ -54,6 +54,7 @@ def trace_time(text: str, repeats: int = 20, warmup: int = 3) -> tuple[float, in
 
 
 def main() -> None:
+    torch.set_num_threads(1)  # as the app runs it (ui/compute.py): one thread per computation on a shared server
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"threads {torch.get_num_threads()}, python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}")
@@ -61,17 +62,16 @@ def main() -> None:
     load = statistics.median(loads)
     t_short, n_short = trace_time(SENTENCE)
     t_long, n_long = trace_time(LONG, repeats=5, warmup=1)
-    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    t_two, _ = trace_time(SENTENCE)
     torch.set_num_threads(1)
-    t_one, _ = trace_time(SENTENCE)
-    torch.set_num_threads(threads)
     ok = lambda good: "yes" if good else "**no**"  # noqa: E731
     print("\n| benchmark | measured | target | met |\n|---|---|---|---|")
     print(f"| cold load of all-MiniLM-L6-v2 (`minilm()` in a fresh process, median of {len(loads)}; "
           f"runs {', '.join(f'{x:.2f}' for x in loads)} s) | {load:.2f} s | ≤ 5 s | {ok(load <= 5)} |")
-    print(f"| `trace()` of a {n_short}-token sentence, CPU fp32, median of 20 | {t_short * 1e3:.1f} ms | ≤ 100 ms "
-          f"| {ok(t_short <= 0.1)} |")
-    print(f"| `trace()` of the {n_short}-token sentence on 1 torch thread, median of 20 | {t_one * 1e3:.1f} ms | — | — |")
+    print(f"| `trace()` of a {n_short}-token sentence, CPU fp32, 1 thread as in the app, median of 20 | "
+          f"{t_short * 1e3:.1f} ms | ≤ 100 ms | {ok(t_short <= 0.1)} |")
+    print(f"| `trace()` of the {n_short}-token sentence on 2 torch threads, median of 20 | {t_two * 1e3:.1f} ms | — | — |")
     print(f"| `trace()` of {n_long} tokens (the default max_tokens), median of 5 | {t_long * 1e3:.1f} ms | — | — |")
 
 

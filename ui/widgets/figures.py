@@ -5,6 +5,10 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 FONT_FAMILY = "Source Sans, attention-lab-kr, Noto Sans CJK KR, sans-serif"  # see .streamlit/config.toml
+# one button on every chart: save it as a picture for slides (title, axes and legend as drawn, in
+# the current language); plotly's SVG export needs a second button it cannot declare in JSON
+CHART_CONFIG = {"displaylogo": False, "modeBarButtons": [["toImage"]],
+                "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attention-lab-chart"}}
 
 
 class PrebuiltFigure(go.Figure):

@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from ..i18n import t
-from .figures import PrebuiltFigure
+from .figures import CHART_CONFIG, PrebuiltFigure
 
 CELL_TEXT_LIMIT = 16  # cell values are printed inside cells up to this many rows/columns
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "components"
@@ -136,4 +136,4 @@ def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> Non
     trace = {"type": "heatmap", "z": spec["z"], "zmin": spec["lo"], "zmax": spec["hi"], "showscale": False,
              "colorscale": [[t, f"rgb{c}"] for t, c in (_SEQ if spec["sequential"] else _DIV)],
              "hovertemplate": f"{spec['y_title']} %{{y}}<br>{spec['x_title']} %{{x}}<br>%{{z}}<extra></extra>"}
-    st.plotly_chart(PrebuiltFigure({"data": [trace], "layout": layout}), key=key, config={"displayModeBar": False})
+    st.plotly_chart(PrebuiltFigure({"data": [trace], "layout": layout}), key=key, config=CHART_CONFIG)
