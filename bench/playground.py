@@ -141,7 +141,7 @@ _KEYS = [state.css_class(state.item(state.PLAYGROUND.pipeline, s))[len(".st-key-
 _Z_LEN = (f"{_KEYS}.every(key => {{"
           " const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
           " const root = host && host.shadowRoot && host.shadowRoot.querySelector('.alhm');"
-          " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; }})")
+          " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; })")
 
 
 def _median_round_trip(page, box, repeats: int, sizes, done: str) -> float:
