@@ -45,7 +45,7 @@ def sizes() -> tuple[int, int]:
 def heads_grid(tr, H: int, labels, dec: int) -> None:
     st.subheader(t("mh.grid"))
     st.caption(t("mh.random"))
-    per_row = min(H, 4)
+    per_row = min(H, 3)  # three maps fit side by side at 1280 pixels
     for start in range(0, H, per_row):
         for h, col in zip(range(start, min(H, start + per_row)), st.columns(per_row), strict=False):
             with col:

@@ -120,11 +120,11 @@ def decoder_steps(steps: list[dict], att: str, in_labels, dec: int) -> None:
         show_bars(weight_bars(in_labels, s["weights"], dec), key=K.alpha)
     with b:
         st.latex(r"c_t = \sum_i \alpha_{t,i}\, h_i")
-        h = s["context"].shape[-1]
-        show_heatmap(heatmap(np.stack([s["s_prev"][:16], s["context"][:16]]), x_labels=[str(k) for k in range(16)],
-                             y_labels=["s_{t−1}", "c_t"], x_title=t("s2.axis.dims", h=h), y_title="",
-                             decimals=min(dec, 2)), key=K.vectors)
-        st.caption(t("s2.vectors", h=h))
+    h = s["context"].shape[-1]  # 16 columns: the whole width, so nothing scrolls
+    show_heatmap(heatmap(np.stack([s["s_prev"][:16], s["context"][:16]]), x_labels=[str(k) for k in range(16)],
+                         y_labels=["s_{t−1}", "c_t"], x_title=t("s2.axis.dims", h=h), y_title="",
+                         decimals=min(dec, 2)), key=K.vectors)
+    st.caption(t("s2.vectors", h=h))
 
 
 def bottleneck(task_name: str) -> None:

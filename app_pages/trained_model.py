@@ -116,7 +116,7 @@ def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
     head_pickers(*tr["attentions"].shape[:2])
     w = tr["attentions"][layer, head]
     labels = shorts(token_labels(tr["tokens"]))
-    c1, c2 = st.columns([1, 2.6])
+    c1, c2 = st.columns([1, 2.6]) if len(labels) <= 8 else (st.container(), st.container())  # long: one below the other
     with c1:
         st.markdown(f"**{t('tm.head_view')}**")
         st.caption(t("tm.head_view.caption"))

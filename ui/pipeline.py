@@ -64,8 +64,8 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
         st.latex(formulas.WHOLE[conv])
         st.caption(t("pg.pipeline.values", scale=f"{A.scale:.{dec}f}", T=f"{A.temperature:g}"))
     n_max = max(len(q_labels), len(k_labels))
-    # three maps side by side while every column fits (a cell is about 7 px per printed character)
-    per_row = per_row or (3 if n_max <= 4 or (n_max <= 6 and dec <= 2) else 2)
+    # three maps side by side while every column fits at 1280 pixels (a cell is about 7 px per printed character)
+    per_row = per_row or (3 if n_max <= 3 or (n_max <= 4 and dec <= 2) else 2 if n_max <= 8 else 1)
     draw = {"scores": lambda: _scores(v, trace, score), "scaled": lambda: _scaled(v, A), "masked": lambda: _masked(v, A),
             "weights": lambda: _weights(v, A, query), "output": lambda: _output(v, A, trace.V.shape[1])}
     chosen = [name for name in STEPS if shows is None or shows(name)]

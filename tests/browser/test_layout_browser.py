@@ -22,7 +22,8 @@ OVERFLOW = """() => {
     const roots = [el];
     if (el.shadowRoot) roots.push(...el.shadowRoot.querySelectorAll('*'));
     for (const e of roots) {
-      if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible') {
+      // KaTeX's display box is 1–3 px narrower than its last glyph's ink box: 4 px of slack
+      if (e.scrollWidth > e.clientWidth + 4 && getComputedStyle(e).overflowX !== 'visible') {
         out.push((el.getAttribute('data-testid') || el.className) + ': ' + (el.innerText || '').slice(0, 60)
                  + ' [' + e.scrollWidth + ' > ' + e.clientWidth + ']');
         break;
