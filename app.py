@@ -20,7 +20,9 @@ ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")  # served by
 def _pages() -> dict[str, st.Page]:
     """One st.Page per entry of ui.nav.PAGES, titled in the current language; the URL paths are
     those shared links already use."""
-    return {p.name: st.Page(p.file, title=t(f"page.{p.name}.title"), icon=p.icon, default=p.name == "home",
+    # no icon on st.Page: the browser would fetch a page's material icon from Google as its
+    # favicon; the app's own icon (set_page_config) is served locally (an offline classroom)
+    return {p.name: st.Page(p.file, title=t(f"page.{p.name}.title"), default=p.name == "home",
                             **({"url_path": p.url} if p.url else {})) for p in nav.PAGES}
 
 
@@ -33,7 +35,6 @@ def main() -> None:
     refused = settings.init()
     pages = _pages()
     current = st.navigation(_sections(pages), position="sidebar", expanded=True)
-    name = next(n for n, p in pages.items() if p.url_path == current.url_path)
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",
                        initial_sidebar_state="auto")  # folded on a phone
     inject_css()
@@ -41,7 +42,7 @@ def main() -> None:
     settings.mirror_to_url()
     if refused:
         st.warning(t("err.url_settings", names=", ".join(refused)))
-    st.title(f"{nav.PAGE_BY_NAME[name].icon} {current.title}")
+    st.title(current.title)  # (a material icon in a heading is fetched from Google: none here)
     page.boundary(current.run)
 
 

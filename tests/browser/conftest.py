@@ -78,7 +78,7 @@ def without_cjk_fonts(tmp: Path) -> dict:
     return {**os.environ, "FONTCONFIG_FILE": str(conf)}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # closed when the browser tests end: tests/deploy starts its own Playwright
 def chromium(tmp_path_factory):
     from playwright.sync_api import sync_playwright
 

@@ -237,12 +237,12 @@ HANGUL_FONTS = """() => {
 def test_every_korean_text_on_every_page_can_use_the_shipped_font(server_url, chromium):
     """Labels, shape lines, code and chart text: wherever Korean appears, the element's font
     stack includes the app's Korean web font (else a machine without a Korean font shows boxes)."""
-    from ui.settings import PAGES
+    from ui.nav import PAGES
 
     ctx = chromium.new_context(viewport={"width": 1500, "height": 2600}, locale="ko-KR")
     page = ctx.new_page()
     for info in PAGES:
-        name = "" if info.path == "app.py" else info.path.split("/")[1].split("_", 1)[1].removesuffix(".py")
+        name = info.url
         page.goto(f"{server_url}/{name}")
         wait_idle(page)
         page.wait_for_timeout(1500)
