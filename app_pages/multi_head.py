@@ -7,7 +7,6 @@ import pandas as pd
 import streamlit as st
 
 import core
-from core.pretrained import ModelNotInstalled
 from ui import compute, page, scenario, settings, state
 from ui import scenario_state as ss
 from ui.i18n import current_lang, labeller, t
@@ -16,7 +15,7 @@ from ui.pipeline import pipeline
 from ui.text import md, shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
-from ui.widgets.model_views import jamo_and_unk, model_missing
+from ui.widgets.model_views import jamo_and_unk, load_trace
 
 K = state.MULTI_HEAD
 D_MODELS = (2, 3, 4, 6, 8, 12, 16)
@@ -78,20 +77,6 @@ def heads_source() -> str:
     return str(st.session_state[K.source])
 
 
-def model_trace(sentence: str) -> dict | None:
-    """The trained model's trace of the sentence, or None after a message."""
-    try:
-        compute.pretrained_model()
-    except ModelNotInstalled:
-        model_missing()
-        return None
-    try:
-        return compute.pretrained_trace(sentence, settings.get("device"))
-    except ValueError:
-        st.error(t("tm.too_long", n=len(compute.pretrained_tokens(sentence)), limit=compute.MODEL_MAX_TOKENS))
-        return None
-
-
 def _use_english() -> None:
     ss.put("tokens", scenario.PRESETS[ENGLISH]["tokens"])
 
@@ -105,7 +90,7 @@ def model_heads(tokens: list[str], dec: int) -> None:
     """Every head of one layer of the trained model, then one of them through the pipeline."""
     st.subheader(t("mh.grid"))
     sentence = " ".join(tokens)
-    tr = model_trace(sentence)
+    tr = load_trace(sentence)
     if tr is None:
         return
     A = tr["attentions"]  # (L, H, n, n)

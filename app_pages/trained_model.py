@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.pretrained import PATTERNS, ModelNotInstalled
+from core.pretrained import PATTERNS
 from ui import compute, page, settings, state
 from ui.i18n import current_lang, labeller, t
 from ui.pipeline import pipeline
 from ui.text import md, shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
-from ui.widgets.model_views import head_view, jamo_and_unk, model_missing, model_view, show_head_view, show_model_view
+from ui.widgets.model_views import head_view, jamo_and_unk, load_trace, model_view, show_head_view, show_model_view
 
 K = state.TRAINED_MODEL
 MODEL = "all-MiniLM-L6-v2"
@@ -53,20 +53,6 @@ def sentence_box() -> str:
                      format_func=labeller("tm.preset.", empty_key="tm.preset.none"))
     st.caption(t("tm.english_only"))
     return str(st.session_state[K.text])
-
-
-def load_trace(text: str) -> dict | None:
-    """The cached trace of the sentence, or None after a message (model missing, text too long)."""
-    try:
-        compute.pretrained_model()
-    except ModelNotInstalled:
-        model_missing()
-        return None
-    try:
-        return compute.pretrained_trace(text, settings.get("device"))
-    except ValueError:
-        st.error(t("tm.too_long", n=len(compute.pretrained_tokens(text)), limit=compute.MODEL_MAX_TOKENS))
-        return None
 
 
 def token_line(tokens: list[str]) -> None:

@@ -11,6 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 import streamlit as st
 
+from core.pretrained import ModelNotInstalled
+
+from .. import compute, settings
 from ..i18n import t
 from .heatmap import ASSETS
 
@@ -87,3 +90,17 @@ def model_missing() -> None:
 def jamo_and_unk(tokens: Sequence[str]) -> tuple[int, int]:
     """How many tokens are Hangul jamo pieces and how many are [UNK] (Korean in an English vocabulary)."""
     return sum(any(0x1100 <= ord(ch) <= 0x11FF for ch in tok) for tok in tokens), list(tokens).count("[UNK]")
+
+
+def load_trace(text: str) -> dict | None:
+    """The cached trace of the sentence, or None after a message (model missing, text too long)."""
+    try:
+        compute.pretrained_model()
+    except ModelNotInstalled:
+        model_missing()
+        return None
+    try:
+        return compute.pretrained_trace(text, settings.get("device"))
+    except ValueError:
+        st.error(t("tm.too_long", n=len(compute.pretrained_tokens(text)), limit=compute.MODEL_MAX_TOKENS))
+        return None
