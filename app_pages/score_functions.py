@@ -13,7 +13,7 @@ from ui.i18n import t
 from ui.inputs import notation_switch, numbers_panel, qk_view, score_params
 from ui.text import shorts
 from ui.widgets import formulas
-from ui.widgets.figures import CHART_CONFIG, line_figure
+from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
@@ -76,29 +76,31 @@ def sqrt_dk_experiment() -> None:
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**{t('sc.exp.var')}**")
-        st.plotly_chart(line_figure([
+        show_chart(line_figure([
             {"type": "scatter", "mode": "lines", "x": dims, "y": dims, "name": "y = d", "line": {"dash": "dot"}},
             {"type": "scatter", "mode": "markers", "x": dims, "y": np.round(e["var_dot"], 3).tolist(),
              "name": t("sc.exp.measured"), "marker": {"size": 9}},
-        ], log_d | {"yaxis": {"type": "log", "title": {"text": "Var(qᵀk)"}}}), key=K.exp_var, config=CHART_CONFIG)
+        ], log_d | {"yaxis": {"type": "log", "title": {"text": "Var(qᵀk)"}}}), key=K.exp_var,
+                   title=t("sc.exp.var"))
     with c2:
         i = dims.index(st.select_slider(t("sc.exp.pick_d"), options=dims, value=64, key=K.exp_d))
-        st.plotly_chart(line_figure([
+        show_chart(line_figure([
             {"type": "histogram", "x": np.round(e["dots"][i], 3).tolist(), "name": "qᵀk", "opacity": 0.6, "nbinsx": 40},
             {"type": "histogram", "x": np.round(e["dots_scaled"][i], 3).tolist(), "name": "qᵀk / √d", "opacity": 0.6,
              "nbinsx": 40},
-        ], {"barmode": "overlay", "xaxis": {"title": {"text": t("sc.exp.value")}}}), key=K.exp_hist, config=CHART_CONFIG)
+        ], {"barmode": "overlay", "xaxis": {"title": {"text": t("sc.exp.value")}}}), key=K.exp_hist,
+                   title=f"qᵀk, qᵀk / √d · d = {dims[i]}")
     for col, (name, a, b, label) in zip(st.columns(3), (
             ("max", e["max_weight"], e["max_weight_scaled"], "sc.exp.max"),
             ("ent", e["entropy"], e["entropy_scaled"], "sc.exp.entropy"),
             ("grad", e["grad_norm"], e["grad_norm_scaled"], "sc.exp.grad")), strict=True):
         with col:
             st.markdown(f"**{t(label)}**")
-            st.plotly_chart(line_figure([
+            show_chart(line_figure([
                 {"type": "scatter", "mode": "lines+markers", "x": dims, "y": np.round(a, 4).tolist(),
                  "name": t("sc.exp.unscaled")},
                 {"type": "scatter", "mode": "lines+markers", "x": dims, "y": np.round(b, 4).tolist(),
-                 "name": t("sc.exp.scaled")}], log_d), key=state.item(K.exp_plot, name), config=CHART_CONFIG)
+                 "name": t("sc.exp.scaled")}], log_d), key=state.item(K.exp_plot, name), title=t(label))
     st.caption(t("sc.exp.caption", n=e["n_keys"]))
 
 

@@ -13,7 +13,7 @@ from ui import scenario_state as ss
 from ui.i18n import t
 from ui.inputs import inputs, score_params
 from ui.text import shorts
-from ui.widgets.figures import CHART_CONFIG, PrebuiltFigure
+from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
@@ -69,7 +69,7 @@ def linear_layer(inp, tr, dec: int) -> None:
         q = core.lab.playground(x[None], qkv="projection", W_q=W, W_k=W, W_v=W).Q[0].numpy()
         st.caption(t("sx.layer.example"))
     shape_badge(f"x (1×{W.shape[0]}) · W_Q ({W.shape[0]}×{W.shape[1]}) → q (1×{W.shape[1]})")
-    st.plotly_chart(layer_figure(W, x, q, dec), key=K.layer, config=CHART_CONFIG)
+    show_chart(layer_figure(W, x, q, dec), key=K.layer, title=t("sx.layer"))
     st.caption(t("sx.layer.caption"))
 
 

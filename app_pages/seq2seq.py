@@ -13,7 +13,7 @@ from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.text import md
 from ui.widgets.bars import show_bars, weight_bars
-from ui.widgets.figures import CHART_CONFIG, PrebuiltFigure
+from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
@@ -22,12 +22,11 @@ MAX_WORDS = 12
 
 
 def loss_chart(losses, key: str) -> None:
-    st.plotly_chart(PrebuiltFigure({"data": [{"type": "scatter", "mode": "lines", "y": list(np.round(losses, 4)),
-                                              "name": t("s2.loss")}],
-                                    "layout": {"height": 220, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-                                               "xaxis": {"title": {"text": t("s2.step")}},
-                                               "yaxis": {"title": {"text": t("s2.loss")}, "type": "log"}}}),
-                    key=key, config=CHART_CONFIG)
+    show_chart(PrebuiltFigure({"data": [{"type": "scatter", "mode": "lines", "y": list(np.round(losses, 4)),
+                                         "name": t("s2.loss")}],
+                               "layout": {"height": 220, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+                                          "xaxis": {"title": {"text": t("s2.step")}},
+                                          "yaxis": {"title": {"text": t("s2.loss")}, "type": "log"}}}), key=key)
 
 
 def train_here(task: str, att: str, seed: int) -> None:
@@ -140,14 +139,14 @@ def bottleneck(task_name: str) -> None:
     cfg = seq2seq.Config()
     data = [{"type": "scatter", "mode": "lines+markers", "x": list(curves.lengths), "y": list(np.round(curves[att], 3)),
              "name": t(f"s2.att.{att}")} for att in seq2seq_store.CURVE_ATTENTIONS]
-    st.plotly_chart(PrebuiltFigure({"data": data, "layout": {
+    show_chart(PrebuiltFigure({"data": data, "layout": {
         "height": 300, "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
         "yaxis": {"range": [0, 1.05], "title": {"text": t("s2.accuracy")}}, "xaxis": {"title": {"text": t("s2.length")}},
         "shapes": [{"type": "rect", "x0": cfg.min_len - 0.5, "x1": cfg.max_len + 0.5, "y0": 0, "y1": 1.05,
                     "fillcolor": "#e2e8f0", "opacity": 0.5, "line": {"width": 0}, "layer": "below"}],
         "annotations": [{"x": (cfg.min_len + cfg.max_len) / 2, "y": 1.05, "yanchor": "bottom", "showarrow": False,
                          "text": t("s2.trained_range", a=cfg.min_len, b=cfg.max_len)}]}}),
-        key=K.curve, config=CHART_CONFIG)
+        key=K.curve, title=t("s2.bottleneck"))
     st.caption(t("s2.bottleneck.caption", task=t(f"s2.task.{task}"), a=cfg.min_len, b=cfg.max_len))
 
 

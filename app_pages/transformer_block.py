@@ -12,7 +12,7 @@ from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.inputs import numbers_panel
 from ui.text import shorts
-from ui.widgets.figures import CHART_CONFIG, PrebuiltFigure
+from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
@@ -69,13 +69,14 @@ def cost_charts(res: dict) -> None:
     for col, (key, unit, full, chunked, scale) in zip(st.columns(2), (
             (K.time, "ms", res["tf"], res["tc"], 1e3), (K.mem, "MiB", res["bf"], res["bc"], 1 / 2**20)), strict=True):
         with col:
-            st.plotly_chart(PrebuiltFigure({"data": [
+            show_chart(PrebuiltFigure({"data": [
                 {"type": "scatter", "mode": "lines+markers", "x": ns, "y": [scale * v for v in full], "name": t("tb.full")},
                 {"type": "scatter", "mode": "lines+markers", "x": ns, "y": [scale * v for v in chunked],
                  "name": t("tb.chunked")}],
                 "layout": {"height": 280, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
                            "xaxis": {"type": "log", "title": {"text": "N"}},
-                           "yaxis": {"type": "log", "title": {"text": unit}}}}), key=key, config=CHART_CONFIG)
+                           "yaxis": {"type": "log", "title": {"text": unit}}}}), key=key,
+                       title=f"{t('tb.cost')} ({unit})")
     st.caption(t("tb.cost.caption"))
 
 

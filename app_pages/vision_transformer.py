@@ -13,7 +13,7 @@ from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.images import IMAGES, MAX_UPLOAD, SIZE, load, png_uri
 from ui.widgets.bars import show_bars, weight_bars
-from ui.widgets.figures import CHART_CONFIG, PrebuiltFigure
+from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
@@ -78,11 +78,11 @@ def overlay(img, amap, P: int, grid: tuple[int, int], q: int) -> None:
     data = [{"type": "image", "source": png_uri(img), "hoverinfo": "skip"},
             {"type": "heatmap", "z": np.kron(amap, np.ones((P, P))).round(4).tolist(), "opacity": 0.55,
              "colorscale": "Inferno", "showscale": False, "hovertemplate": "α = %{z}<extra></extra>"}]
-    st.plotly_chart(PrebuiltFigure({"data": data, "layout": {
+    show_chart(PrebuiltFigure({"data": data, "layout": {
         "height": 420, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "shapes": shapes,
         "xaxis": {"visible": False, "range": [-0.5, SIZE - 0.5]},
         "yaxis": {"visible": False, "range": [SIZE - 0.5, -0.5], "scaleanchor": "x"}}}),
-        key=K.overlay, config=CHART_CONFIG)
+        key=K.overlay, title=t("vt.image"))
 
 
 def chosen_query(n: int, cls: bool, cols: int) -> int:

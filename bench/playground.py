@@ -1,32 +1,33 @@
 """Page benchmarks: ``python -m bench.playground`` (prints Markdown for BENCHMARKS.md).
 
-1. Server-side rerun: AppTest runs the real page script after a token change, at n = 8, 64,
-   256 tokens (random embeddings, projections, causal mask), median of repeats; the same
-   measurement of a bare one-widget page in the same run gives the framework's floor.
+1. Server-side rerun (bench/reruns.py, in a process of its own): AppTest runs the real page
+   script after a token change at n = 8, 64, 256 tokens (random embeddings, projections, causal
+   mask), and every page after a seed change; a bare one-widget page gives the framework's floor.
+   ``--before REV`` measures a worktree of an older commit in the same run, alternating with now.
 2. Browser round trip: a real `streamlit run` server and headless Chromium; the time from
    pressing Enter in the token box to the weights and output heatmaps holding the new shape
    at n = 8 and 64, next to the bare page's Enter → updated
    text, a floor page that draws five heatmaps with the same renderer and no computation, and
    a skeleton page with the Playground's controls and one pipeline chart (bench/skeleton_app.py).
-3. Every page's server-side rerun after a seed change (all numbers recomputed), and the √d_k
-   experiment on its own.
+3. Seq2seq training time and accuracy per task.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
-from streamlit.testing.v1 import AppTest
-
-from ui import nav, state
+from ui import state
 
 ROOT = Path(__file__).resolve().parents[1]
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -35,37 +36,6 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
 
 def sentence(n: int, salt: int) -> str:
     return " ".join(f"w{salt}_{i}" for i in range(n))
-
-
-def server_rerun_ms(n: int, repeats: int = 7) -> float:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for k, v in {"emb": "random", "qkv": "projection", "causal": "1"}.items():  # as the browser benchmark's URL
-        at.query_params[k] = v
-    at.run()
-    at.switch_page(nav.PAGE_BY_NAME["playground"].file).run()
-    times = []
-    for r in range(repeats + 1):
-        at.text_input(key=state.SCENARIO.tokens).input(sentence(n, r))
-        t0 = time.perf_counter()
-        at.run()
-        times.append(time.perf_counter() - t0)
-        assert not at.exception, at.exception
-    return statistics.median(times[1:]) * 1e3
-
-
-def page_rerun_ms(path: str, repeats: int = 5) -> float:
-    """A page's rerun after a seed change: new random numbers, so every cached result is recomputed."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page(path).run()
-    times = []
-    for r in range(repeats + 1):
-        at.number_input(key=state.setting_widget("seed")).set_value(100 + r)
-        t0 = time.perf_counter()
-        at.run()
-        times.append(time.perf_counter() - t0)
-        assert not at.exception, at.exception
-    return statistics.median(times[1:]) * 1e3
 
 
 def training_times() -> list[tuple[str, str, float, float]]:
@@ -78,43 +48,6 @@ def training_times() -> list[tuple[str, str, float, float]]:
         m = seq2seq.train(seq2seq.Config(task=task, attention=att), seed=0)
         out.append((task, att, m.seconds, m.accuracy))
     return out
-
-
-def seq2seq_rerun_ms(repeats: int = 5) -> float:
-    """The seq2seq page's rerun once its model is trained (a new input each time)."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.run()
-    at.switch_page(nav.PAGE_BY_NAME["seq2seq"].file).run()  # opens on the shipped model: nothing to train
-    times = []
-    for r in range(repeats + 1):
-        at.text_input(key=state.SEQ2SEQ.input).input(" ".join("abcdefgh"[(r + i) % 8] for i in range(6)))
-        t0 = time.perf_counter()
-        at.run()
-        times.append(time.perf_counter() - t0)
-        assert not at.exception, at.exception
-    return statistics.median(times[1:]) * 1e3
-
-
-def experiment_ms(repeats: int = 5) -> float:
-    import core
-
-    times = []
-    for r in range(repeats):
-        t0 = time.perf_counter()
-        core.experiments.scaling_experiment(seed=r)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
-
-
-def bare_rerun_ms(repeats: int = 7) -> float:
-    at = AppTest.from_file(str(ROOT / "bench" / "bare_app.py"), default_timeout=60).run()
-    times = []
-    for r in range(repeats + 1):
-        at.text_input(key="text").input(sentence(8, r))
-        t0 = time.perf_counter()
-        at.run()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times[1:]) * 1e3
 
 
 def _serve(script: str):
@@ -136,12 +69,17 @@ def _serve(script: str):
     raise RuntimeError(f"server for {script} did not start")
 
 
-# true once the weights and the output heatmaps both show M rows (values live on the component root)
+# true once the weights and the output heatmaps both show M rows (values live on the map's root,
+# a component of its own or a panel of the pipeline's one component)
 _KEYS = [state.css_class(state.item(state.PLAYGROUND.pipeline, s))[len(".st-key-"):] for s in ("weights", "output")]
-_Z_LEN = (f"{_KEYS}.every(key => {{"
-          " const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
-          " const root = host && host.shadowRoot && host.shadowRoot.querySelector('.alhm');"
-          " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; })")
+_FIND = ("const find = (key) => {"
+         " const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
+         " if (host && host.shadowRoot) return host.shadowRoot.querySelector('.alhm');"
+         " for (const h of document.querySelectorAll('[data-testid=stBidiComponentIsolated]')) {"
+         "  const r = h.shadowRoot && h.shadowRoot.querySelector('.panel.st-key-' + key + ' .alhm'); if (r) return r; }"
+         " return null; };")
+_Z_LEN = (f"{{ {_FIND} return {_KEYS}.every(key => {{ const root = find(key);"
+          " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; }); }")
 
 
 def _median_round_trip(page, box, repeats: int, sizes, done: str) -> float:
@@ -191,38 +129,87 @@ def browser_ms(repeats: int = 9) -> dict:
     return out
 
 
+LABELS = {"bare": "bare one-widget page, text change", "experiment": "√d_k experiment alone (11 sizes, d = 1 … 1024)",
+          "seq2seq": "Seq2seq: a new input (model ready)"}
+TARGETS = {"tokens.64": 100.0}  # ms; every seed change: ≤ 300 ms
+
+
+def reruns(root: Path) -> dict[str, float]:
+    """bench/reruns.py against a checkout, in a process of its own (its own imports and caches)."""
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "reruns.py"), str(root)], cwd=root, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def label(name: str) -> str:
+    if name.startswith("tokens."):
+        return f"Playground: token change, n = {name.split('.')[1]}"
+    if name.startswith("seed."):
+        return f"{name.split('.', 1)[1].replace('_', ' ')}: seed change"
+    return LABELS.get(name, name)
+
+
+def target(name: str, ms: float) -> str:
+    limit = TARGETS.get(name, 300.0 if name.startswith("seed.") or name in ("experiment", "seq2seq") else None)
+    return "" if limit is None else f"≤ {limit:.0f} ms: {'met' if ms <= limit else 'NOT met'}"
+
+
+def server_side(before: str | None, rounds: int) -> None:
+    """Every page's server-side rerun now — and, with ``before``, the same script on a worktree of
+    that commit, alternating before / now ``rounds`` times in this one run (same machine, same load)."""
+    if not before:
+        now = reruns(ROOT)
+        print("\n| server-side rerun (AppTest, pages kept compiled as a server keeps them) | median | target |\n|---|---|---|")
+        for k, v in now.items():
+            print(f"| {label(k)} | {v:.0f} ms | {target(k, v)} |")
+        return
+    tree = Path(tempfile.mkdtemp(prefix="bench-before-")) / "tree"
+    subprocess.run(["git", "worktree", "add", "--detach", str(tree), before], cwd=ROOT, check=True, capture_output=True)
+    try:
+        runs = [(reruns(tree), reruns(ROOT)) for _ in range(rounds)]
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False, capture_output=True)
+    print(f"\n| server-side rerun (AppTest, pages kept compiled as a server keeps them) | before ({before}) | now | "
+          f"now ÷ before | target |\n|---|---|---|---|---|")
+    for k in runs[0][1]:
+        b = statistics.median(r[0].get(k, float("nan")) for r in runs)
+        n = statistics.median(r[1][k] for r in runs)
+        print(f"| {label(k)} | {b:.0f} ms | {n:.0f} ms | {n / b:.2f}× | {target(k, n)} |")
+
+
 def main() -> None:
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("--before", help="a commit to measure in the same run (server-side reruns), e.g. f1c43a7")
+    args.add_argument("--rounds", type=int, default=2, help="before/now alternations (with --before)")
+    args.add_argument("--skip", nargs="*", default=[], choices=["server", "training", "browser"])
+    opts = args.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
-    bare = bare_rerun_ms()
-    print("\n| server-side rerun (AppTest, token change) | median | × bare page |\n|---|---|---|")
-    print(f"| bare one-widget page | {bare:.0f} ms | 1.0× |")
-    for n in (8, 64, 256):
-        ms = server_rerun_ms(n, repeats=5 if n < 256 else 3)
-        print(f"| playground, n = {n} | {ms:.0f} ms | {ms / bare:.1f}× |")
-    print("\n| server-side rerun after a seed change (default sizes) | median | target |\n|---|---|---|")
-    print(f"| √d_k experiment alone (core.experiments.scaling_experiment, 11 sizes) | {experiment_ms():.0f} ms | ≤ 300 ms |")
-    for name in ("playground", "notations", "score_functions", "masks", "multi_head", "self_vs_cross", "position",
-                 "transformer_block", "vision_transformer"):
-        print(f"| {name} | {page_rerun_ms(nav.PAGE_BY_NAME[name].file):.0f} ms | ≤ 300 ms |")
-    print(f"| seq2seq (shipped model, new input) | {seq2seq_rerun_ms():.0f} ms | ≤ 300 ms |")
-    print("\n| seq2seq training (400 steps, batch 64, seed 0) | time | token accuracy | target |\n|---|---|---|---|")
-    for task, att, sec, acc in training_times():
-        print(f"| {task}, attention: {att} | {sec:.1f} s | {100 * acc:.1f} % | ≤ 20 s |")
-    if shutil.which("chromium") or os.environ.get("CHROMIUM"):
-        b = browser_ms()
-        sk = b["skeleton"]
-        print("\n| browser round trip (Enter → …) | median | × bare page | × skeleton page | target |\n|---|---|---|---|---|")
-        print(f"| bare one-widget page: echo updated | {b['bare']:.0f} ms | 1.0× | {b['bare'] / sk:.2f}× | |")
-        print(f"| floor page (five 8×8 heatmaps, no computation): echo updated | {b['floor']:.0f} ms | "
-              f"{b['floor'] / b['bare']:.2f}× | {b['floor'] / sk:.2f}× | |")
-        print(f"| skeleton page (the Playground's controls, one pipeline chart, no computation): echo updated | "
-              f"{sk:.0f} ms | {sk / b['bare']:.2f}× | 1.0× | |")
-        for n, target in ((8, 1.5), (64, 2.0)):
-            ratio = b[n] / sk
-            print(f"| playground, n = {n}: weights and output heatmaps updated | {b[n]:.0f} ms | "
-                  f"{b[n] / b['bare']:.2f}× | {ratio:.2f}× | ≤ {target}× skeleton: {'met' if ratio <= target else 'not met'} |")
-    else:
+    if "server" not in opts.skip:
+        server_side(opts.before, opts.rounds)
+    if "training" not in opts.skip:
+        print("\n| seq2seq training (400 steps, batch 64, seed 0) | time | token accuracy | target |\n|---|---|---|---|")
+        for task, att, sec, acc in training_times():
+            print(f"| {task}, attention: {att} | {sec:.1f} s | {100 * acc:.1f} % | ≤ 20 s |")
+    if "browser" not in opts.skip:
+        browser_table()
+
+
+def browser_table() -> None:
+    if not (shutil.which("chromium") or os.environ.get("CHROMIUM")):
         print("\n(no Chromium: browser round trip not measured)")
+        return
+    b = browser_ms()
+    sk = b["skeleton"]
+    print("\n| browser round trip (Enter → …) | median | × bare page | × skeleton page | target |\n|---|---|---|---|---|")
+    print(f"| bare one-widget page: echo updated | {b['bare']:.0f} ms | 1.0× | {b['bare'] / sk:.2f}× | |")
+    print(f"| floor page (five 8×8 heatmaps, no computation): echo updated | {b['floor']:.0f} ms | "
+          f"{b['floor'] / b['bare']:.2f}× | {b['floor'] / sk:.2f}× | |")
+    print(f"| skeleton page (the Playground's controls, one pipeline chart, no computation): echo updated | "
+          f"{sk:.0f} ms | {sk / b['bare']:.2f}× | 1.0× | |")
+    for n, goal in ((8, 1.5), (64, 2.0)):
+        ratio = b[n] / sk
+        print(f"| playground, n = {n}: weights and output heatmaps updated | {b[n]:.0f} ms | "
+              f"{b[n] / b['bare']:.2f}× | {ratio:.2f}× | ≤ {goal}× skeleton: {'met' if ratio <= goal else 'not met'} |")
 
 
 if __name__ == "__main__":

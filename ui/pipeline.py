@@ -13,7 +13,7 @@ from .i18n import t
 from .inputs import qk_axes
 from .text import md, shorts
 from .widgets import formulas
-from .widgets.heatmap import heatmap, show_heatmap
+from .widgets.heatmap import fits_one_element, heatmap, show_heatmap, show_maps
 from .widgets.layout import dim_labels, panel_header
 
 STEPS = ("scores", "scaled", "masked", "weights", "output")
@@ -56,7 +56,8 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
     """The steps of ``trace`` (a core.lab.PlaygroundTrace); ``prefix`` keeps chart keys apart.
 
     ``shows(step)`` picks the panels drawn (the step-through, a lesson link); ``per_row`` fixes
-    how many maps stand side by side (default: three while every column fits, else two)."""
+    how many maps stand side by side (default: three while every column fits, else two).
+    Without the header (the Playground beside its controls) the panels are ONE element."""
     v = View(list(q_labels), list(k_labels), conv, dec, prefix, clicks, large, compact=not header)
     A = trace.attn
     if header:
@@ -66,60 +67,97 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
     n_max = max(len(q_labels), len(k_labels))
     # three maps side by side while every column fits at 1280 pixels (a cell is about 7 px per printed character)
     per_row = per_row or (3 if n_max <= 3 or (n_max <= 4 and dec <= 2) else 2 if n_max <= 8 else 1)
-    draw = {"scores": lambda: _scores(v, trace, score), "scaled": lambda: _scaled(v, A), "masked": lambda: _masked(v, A),
-            "weights": lambda: _weights(v, A, query), "output": lambda: _output(v, A, trace.V.shape[1])}
-    chosen = [name for name in STEPS if shows is None or shows(name)]
-    for start in range(0, len(chosen), per_row):
-        for col, name in zip(st.columns(per_row), chosen[start:start + per_row], strict=False):
+    build = {"scores": lambda: _scores(v, trace, score), "scaled": lambda: _scaled(v, A), "masked": lambda: _masked(v, A),
+             "weights": lambda: _weights(v, A, query), "output": lambda: _output(v, A, trace.V.shape[1])}
+    panels = [build[name]() for name in STEPS if shows is None or shows(name)]
+    if v.compact and fits_one_element(p.spec for p in panels):
+        show_maps([_as_dict(v, p) for p in panels], key=state.item(prefix, "maps"), per_row=per_row, click_queue=clicks,
+                  large=large)
+        return
+    for start in range(0, len(panels), per_row):
+        for col, p in zip(st.columns(per_row), panels[start:start + per_row], strict=False):
             with col:
-                draw[name]()
+                _draw(v, p)
 
 
-def _map(v: View, step: str, title: str, latex: str, shape: str, z, **kw) -> None:
-    panel_header(title, latex, shape, compact=v.compact)
-    show_heatmap(heatmap(z, decimals=v.dec, title=title, large=v.large, compact=v.compact, **(v.axes | kw)),
-                 key=v.key(step))
+@dataclass(frozen=True)
+class Panel:
+    """One step: its title, formula (LaTeX, and MathML for the one-element pipeline), shape line,
+    the heatmap spec, notes above and under the map, and the queries whose every key is masked."""
+
+    step: str
+    title: str
+    latex: str
+    mathml: str
+    shape: str
+    spec: dict
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    masked_names: tuple[str, ...] = ()
 
 
-def _scores(v: View, trace, score: str) -> None:
+def _draw(v: View, p: Panel) -> None:
+    """A panel as Streamlit elements: header, notes, map, warning."""
+    panel_header(p.title, p.latex, p.shape, compact=v.compact)
+    for note in p.before:
+        st.caption(note)
+    show_heatmap(p.spec, key=v.key(p.step), click_queue=v.clicks if p.step == "weights" else None)
+    for note in p.after:
+        st.caption(note)
+    if p.masked_names:
+        st.warning(t("pg.fully_masked", names=", ".join(md(n) for n in p.masked_names)))
+
+
+def _as_dict(v: View, p: Panel) -> dict:
+    """A panel for :func:`show_maps` (plain text: the component inserts it as text)."""
+    warning = t("pg.fully_masked", names=", ".join(p.masked_names)) if p.masked_names else None
+    return {"key": v.key(p.step), "title": p.title, "mathml": p.mathml, "shape": p.shape, "map": p.spec,
+            "before": list(p.before), "after": list(p.after), "warning": warning}
+
+
+def _spec(v: View, z, title: str, **kw) -> dict:
+    return heatmap(z, decimals=v.dec, title=title, large=v.large, compact=v.compact, **(v.axes | kw))
+
+
+def _scores(v: View, trace, score: str) -> Panel:
     n_q, n_k, d_k = len(v.q_labels), len(v.k_labels), trace.Q.shape[1]
     shape = (f"Q ({n_q}×{d_k}) · Kᵀ ({d_k}×{n_k}) → ({n_q}×{n_k})" if v.conv == "row"
              else f"Kᵀ ({n_k}×{d_k}) · Q ({d_k}×{n_q}) → ({n_k}×{n_q})")
-    _map(v, "scores", t("step.scores"), formulas.SCORE_MATRIX[v.conv][score], shape, trace.attn.scores.numpy())
+    title = t("step.scores")
+    return Panel("scores", title, formulas.SCORE_MATRIX[v.conv][score], formulas.MATHML_SCORE[v.conv][score], shape,
+                 _spec(v, trace.attn.scores.numpy(), title))
 
 
-def _scaled(v: View, A) -> None:
+def _scaled(v: View, A) -> Panel:
     shape = f"({v.square}) · {A.scale:.{v.dec}g} / {A.temperature:g} → ({v.square})"
-    _map(v, "scaled", t("step.scaled"), formulas.SCALED, shape, A.scaled.numpy())
+    title = t("step.scaled")
+    return Panel("scaled", title, formulas.SCALED, formulas.MATHML_SHORT["scaled"], shape, _spec(v, A.scaled.numpy(), title))
 
 
-def _masked(v: View, A) -> None:
+def _masked(v: View, A) -> Panel:
     neg = np.isneginf(A.logits.numpy())
     latex = formulas.SHORT["masked"] if v.compact else formulas.MASKED[v.conv]
-    _map(v, "masked", t("step.masked"), latex, f"({v.square}) + M ({v.square}) → ({v.square})",
-         np.where(neg, 0.0, A.logits.numpy()), neg_inf=neg)
+    title = t("step.masked")
+    return Panel("masked", title, latex, formulas.MATHML_SHORT["masked"], f"({v.square}) + M ({v.square}) → ({v.square})",
+                 _spec(v, np.where(neg, 0.0, A.logits.numpy()), title, neg_inf=neg))
 
 
-def _weights(v: View, A, query: int | None) -> None:
+def _weights(v: View, A, query: int | None) -> Panel:
     sums, fully = A.weight_sums.numpy(), A.fully_masked.numpy()
     notes = [("Σ " + f"{s:.{v.dec}f}") if not f else t("pg.fully_masked_short") for s, f in zip(sums, fully, strict=True)]
     hl = {} if query is None else ({"highlight_row": query} if v.conv == "row" else {"highlight_col": query})
     latex = formulas.SHORT["weights"][v.conv] if v.compact else formulas.SOFTMAX[v.conv]
-    panel_header(t("step.weights"), latex, f"softmax ({v.square}) → ({v.square})", compact=v.compact)
-    if v.clicks and not v.compact:
-        st.caption(t("pg.weights.click"))
-    spec = heatmap(A.weights.numpy(), decimals=v.dec, sequential=True, side_text=notes if v.conv == "row" else None,
-                   clickable=bool(v.clicks), title=t("step.weights"), large=v.large, compact=v.compact, **(v.axes | hl))
-    if v.conv == "column":
-        st.caption(t("pg.column_sums") + "  " + ",  ".join(notes))
-    show_heatmap(spec, key=v.key("weights"), click_queue=v.clicks)
-    if v.clicks and v.compact:
-        st.caption(t("pg.weights.click"))
-    if fully.any():
-        st.warning(t("pg.fully_masked", names=", ".join(md(v.q_labels[i]) for i in np.flatnonzero(fully))))
+    title = t("step.weights")
+    spec = _spec(v, A.weights.numpy(), title, sequential=True, side_text=notes if v.conv == "row" else None,
+                 clickable=bool(v.clicks), **hl)
+    click = (t("pg.weights.click"),) if v.clicks else ()
+    before = (() if v.compact else click) + ((t("pg.column_sums") + "  " + ",  ".join(notes),) if v.conv == "column" else ())
+    return Panel("weights", title, latex, formulas.MATHML_SHORT["weights"][v.conv], f"softmax ({v.square}) → ({v.square})",
+                 spec, before=before, after=click if v.compact else (),
+                 masked_names=tuple(v.q_labels[i] for i in np.flatnonzero(fully)))
 
 
-def _output(v: View, A, d_v: int) -> None:
+def _output(v: View, A, d_v: int) -> Panel:
     O = A.output.numpy()
     n_q, n_k = len(v.q_labels), len(v.k_labels)
     vl = dim_labels(d_v, "v")
@@ -129,6 +167,7 @@ def _output(v: View, A, d_v: int) -> None:
     else:
         shape = f"V ({d_v}×{n_k}) · α ({n_k}×{n_q}) → ({d_v}×{n_q})"
         kw = {"y_labels": vl, "y_title": t("axis.dim"), "x_labels": shorts(v.q_labels), "x_title": t("axis.query")}
-    _map(v, "output", t("step.output"), formulas.SHORT["output"][v.conv] if v.compact else formulas.OUTPUT[v.conv], shape, O,
-         **kw)
-    st.caption(t("pg.output.note"))
+    title = t("step.output")
+    latex = formulas.SHORT["output"][v.conv] if v.compact else formulas.OUTPUT[v.conv]
+    return Panel("output", title, latex, formulas.MATHML_SHORT["output"][v.conv], shape, _spec(v, O, title, **kw),
+                 after=(t("pg.output.note"),))

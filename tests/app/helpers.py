@@ -61,14 +61,33 @@ def _element(at: AppTest, key: str):
     raise AssertionError(f"no chart with key {key}")
 
 
+def panels(at: AppTest) -> dict[str, dict]:
+    """The maps drawn as panels of one element (the Playground's pipeline), by their own keys."""
+    found = {}
+    for el in at.get("bidi_component"):
+        data = json.loads(el.proto.json) if el.proto.json else None
+        if isinstance(data, dict) and "panels" in data:
+            found |= {p["key"]: p for p in data["panels"]}
+    return found
+
+
+def warnings(at: AppTest) -> list[str]:
+    """The page's warnings, the pipeline panels' own included."""
+    return [str(w.value) for w in at.warning] + [p["warning"] for p in panels(at).values() if p["warning"]]
+
+
 def spec(at: AppTest, key: str) -> dict:
-    """The data a chart was drawn from: the heatmap/bars component's JSON, or a plotly figure."""
+    """The data a chart was drawn from: the heatmap/bars component's JSON, or a plotly figure
+    (a map drawn as a panel of the pipeline's one element: that panel's map)."""
+    shown = panels(at)
+    if key in shown:
+        return shown[key]["map"]
     kind, el = _element(at, key)
     return json.loads(el.proto.json if kind == "bidi_component" else el.proto.spec)
 
 
 def is_plotly(at: AppTest, key: str) -> bool:
-    return _element(at, key)[0] == "plotly_chart"
+    return key not in panels(at) and _element(at, key)[0] == "plotly_chart"
 
 
 def heat(at: AppTest, key: str) -> np.ndarray:
@@ -120,6 +139,8 @@ def texts(at: AppTest) -> str:
     parts = []
     for kind in ("markdown", "caption", "info", "warning", "error", "success", "title", "subheader", "code"):
         parts += [str(e.value) for e in getattr(at, kind)]
+    for p in panels(at).values():  # the pipeline drawn as one element: its panels' texts
+        parts += [p["title"], p["shape"], *p["before"], *p["after"], p["warning"] or ""]
     return "\n".join(parts)
 
 

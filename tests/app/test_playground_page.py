@@ -10,7 +10,24 @@ import core
 from core import masks, tokens
 from ui import state
 
-from .helpers import PG_WEIGHTS, bar_totals, bars, click, close, edit, heat, no_errors, open_tab, page, pg_map, spec, texts, ticks
+from .helpers import (
+    PG_WEIGHTS,
+    bar_totals,
+    bars,
+    click,
+    close,
+    edit,
+    heat,
+    no_errors,
+    open_tab,
+    page,
+    panels,
+    pg_map,
+    spec,
+    texts,
+    ticks,
+    warnings,
+)
 
 C18_X = tokens.c18_embedding().numpy()
 
@@ -31,7 +48,7 @@ def test_defaults_show_the_c18_example_computed_by_core():
     assert ticks(at, PG_WEIGHTS, "x") == ["0 나는", "1 오늘", "2 사과를", "3 먹었다"]
     # row sums beside the weights
     assert spec(at, PG_WEIGHTS)["side"] == ["Σ 1.000000"] * 4
-    assert "Q (4×3) · Kᵀ (3×4) → (4×4)" in "\n".join(str(m.value) for m in at.markdown)
+    assert "Q (4×3) · Kᵀ (3×4) → (4×4)" in texts(at)
 
 
 # ---------------------------------------------------------------- tokens and presets
@@ -124,7 +141,7 @@ def test_projections_with_d_k_and_d_v_sliders():
     close(heat(at, PG_WEIGHTS), ref.weights)
     close(heat(at, pg_map("output")), ref.output)
     assert heat(at, pg_map("output")).shape == (4, 4)
-    shapes = "\n".join(str(m.value) for m in at.markdown)
+    shapes = texts(at)
     assert "Q = X·W_Q: (4×3)·(3×2) → (4×2)" in shapes and "V = X·W_V: (4×3)·(3×4) → (4×4)" in shapes
 
 
@@ -269,7 +286,7 @@ def test_fully_masked_row_is_explained_not_hidden():
     no_errors(at)
     W = heat(at, PG_WEIGHTS)
     assert np.all(W[0] == 0) and np.all(heat(at, pg_map("output"))[0] == 0)
-    assert any("0 나는" in w.value and "weights 0" in w.value for w in at.warning)
+    assert any("0 나는" in w and "weights 0" in w for w in warnings(at))
     notes = spec(at, PG_WEIGHTS)["side"]
     assert notes[0] == "all masked" and notes[1] == "Σ 1.000000"
 
@@ -287,7 +304,8 @@ def test_column_notation_shows_every_matrix_transposed():
     close(heat(at, pg_map("output")), col.output)
     for k, v in row.items():
         close(heat(at, k), v.T)
-    assert any("K^\\top Q" in str(m.value) for m in at.markdown)  # the scores panel's formula
+    # the scores panel's formula: Kᵀ before Q
+    assert "<msup><mi>K</mi><mo>⊤</mo></msup><mi>Q</mi>" in panels(at)[pg_map("scores")]["mathml"]
 
 
 # ---------------------------------------------------------------- query inspector
@@ -326,7 +344,7 @@ def test_column_notation_shapes_are_written_the_other_way_round():
     at.slider(key=state.SCENARIO.d_k).set_value(2).run()
     at.radio(key=state.SCENARIO.convention).set_value("column").run()
     no_errors(at)
-    shapes = "\n".join(str(m.value) for m in at.markdown)
+    shapes = texts(at)
     assert "Q = W^Q·X: (2×3)·(3×4) → (2×4)" in shapes
     assert "Kᵀ (4×2) · Q (2×4) → (4×4)" in shapes
     assert "V (3×4) · α (4×4) → (3×4)" in shapes

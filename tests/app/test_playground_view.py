@@ -11,15 +11,15 @@ from core import tokens
 from ui import state, view
 from ui.i18n import table
 
-from .helpers import PG_WEIGHTS, close, heat, no_errors, page, pg_map, spec
+from .helpers import PG_WEIGHTS, close, heat, no_errors, page, panels, pg_map, spec
 
 K = state.PLAYGROUND
 C18_X = tokens.c18_embedding()
 
 
 def maps(at) -> set[str]:
-    """The pipeline maps on the page."""
-    found = {el.proto.id.rsplit("-", 1)[-1] for el in at.get("bidi_component")}
+    """The pipeline maps on the page (maps of their own, or panels of the pipeline's one element)."""
+    found = {el.proto.id.rsplit("-", 1)[-1] for el in at.get("bidi_component")} | set(panels(at))
     return {s for s in ("scores", "scaled", "masked", "weights", "output") if pg_map(s) in found}
 
 

@@ -10,8 +10,12 @@ from ui.state import css_class as css
 from .conftest import ARTIFACTS, wait_idle
 
 PG_WEIGHTS = state.item(state.PLAYGROUND.pipeline, "weights")  # the Playground's weights map
-FIND_Z = ("const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
-          " const root = host && host.shadowRoot && host.shadowRoot.querySelector('.alhm');"
+# a map's root: a component of its own, or a panel of the Playground pipeline's one component
+FIND_Z = ("let root = null; const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
+          " if (host && host.shadowRoot) { root = host.shadowRoot.querySelector('.alhm'); } else {"
+          "  for (const h of document.querySelectorAll('[data-testid=stBidiComponentIsolated]')) {"
+          "   const r = h.shadowRoot && h.shadowRoot.querySelector('.panel.st-key-' + key + ' .alhm');"
+          "   if (r) { root = r; break; } } }"
           " const z = root && root.dataset.z ? JSON.parse(root.dataset.z) : null;")
 Z = "(key) => { " + FIND_Z + " return z; }"
 GEOM = "() => { const key = '" + css(PG_WEIGHTS)[len(".st-key-"):] + "'; " + FIND_Z + " return root.dataset.geom; }"

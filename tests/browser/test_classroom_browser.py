@@ -21,7 +21,8 @@ from .helpers import PG_WEIGHTS, wait_z
 
 K = state.PLAYGROUND
 C18_X = tokens.c18_embedding()
-MAPS = "[class*='st-key-playground-pipeline-'] [data-testid=stBidiComponentIsolated]"
+# the pipeline's maps: components of their own, or panels of one component (Playwright's CSS pierces shadow roots)
+MAPS = "[class*='st-key-playground-pipeline-'] .alhm"
 
 
 def open_at(chromium, url: str, width: int, height: int, lang: str = "en"):
@@ -43,7 +44,7 @@ def test_one_screen_and_a_phone(server_url, chromium, width, height, lang):
         page.screenshot(path=str(ARTIFACTS / f"classroom-{width}x{height}-{lang}.png"))
         if width == 1280:  # the token box and every cell of the weights map, labels included, without scrolling
             box = page.locator(css(state.SCENARIO.tokens) + " input").bounding_box()
-            cells = page.locator(css(PG_WEIGHTS) + " [data-testid=stBidiComponentIsolated]").bounding_box()
+            cells = page.locator(css(PG_WEIGHTS) + " .alhm").bounding_box()
             assert box["y"] + box["height"] <= height and cells["y"] + cells["height"] <= height, (box, cells)
         if width == 390:  # nothing wider than the phone: maps scroll inside their own box
             overflow = page.evaluate("() => document.documentElement.scrollWidth")
@@ -102,7 +103,7 @@ def test_the_weights_map_saves_as_png_and_svg_with_its_labels_as_text(server_url
     evil = "<b>x</b> 나는 y"
     ctx, page = open_at(chromium, f"{server_url}/Playground?{urlencode({'tok': evil, 'emb': 'random'})}", 1500, 1400)
     try:
-        host = page.locator(css(PG_WEIGHTS) + " [data-testid=stBidiComponentIsolated]")
+        host = page.locator(css(PG_WEIGHTS) + " .alhm")
         with page.expect_download() as d:
             host.get_by_role("button", name="SVG").click()
         svg = d.value.path().read_text(encoding="utf-8")

@@ -1,12 +1,19 @@
-"""Plotly figures handed to Streamlit as finished dicts (see :class:`PrebuiltFigure`)."""
+"""Plotly figures handed to Streamlit as finished dicts (see :class:`PrebuiltFigure`), each
+shown with its one-click SVG download (:func:`show_chart`)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
+import streamlit as st
 
-FONT_FAMILY = "Source Sans, attention-lab-kr, Noto Sans CJK KR, sans-serif"  # see .streamlit/config.toml
-# one button on every chart: save it as a picture for slides (title, axes and legend as drawn, in
-# the current language); plotly's SVG export needs a second button it cannot declare in JSON
+from .. import state
+from ..i18n import t
+from .chart_svg import FONT as FONT_FAMILY  # Source Sans, the shipped Korean font, Noto Sans CJK KR (see .streamlit/config.toml)
+from .chart_svg import figure_svg
+
+# the modebar's one button on every chart: save it as a PNG for slides (title, axes and legend as
+# drawn, in the current language); plotly cannot declare a second (SVG) button in JSON, so the SVG
+# is drawn on the server (ui.widgets.chart_svg) behind a download button under the chart
 CHART_CONFIG = {"displaylogo": False, "modeBarButtons": [["toImage"]],
                 "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attention-lab-chart"}}
 
@@ -33,3 +40,20 @@ def line_figure(data: list[dict], layout: dict, *, height: int = 300) -> Prebuil
     """A small chart with a legend under it: ``data`` are plotly traces as dicts."""
     base = {"height": height, "margin": {"l": 10, "r": 10, "t": 30, "b": 10}, "legend": {"orientation": "h", "y": -0.25}}
     return PrebuiltFigure({"data": data, "layout": base | layout})
+
+
+def show_chart(fig: go.Figure, *, key: str, file: str | None = None, title: str | None = None) -> None:
+    """A plotly chart with a small "SVG" download under it: the same figure as a picture for
+    slides (title, axes, token labels, legend), drawn only when clicked. ``title`` (shown on the
+    page as a heading) is written into the SVG only; ``file`` names the download (the key by default)."""
+    st.plotly_chart(fig, key=key, config=CHART_CONFIG)
+
+    def svg() -> str:  # runs on click, in another thread: no session state, the text is already translated
+        spec = fig.to_dict()
+        if title:
+            spec = spec | {"layout": (spec.get("layout") or {}) | {"title": {"text": title}}}
+        return figure_svg(spec)
+
+    st.download_button("SVG", data=svg, file_name=f"{(file or key).replace('.', '-')}.svg", mime="image/svg+xml",
+                       key=state.item(key, "svg"), help=t("export.svg.help"), type="tertiary", width="content",
+                       on_click="ignore")

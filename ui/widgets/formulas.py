@@ -66,3 +66,60 @@ SHORT = {
     "weights": {"row": r"\alpha = \mathrm{softmax}_{\text{row}}(L)", "column": r"\alpha = \mathrm{softmax}_{\text{col}}(L)"},
     "output": {"row": r"O = \alpha V", "column": r"O = V \alpha"},
 }
+
+
+# ---------------------------------------------------------------------------- MathML
+# The same one-line forms as MathML, for the Playground's pipeline drawn as one component (which
+# has no KaTeX): browsers render MathML natively. Fixed text only, never learner input.
+def _mi(x: str) -> str:
+    return f"<mi>{x}</mi>"
+
+
+def _mo(x: str) -> str:
+    return f"<mo>{x}</mo>"
+
+
+def _sub(base: str, sub: str) -> str:
+    return f"<msub>{base}{sub}</msub>"
+
+
+def _T(base: str) -> str:  # base transposed
+    return f"<msup>{base}<mo>⊤</mo></msup>"
+
+
+def _wrap(*parts: str) -> str:
+    return "<mrow>" + "".join(parts) + "</mrow>"
+
+
+_S_IJ = _sub(_mi("S"), _wrap(_mi("i"), _mi("j")))
+_S_TILDE = "<mover accent='true'><mi>S</mi><mo>~</mo></mover>"
+
+
+def _additive(q: str, k: str) -> str:
+    return _wrap(_S_IJ, _mo("="), "<msubsup><mi>w</mi><mi>a</mi><mo>⊤</mo></msubsup>", _mi("tanh"), _mo("("),
+                 _sub(_mi("W"), _mi("a")), q, _mo("+"), _sub(_mi("U"), _mi("a")), k, _mo(")"))
+
+
+def _cosine(a: str, b: str) -> str:
+    norm = lambda x: _wrap(_mo("‖"), x, _mo("‖"))  # noqa: E731
+    return _wrap(_S_IJ, _mo("="), f"<mfrac>{_wrap(_T(a), b)}{_wrap(norm(a), norm(b))}</mfrac>")
+
+
+_QI, _KJ, _QJ, _KI = (_sub(_mi(a), _mi(b)) for a, b in (("q", "i"), ("k", "j"), ("q", "j"), ("k", "i")))
+MATHML_SCORE = {
+    "row": {"dot": _wrap(_mi("S"), _mo("="), _mi("Q"), _T(_mi("K"))),
+            "scaled_dot": _wrap(_mi("S"), _mo("="), _mi("Q"), _T(_mi("K"))),
+            "general": _wrap(_mi("S"), _mo("="), _mi("Q"), _T(_mi("W")), _T(_mi("K"))),
+            "additive": _additive(_QI, _KJ), "cosine": _cosine(_QI, _KJ)},
+    "column": {"dot": _wrap(_mi("S"), _mo("="), _T(_mi("K")), _mi("Q")),
+               "scaled_dot": _wrap(_mi("S"), _mo("="), _T(_mi("K")), _mi("Q")),
+               "general": _wrap(_mi("S"), _mo("="), _T(_mi("K")), _mi("W"), _mi("Q")),
+               "additive": _additive(_QJ, _KI), "cosine": _cosine(_KI, _QJ)},
+}
+MATHML_SHORT = {
+    "scaled": _wrap(_S_TILDE, _mo("="), _mi("S"), _mo("·"), _mi("s"), _mo("/"), _mi("T")),
+    "masked": _wrap(_mi("L"), _mo("="), _S_TILDE, _mo("+"), _mi("M")),
+    "weights": {conv: _wrap(_mi("α"), _mo("="), _sub(_mi("softmax"), f"<mtext>{sub}</mtext>"), _mo("("), _mi("L"), _mo(")"))
+                for conv, sub in (("row", "row"), ("column", "col"))},
+    "output": {"row": _wrap(_mi("O"), _mo("="), _mi("α"), _mi("V")), "column": _wrap(_mi("O"), _mo("="), _mi("V"), _mi("α"))},
+}

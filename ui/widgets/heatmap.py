@@ -9,16 +9,20 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from .. import state
 from ..i18n import t
-from .figures import CHART_CONFIG, PrebuiltFigure
+from .figures import PrebuiltFigure, show_chart
 
 CELL_TEXT_LIMIT = 16  # cell values are printed inside cells up to this many rows/columns
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "components"
+_LIB = (ASSETS / "heatmap_lib.js").read_text(encoding="utf-8")  # the drawing both components share
+_CSS = (ASSETS / "heatmap.css").read_text(encoding="utf-8")
 _HEATMAP_COMPONENT = st.components.v2.component(
-    "attention_lab_heatmap",
-    js=(ASSETS / "heatmap.js").read_text(encoding="utf-8"),
-    css=(ASSETS / "heatmap.css").read_text(encoding="utf-8"),
-)
+    "attention_lab_heatmap", js=_LIB + (ASSETS / "heatmap.js").read_text(encoding="utf-8"), css=_CSS)
+# several panels (title, formula, shape line, map) as one element: the Playground's pipeline
+_MAPS_COMPONENT = st.components.v2.component(
+    "attention_lab_maps", js=_LIB + (ASSETS / "maps.js").read_text(encoding="utf-8"),
+    css=_CSS + (ASSETS / "maps.css").read_text(encoding="utf-8"))
 TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table; beyond, a plotly image
 
 # colour stops (display only): sequential for weights and masks, diverging for signed values
@@ -136,4 +140,30 @@ def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> Non
     trace = {"type": "heatmap", "z": spec["z"], "zmin": spec["lo"], "zmax": spec["hi"], "showscale": False,
              "colorscale": [[t, f"rgb{c}"] for t, c in (_SEQ if spec["sequential"] else _DIV)],
              "hovertemplate": f"{spec['y_title']} %{{y}}<br>{spec['x_title']} %{{x}}<br>%{{z}}<extra></extra>"}
-    st.plotly_chart(PrebuiltFigure({"data": [trace], "layout": layout}), key=key, config=CHART_CONFIG)
+    show_chart(PrebuiltFigure({"data": [trace], "layout": layout}), key=key, title=spec["title"] or None)
+
+
+def fits_one_element(specs) -> bool:
+    """Whether maps can be drawn by :func:`show_maps` (tables or canvases; not plotly images)."""
+    return all(max(len(s["ys"]), len(s["xs"])) <= TABLE_LIMIT for s in specs)
+
+
+def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | None = None, large: bool = False) -> None:
+    """Several heatmap panels as ONE element, ``per_row`` side by side.
+
+    A panel is ``{"key", "title", "mathml", "shape", "map", "before", "after", "warning"}``: ``map``
+    is a :func:`heatmap` spec, ``key`` the map's own registry key (a class on the panel, and the
+    name its clicks report), the notes plain text. A click on a cell appends ``(panel key, (row,
+    col))`` to ``st.session_state[click_queue]``, as :func:`show_heatmap` does."""
+    keys = [p["key"] for p in panels]
+    for p in panels:
+        p["map"]["export"] = {"file": p["key"].replace(".", "-"), "help": t("export.help")}
+        p["css"] = state.css_class(p["key"])[1:]
+
+    def clicked() -> None:
+        got = st.session_state.get(key) or {}
+        cell = got.get("cell") if hasattr(got, "get") else None
+        if click_queue and isinstance(cell, (list, tuple)) and len(cell) == 3 and 0 <= int(cell[0]) < len(keys):
+            st.session_state.setdefault(click_queue, []).append((keys[int(cell[0])], (int(cell[1]), int(cell[2]))))
+
+    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large}, key=key, on_cell_change=clicked)

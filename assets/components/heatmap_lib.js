@@ -1,0 +1,305 @@
+// Attention Lab heatmaps: the drawing shared by the one-map component (heatmap.js) and the
+// pipeline's several-panel component (maps.js); Python joins this file with either.
+// A labelled table of coloured cells up to 16 rows/columns, one canvas up to 64. Everything the
+// learner typed is inserted with textContent (never as HTML). onCell([row, column]) is called
+// when a clickable cell is clicked.
+function drawMap(root, data, onCell) {
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  };
+  root.alToken = null;  // a newer draw cancels a pending redraw
+  root.classList.toggle("present", !!data.present);  // presenter view: larger type and cells
+  root.classList.toggle("compact", !!data.compact && !data.present);  // beside the controls: lower rows
+  if (!data.text) {
+    drawCanvas(root, data, onCell, true);
+    return;
+  }
+  const table = el("table", data.clickable ? "clickable" : "");
+  const head = el("tr");
+  head.appendChild(el("th", "corner", data.y_title + " ↓  " + data.x_title + " →"));
+  data.xs.forEach((x, j) => {
+    const th = el("th", data.vertical ? "col vertical" : "col", x);
+    if (data.highlight_col === j) th.classList.add("hl");
+    head.appendChild(th);
+  });
+  if (data.side) head.appendChild(el("th", "side-h", data.side_title || ""));
+  table.appendChild(head);
+  data.ys.forEach((y, i) => {
+    const tr = el("tr");
+    if (data.highlight_row === i) tr.className = "hl";
+    tr.appendChild(el("th", "row", y));
+    data.text[i].forEach((t, j) => {
+      const td = el("td", null, data.show_text ? t : "");
+      td.style.background = data.bg[i][j];
+      td.style.color = data.fg[i][j];
+      td.dataset.i = i;
+      td.dataset.j = j;
+      if (data.highlight_col === j) td.classList.add("hlc");
+      if (data.mark && data.mark[0] === i && data.mark[1] === j) td.classList.add("mark");
+      tr.appendChild(td);
+    });
+    if (data.side) tr.appendChild(el("td", "side", data.side[i]));
+    table.appendChild(tr);
+  });
+  root.replaceChildren(table);
+  addExport(root, data);
+  root.dataset.z = JSON.stringify(data.z);
+  const tip = (e) => {
+    const td = e.target.closest("td[data-i]");
+    if (!td) return;
+    const i = +td.dataset.i, j = +td.dataset.j;
+    td.title = data.y_title + ": " + data.ys[i] + "\n" + data.x_title + ": " + data.xs[j] + "\n" + data.text[i][j];
+  };
+  table.addEventListener("mouseover", tip);
+  if (data.clickable) {
+    table.addEventListener("click", (e) => {
+      const td = e.target.closest("td[data-i]");
+      if (td) onCell([+td.dataset.i, +td.dataset.j]);
+    });
+  }
+}
+
+// Large maps (values not printed in cells): one canvas instead of thousands of table cells.
+// Colours come from the server (data.rgb, flat r,g,b per cell); labels are drawn as canvas
+// text; the hovered cell's query, key and value show in a line under the map.
+function drawCanvas(root, data, onCell, waitForFont) {
+  const n = data.ys.length, m = data.xs.length;
+  const font = '"Source Sans", "attention-lab-kr", "Noto Sans CJK KR", sans-serif';
+  const width = Math.max(240, Math.floor(root.getBoundingClientRect().width) || 700);
+  const probe = document.createElement("canvas").getContext("2d");
+  probe.font = "11px " + font;
+  const textW = (list) => list.reduce((w, s) => Math.max(w, probe.measureText(s).width), 0);
+  const left = Math.min(140, Math.ceil(textW(data.ys)) + 10);
+  const sideW = data.side ? Math.min(90, Math.ceil(textW(data.side)) + 10) : 0;
+  const cell = Math.max(3, Math.min(24, Math.floor((width - left - sideW - 4) / m)));
+  const labelsFit = cell >= 11;  // below that, labels would overlap: every k-th label is drawn
+  const step = labelsFit ? 1 : Math.ceil(11 / cell);
+  const top = Math.min(120, Math.ceil(textW(data.xs)) + 10) + 16;
+  const W = left + m * cell + sideW + 4, H = top + n * cell + 4;
+  const dpr = window.devicePixelRatio || 1;
+  const canvas = document.createElement("canvas");
+  canvas.width = Math.round(W * dpr);
+  canvas.height = Math.round(H * dpr);
+  canvas.style.width = W + "px";
+  canvas.style.height = H + "px";
+  canvas.className = data.clickable ? "clickable" : "";
+  const ctx = canvas.getContext("2d");
+  ctx.scale(dpr, dpr);
+  ctx.font = "11px " + font;
+  ctx.fillStyle = "#64748b";
+  ctx.textBaseline = "top";
+  ctx.fillText(data.y_title + " ↓  " + data.x_title + " →", 0, 0);
+  const rgb = data.rgb, gap = cell >= 6 ? 1 : 0;
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < m; j++) {
+      const k = 3 * (i * m + j);
+      ctx.fillStyle = "rgb(" + rgb[k] + "," + rgb[k + 1] + "," + rgb[k + 2] + ")";
+      ctx.fillRect(left + j * cell, top + i * cell, cell - gap, cell - gap);
+    }
+  }
+  ctx.fillStyle = "#334155";
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "right";
+  data.ys.forEach((y, i) => {
+    if (i % step === 0 || data.highlight_row === i) {
+      ctx.fillStyle = data.highlight_row === i ? "#b45309" : "#334155";
+      ctx.fillText(y, left - 4, top + i * cell + cell / 2);
+    }
+  });
+  ctx.textAlign = "left";
+  data.xs.forEach((x, j) => {
+    if (j % step !== 0 && data.highlight_col !== j) return;
+    ctx.save();
+    ctx.translate(left + j * cell + cell / 2, top - 4);
+    ctx.rotate(-Math.PI / 2);
+    ctx.fillStyle = data.highlight_col === j ? "#b45309" : "#334155";
+    ctx.fillText(x, 0, 0);
+    ctx.restore();
+  });
+  if (data.side) {
+    ctx.fillStyle = "#475569";
+    data.side.forEach((s, i) => {
+      if (i % step === 0) ctx.fillText(s, left + m * cell + 6, top + i * cell + cell / 2);
+    });
+  }
+  ctx.lineWidth = 2;
+  if (data.highlight_row !== null && data.highlight_row !== undefined) {
+    ctx.strokeStyle = "#f59e0b";
+    ctx.strokeRect(left - 1, top + data.highlight_row * cell - 1, m * cell + 1, cell + 1);
+  }
+  if (data.highlight_col !== null && data.highlight_col !== undefined) {
+    ctx.strokeStyle = "#f59e0b";
+    ctx.strokeRect(left + data.highlight_col * cell - 1, top - 1, cell + 1, n * cell + 1);
+  }
+  if (data.mark) {
+    ctx.strokeStyle = "#dc2626";
+    ctx.strokeRect(left + data.mark[1] * cell - 1, top + data.mark[0] * cell - 1, cell + 1, cell + 1);
+  }
+  const info = document.createElement("div");
+  info.className = "hover";
+  info.textContent = "\u00a0";
+  const cellAt = (e) => {
+    const r = canvas.getBoundingClientRect();
+    const j = Math.floor((e.clientX - r.left - left) / cell), i = Math.floor((e.clientY - r.top - top) / cell);
+    return i >= 0 && i < n && j >= 0 && j < m ? [i, j] : null;
+  };
+  const valueText = (i, j) => {
+    const v = data.z[i][j];
+    if (v === null) return data.masked && data.masked[i * m + j] ? "−∞" : "NaN";
+    return Number(v).toFixed(data.decimals);
+  };
+  canvas.addEventListener("mousemove", (e) => {
+    const c = cellAt(e);
+    info.textContent = c ? data.y_title + ": " + data.ys[c[0]] + "   " + data.x_title + ": " + data.xs[c[1]] +
+      "   " + valueText(c[0], c[1]) : "\u00a0";
+  });
+  if (data.clickable) {
+    canvas.addEventListener("click", (e) => {
+      const c = cellAt(e);
+      if (c) onCell(c);
+    });
+  }
+  root.replaceChildren(canvas, info);
+  addExport(root, data);
+  root.dataset.z = JSON.stringify(data.z);
+  root.dataset.geom = JSON.stringify({ left, top, cell });  // where the cells are, for tests
+  // canvas text does not re-render when a web font arrives: draw once more when the Korean font is in
+  if (waitForFont && document.fonts && !document.fonts.check("11px attention-lab-kr", "가")) {
+    const token = {};
+    root.alToken = token;
+    document.fonts.load("11px attention-lab-kr", "가")
+      .then(() => { if (root.alToken === token) drawCanvas(root, data, onCell, false); })
+      .catch(() => {});
+  }
+}
+
+// ---- pictures for slides: the map as SVG (labels and values as text) or PNG, in one click
+const FONT = '"Source Sans", "attention-lab-kr", "Noto Sans CJK KR", sans-serif';
+
+function cellColour(data, i, j) {
+  if (data.bg) return data.bg[i][j];
+  const m = data.xs.length, k = 3 * (i * m + j);
+  return "rgb(" + data.rgb[k] + "," + data.rgb[k + 1] + "," + data.rgb[k + 2] + ")";
+}
+
+function cellText(data, i, j) {
+  if (data.text) return data.text[i][j];
+  const v = data.z[i][j];
+  if (v === null) return data.masked && data.masked[i * data.xs.length + j] ? "−∞" : "NaN";
+  return Number(v).toFixed(data.decimals);
+}
+
+// One geometry for both pictures: where the title, labels and cells go.
+function geometry(data) {
+  const n = data.ys.length, m = data.xs.length;
+  const probe = document.createElement("canvas").getContext("2d");
+  probe.font = "13px " + FONT;
+  const textW = (list) => list.reduce((w, s) => Math.max(w, probe.measureText(String(s)).width), 0);
+  const values = [];
+  for (let i = 0; i < n; i++) for (let j = 0; j < m; j++) values.push(cellText(data, i, j));
+  const cell = Math.max(28, Math.ceil(textW(values)) + 10);
+  const left = Math.ceil(textW(data.ys)) + 16, top = 44 + Math.ceil(textW(data.xs)) + 10;
+  const sideW = data.side ? Math.ceil(textW(data.side)) + 16 : 0;
+  const W = Math.max(left + m * cell + sideW + 8, Math.ceil(textW([data.title || ""]) * 1.2) + 16);
+  return { n, m, cell, left, top, W, H: top + n * cell + 8 };
+}
+
+// Every piece of the picture as (kind, attributes, text): drawn as SVG elements or on a canvas.
+function pieces(data, g) {
+  const out = [["rect", { x: 0, y: 0, w: g.W, h: g.H, fill: "#ffffff" }]];
+  out.push(["text", { x: 8, y: 18, size: 15, bold: true, fill: "#0f172a" }, data.title || ""]);
+  out.push(["text", { x: 8, y: 36, size: 11, fill: "#64748b" }, data.y_title + " ↓  " + data.x_title + " →"]);
+  data.xs.forEach((x, j) => out.push(["text", { x: g.left + j * g.cell + g.cell / 2, y: g.top - 6, size: 13, fill: "#334155",
+                                                rotate: true }, x]));
+  data.ys.forEach((y, i) => {
+    const cy = g.top + i * g.cell + (g.cell - 2) / 2;
+    out.push(["text", { x: g.left - 8, y: cy, size: 13, fill: "#334155", anchor: "end" }, y]);
+    for (let j = 0; j < g.m; j++) {
+      out.push(["rect", { x: g.left + j * g.cell, y: g.top + i * g.cell, w: g.cell - 2, h: g.cell - 2, fill: cellColour(data, i, j) }]);
+      out.push(["text", { x: g.left + j * g.cell + (g.cell - 2) / 2, y: cy, size: 12, anchor: "middle",
+                          fill: data.fg ? data.fg[i][j] : "#0f172a" }, cellText(data, i, j)]);
+    }
+    if (data.side) out.push(["text", { x: g.left + g.m * g.cell + 6, y: cy, size: 12, fill: "#475569" }, data.side[i]]);
+  });
+  return out;
+}
+
+// SVG built with DOM calls: every label is a text node, so HTML in a token stays text.
+function buildSvg(data) {
+  const NS = "http://www.w3.org/2000/svg", g = geometry(data);
+  const svg = document.createElementNS(NS, "svg");
+  for (const [k, v] of [["xmlns", NS], ["width", g.W], ["height", g.H], ["viewBox", "0 0 " + g.W + " " + g.H]]) {
+    svg.setAttribute(k, v);
+  }
+  for (const [kind, a, text] of pieces(data, g)) {
+    const e = document.createElementNS(NS, kind);
+    if (kind === "rect") {
+      for (const [k, v] of [["x", a.x], ["y", a.y], ["width", a.w], ["height", a.h], ["fill", a.fill], ["rx", 3]]) e.setAttribute(k, v);
+    } else {
+      const attrs = { x: a.x, y: a.y, fill: a.fill, "font-family": FONT, "font-size": a.size, "dominant-baseline": "middle",
+                      "text-anchor": a.anchor || "start" };
+      if (a.bold) attrs["font-weight"] = 700;
+      if (a.rotate) attrs.transform = "rotate(-90 " + a.x + " " + a.y + ")";
+      for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+      e.textContent = String(text);
+    }
+    svg.appendChild(e);
+  }
+  return { svg, W: g.W, H: g.H };
+}
+
+// PNG drawn on a canvas, which uses the page's fonts (the shipped Korean font included).
+function buildPng(data, done) {
+  const g = geometry(data), c = document.createElement("canvas");
+  c.width = g.W;
+  c.height = g.H;
+  const ctx = c.getContext("2d");
+  for (const [kind, a, text] of pieces(data, g)) {
+    ctx.fillStyle = a.fill;
+    if (kind === "rect") { ctx.fillRect(a.x, a.y, a.w, a.h); continue; }
+    ctx.font = (a.bold ? "700 " : "") + a.size + "px " + FONT;
+    ctx.textBaseline = "middle";
+    ctx.textAlign = a.anchor === "end" ? "right" : a.anchor === "middle" ? "center" : "left";
+    if (a.rotate) {
+      ctx.save();
+      ctx.translate(a.x, a.y);
+      ctx.rotate(-Math.PI / 2);
+      ctx.fillText(String(text), 0, 0);
+      ctx.restore();
+    } else {
+      ctx.fillText(String(text), a.x, a.y);
+    }
+  }
+  c.toBlob(done, "image/png");
+}
+
+function download(name, blob) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+
+function addExport(root, data) {
+  if (!data.export) return;
+  const bar = document.createElement("div");
+  bar.className = "export";
+  const name = (data.export.file || "attention-map").replace(/[^\w.-]+/g, "-");
+  const svgText = () => new XMLSerializer().serializeToString(buildSvg(data).svg);
+  const mk = (label, fn) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.title = data.export.help || "";
+    b.addEventListener("click", fn);
+    bar.appendChild(b);
+  };
+  mk("SVG", () => download(name + ".svg", new Blob([svgText()], { type: "image/svg+xml" })));
+  mk("PNG", () => buildPng(data, (blob) => download(name + ".png", blob)));
+  root.appendChild(bar);
+}

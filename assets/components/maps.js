@@ -1,0 +1,54 @@
+// The pipeline's panels as ONE element: each panel is a title, its formula (MathML, fixed text
+// from ui/widgets/formulas.py), its shape line, notes and a heatmap drawn by heatmap_lib.js
+// (which Python puts in front of this file). One element instead of five maps, five headers
+// and their columns: the browser renders one message per rerun instead of about twenty.
+// Learner text (token labels, inside the maps) goes in with textContent only.
+const MATH_NS = "http://www.w3.org/1998/Math/MathML";
+
+function mathElement(body) {
+  const doc = new DOMParser().parseFromString('<math xmlns="' + MATH_NS + '">' + body + "</math>", "application/xml");
+  if (doc.getElementsByTagName("parsererror").length) return null;
+  return document.importNode(doc.documentElement, true);
+}
+
+function text(tag, cls, value) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (value !== undefined && value !== null) e.textContent = value;
+  return e;
+}
+
+function panelBox(p, index, onCell) {
+  const box = text("div", "panel " + p.css);  // the map's own key as a class, as a separate map would have
+  box.dataset.key = p.key;
+  const head = text("div", "head");
+  head.appendChild(text("span", "title", p.title));
+  const formula = p.mathml ? mathElement(p.mathml) : null;
+  if (formula) head.appendChild(formula);
+  box.appendChild(head);
+  box.appendChild(text("span", "shape-badge", p.shape));
+  for (const note of p.before || []) box.appendChild(text("div", "note", note));
+  const root = text("div", "alhm");
+  box.appendChild(root);
+  return { box, root, draw: () => drawMap(root, p.map, (cell) => onCell([index, cell[0], cell[1]])) };
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  let grid = parentElement.querySelector("div.almaps");
+  if (!grid) {
+    grid = document.createElement("div");
+    grid.className = "almaps";
+    parentElement.appendChild(grid);
+  }
+  grid.classList.toggle("present", !!data.present);
+  grid.style.gridTemplateColumns = "repeat(" + data.per_row + ", minmax(0, 1fr))";
+  grid.replaceChildren();
+  data.panels.forEach((p, index) => {
+    const panel = panelBox(p, index, (cell) => setTriggerValue("cell", cell));
+    grid.appendChild(panel.box);  // in the page before drawing: a canvas map sizes itself to its box
+    panel.draw();
+    for (const note of p.after || []) panel.box.appendChild(text("div", "note", note));
+    if (p.warning) panel.box.appendChild(text("div", "warning", p.warning));
+  });
+}
