@@ -98,3 +98,39 @@ def test_the_share_tab_builds_a_focused_link_and_its_qr_code():
     from ui.widgets.qr import qr_png
     decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(qr_png(link))))
     assert decoded and decoded[0].text == link
+
+
+def _latex_letters(latex: str) -> list[str]:
+    """The letters of a LaTeX formula in order, its commands (\\top, \\tanh, \\dfrac, …) removed."""
+    import re
+
+    return re.findall(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", " ", latex))
+
+
+def _mathml_letters(root) -> list[str]:
+    """The one-letter identifiers of a MathML formula in order (words such as tanh are operators)."""
+    return [e.text for e in root.iter("mi") if e.text and len(e.text) == 1 and e.text.isascii()]
+
+
+@pytest.mark.parametrize("conv", ["row", "column"])
+@pytest.mark.parametrize("score", core.SCORE_FUNCTIONS)
+def test_the_pipeline_is_one_element_whose_panels_carry_their_formula_and_shape(conv, score):
+    import xml.etree.ElementTree as ET
+
+    from ui.widgets import formulas
+
+    at = page(query={"conv": conv, "score": score})
+    no_errors(at)
+    shown = panels(at)
+    assert list(shown) == [pg_map(s) for s in ("scores", "scaled", "masked", "weights", "output")]
+    pipeline_elements = [el for el in at.get("bidi_component") if K.pipeline in el.proto.id]
+    assert len(pipeline_elements) == 1  # one message for the whole pipeline
+    for key, p in shown.items():
+        root = ET.fromstring(f"<math>{p['mathml']}</math>")  # well-formed MathML
+        assert p["title"] and p["shape"] and "".join(root.itertext())
+        if key == pg_map("scores"):  # the same letters, in the same order, as the page's LaTeX for this score
+            latex = formulas.SCORE_MATRIX[conv][score]
+            assert _mathml_letters(root) == _latex_letters(latex), (p["mathml"], latex)
+    n = len(tokens.C18_TOKENS)
+    shape = shown[pg_map("scores")]["shape"]
+    assert (f"Q ({n}×3) · Kᵀ (3×{n})" if conv == "row" else f"Kᵀ ({n}×3) · Q (3×{n})") in shape
