@@ -148,15 +148,30 @@ def _embeddings(problems: list, tq, tk, cross: bool, labels, *, drawn: bool, edi
         problems.append(("info", t("info.c18_unknown", tokens=", ".join(md(u) for u in unknown[:8]))))
     n_q, n_k, d_model = len(tq), len(tk), X_all.shape[1]
     show = editors and max(n_q, n_k) <= scenario.INTERACTIVE_TOKENS
-    X_q = ss.editable("X", X_all[:n_q], labels[0], dim_labels(d_model), t("pg.edit_x"), problems, show_editor=show)
-    X_kv = X_q if not cross else ss.editable("X_src", X_all[n_q:], labels[1], dim_labels(d_model), t("pg.edit_x_src"),
-                                             problems, show_editor=show)
+    fold, show = _x_fold(f"{n_q}×{d_model}" if conv == "row" else f"{d_model}×{n_q}") if show else (None, False)
+    with fold or nullcontext():
+        X_q = ss.editable("X", X_all[:n_q], labels[0], dim_labels(d_model), t("pg.edit_x"), problems, show_editor=show)
+        X_kv = X_q if not cross else ss.editable("X_src", X_all[n_q:], labels[1], dim_labels(d_model),
+                                                 t("pg.edit_x_src"), problems, show_editor=show)
     if editors:
         src = (f",  X_src {n_k}×{d_model}" if conv == "row" else f",  X_src {d_model}×{n_k}") if cross else ""
         shape_badge((f"X {n_q}×{d_model}" if conv == "row" else f"X {d_model}×{n_q}") + src)
         if conv == "column":
             st.caption(t("pg.editors_rows"))
     return X_q, X_kv, d_model
+
+
+def _x_fold(shape: str):
+    """The X editor's fold → (the expander, whether it is open). Closed by default and drawn only
+    while open: a data grid re-rendered on every change cost the browser ~110 ms of a Playground
+    round trip (BENCHMARKS.md). Open or closed is kept across reruns, tabs and pages."""
+    st.session_state[state.SCENARIO.x_fold] = bool(st.session_state.get(state.SCENARIO.x_fold_open))
+    fold = st.expander(t("pg.edit_x.fold", shape=shape), key=state.SCENARIO.x_fold, on_change=_keep_x_fold)
+    return fold, bool(fold.open)
+
+
+def _keep_x_fold() -> None:
+    st.session_state[state.SCENARIO.x_fold_open] = bool(st.session_state.get(state.SCENARIO.x_fold))
 
 
 def _projections(problems: list, d_model: int, n_q: int, n_k: int, *, drawn: bool, editors: bool, conv: str):

@@ -45,7 +45,7 @@ def setting_widget(name: str) -> str:
 SCENARIO_NAMES = ("tokens source mode embedding d_model qkv d_k d_v score d_a scale temperature causal pad blocked "
                   "convention query")
 SCENARIO = _room("scenario", SCENARIO_NAMES + " overrides editor_version messages carry changed url_loaded "
-                 "last_tokens last_source last_trace preset")
+                 "last_tokens last_source last_trace preset x_fold x_fold_open")
 
 
 def scenario_value(name: str) -> str:

@@ -119,8 +119,19 @@ def bar_totals(at: AppTest, key: str) -> np.ndarray:
     return np.array([r["total"] for r in spec(at, key)["rows"]], dtype=float)
 
 
+def open_x_editor(at: AppTest) -> AppTest:
+    """Unfold the X editor (folded by default), as a click on its expander does."""
+    at.session_state[state.SCENARIO.x_fold_open] = True
+    return at.run()
+
+
 def editor(at: AppTest, name: str):
-    """The data editor of matrix ``name`` (its key starts with pg.ed.<name>.)."""
+    """The data editor of matrix ``name`` (its key starts with pg.ed.<name>.); the X editors are
+    unfolded first."""
+    if name in ("X", "X_src"):
+        fold = state.SCENARIO.x_fold_open
+        if not (fold in at.session_state and at.session_state[fold]):
+            open_x_editor(at)
     for df in at.dataframe:
         if (df.key or "").startswith(f"{state.EDITOR_PREFIX}{name}."):
             return df

@@ -20,6 +20,7 @@ from .helpers import (
     heat,
     no_errors,
     open_tab,
+    open_x_editor,
     page,
     panels,
     pg_map,
@@ -352,7 +353,11 @@ def test_column_notation_shapes_are_written_the_other_way_round():
 
 def test_only_the_open_setup_tab_is_drawn_and_closed_tabs_still_apply():
     at = page()
-    assert at.dataframe and not at.checkbox  # the embedding tab is open first: X editor, no mask controls
+    # the embedding tab is open first, its X editor folded (not drawn until unfolded); no mask controls
+    assert not at.dataframe and not at.checkbox
+    assert [e.label for e in at.expander if e.label.startswith("Edit the embeddings X")] == ["Edit the embeddings X (4×3)"]
+    open_x_editor(at)
+    assert at.dataframe and not at.checkbox
     open_tab(at, "mask")
     at.checkbox(key=state.SCENARIO.causal).check().run()
     assert not at.dataframe and at.checkbox(key=state.SCENARIO.causal).value is True

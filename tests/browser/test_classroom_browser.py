@@ -90,7 +90,14 @@ def test_a_lesson_link_opens_focused_with_the_same_numbers_and_its_qr_code_decod
         page.get_by_role("tab", name=re.compile("Share")).click()
         image = page.locator("[data-testid=stImage] img").first
         expect(image).to_be_visible(timeout=30_000)
-        decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(image.screenshot())))
+        page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+        wait_idle(page)  # the tab's rerun has finished: the picture no longer moves
+        decoded = []
+        for _ in range(3):  # a screenshot taken while the tab still lays out can cut the code
+            decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(image.screenshot())))
+            if decoded:
+                break
+            page.wait_for_timeout(500)
         link = page.locator("[data-testid=stCode]").nth(1).inner_text().strip()
         assert decoded and decoded[0].text == link and "hide=" in link
     finally:

@@ -269,3 +269,23 @@ def test_html_tokens_on_a_canvas_map_stay_text(server_url, new_page):
     expect(hover).to_contain_text("1 <script>ale…")
     page.wait_for_timeout(500)
     assert page.dialogs == [] and page.locator("img[src=x]").count() == 0
+
+
+def test_the_x_editor_is_folded_until_opened_and_stays_open_across_changes(server_url, new_page):
+    """Folded by default (the first screen shows the pipeline, and the data grid is not re-sent on
+    every change); once opened it stays open across a token change and a tab switch."""
+    page = new_page(f"{server_url}/Playground")
+    wait_z(page, PG_WEIGHTS, "z.length === 4")
+    grids = page.locator("[data-testid=stDataFrame]")
+    expect(grids).to_have_count(0)
+    page.get_by_text("Edit the embeddings X (4×3)").click()
+    expect(grids).to_have_count(1, timeout=30_000)
+    box = page.locator(css(state.SCENARIO.tokens) + " input")
+    box.fill("나는 오늘 사과를")
+    box.press("Enter")
+    wait_z(page, PG_WEIGHTS, "z.length === 3")
+    expect(grids).to_have_count(1)
+    open_tab(page, "② Q, K, V")
+    open_tab(page, "① Embeddings X")
+    expect(grids).to_have_count(1, timeout=30_000)
+    expect(page.get_by_text("Edit the embeddings X (3×3)")).to_be_visible()
