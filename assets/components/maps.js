@@ -25,8 +25,8 @@ function panelBox(p, index, onCell) {
   head.appendChild(text("span", "title", p.title));
   const formula = p.mathml ? mathElement(p.mathml) : null;
   if (formula) head.appendChild(formula);
+  head.appendChild(text("span", "shape-badge", p.shape));  // on the title's line where it fits: lower panels
   box.appendChild(head);
-  box.appendChild(text("span", "shape-badge", p.shape));
   for (const note of p.before || []) box.appendChild(text("div", "note", note));
   const root = text("div", "alhm");
   box.appendChild(root);

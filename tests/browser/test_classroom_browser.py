@@ -123,3 +123,18 @@ def test_the_weights_map_saves_as_png_and_svg_with_its_labels_as_text(server_url
         assert png.format == "PNG" and png.size == (width, height)
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_eight_tokens_all_five_steps_on_one_1920_screen(server_url, chromium, lang):
+    """For n ≤ 8 the five pipeline steps fit on one 1920×1080 screen (the issue's item 1)."""
+    query = urlencode({"lang": lang, "emb": "random", "tok": "a b c d e f g h"})
+    ctx, page = open_at(chromium, f"{server_url}/Playground?{query}", 1920, 1080, lang)
+    try:
+        wait_z(page, PG_WEIGHTS, "z.length === 8")
+        for step in ("scores", "scaled", "masked", "weights", "output"):
+            box = page.locator(css(state.item(K.pipeline, step)) + " .alhm").bounding_box()
+            assert box and box["y"] >= 0 and box["y"] + box["height"] <= 1080, (step, box)
+        page.screenshot(path=str(ARTIFACTS / f"classroom-1920x1080-n8-{lang}.png"))
+    finally:
+        ctx.close()
