@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-from bench.playground import _FIND, ARGS, ROOT, sentence
+from bench.playground import _FIND, ARGS, _serve, sentence
 from ui import state
 
 SERVER = '''
@@ -51,24 +48,8 @@ main()
 
 
 def serve(script: str, log: Path):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(log), script, "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
-                return proc, url
-        except OSError:
-            time.sleep(0.3)
-    proc.terminate()
-    raise RuntimeError(f"server for {script} did not start")
+    """bench.playground's server, started through SERVER (which logs to ``log``)."""
+    return _serve(script, launcher=("-c", SERVER, str(log)))
 
 
 def parts(log: Path, t_enter: float, t_done: float) -> tuple[float, float, float]:

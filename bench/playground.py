@@ -50,11 +50,13 @@ def training_times() -> list[tuple[str, str, float, float]]:
     return out
 
 
-def _serve(script: str):
+def _serve(script: str, launcher: tuple[str, ...] = ("-m", "streamlit", "run")):
+    """A `streamlit run` server of ``script`` on a free port → (process, url), once it answers.
+    ``launcher``: what follows the Python executable (bench.breakdown starts an instrumented one)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
+    proc = subprocess.Popen([sys.executable, *launcher, script, "--server.headless", "true",
                              "--server.port", str(port), "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
