@@ -30,7 +30,12 @@ function panelBox(p, index, onCell) {
   for (const note of p.before || []) box.appendChild(text("div", "note", note));
   const root = text("div", "alhm");
   box.appendChild(root);
-  return { box, root, draw: () => drawMap(root, p.map, (cell) => onCell([index, cell[0], cell[1]])) };
+  const draw = () => {
+    drawMap(root, p.map, (cell) => onCell([index, cell[0], cell[1]]));
+    const pictures = root.querySelector(".export");  // on the title's line: not over the corner label
+    if (pictures) head.appendChild(pictures);
+  };
+  return { box, root, draw };
 }
 
 export default function (component) {

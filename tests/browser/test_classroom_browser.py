@@ -110,7 +110,7 @@ def test_the_weights_map_saves_as_png_and_svg_with_its_labels_as_text(server_url
     evil = "<b>x</b> 나는 y"
     ctx, page = open_at(chromium, f"{server_url}/Playground?{urlencode({'tok': evil, 'emb': 'random'})}", 1500, 1400)
     try:
-        host = page.locator(css(PG_WEIGHTS) + " .alhm")
+        host = page.locator(css(PG_WEIGHTS))  # the weights panel: its picture buttons sit on its title line
         with page.expect_download() as d:
             host.get_by_role("button", name="SVG").click()
         svg = d.value.path().read_text(encoding="utf-8")
