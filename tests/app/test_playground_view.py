@@ -11,7 +11,7 @@ from core import tokens
 from ui import state, view
 from ui.i18n import table
 
-from .helpers import PG_WEIGHTS, close, heat, no_errors, page, panels, pg_map, spec
+from .helpers import PG_WEIGHTS, close, heat, inspector, no_errors, page, panels, pg_map, spec
 
 K = state.PLAYGROUND
 C18_X = tokens.c18_embedding()
@@ -65,7 +65,7 @@ def test_a_lesson_link_hides_controls_keeps_their_values_and_shows_only_its_pane
     assert not [r for r in at.radio if r.key == state.SCENARIO.convention]
     ref = core.attention(C18_X, C18_X, C18_X, mask=core.masks.causal(4), temperature=0.5)  # hidden values still apply
     close(heat(at, PG_WEIGHTS), ref.weights)
-    assert any(el.proto.id.endswith(K.fig_alpha) for el in at.get("bidi_component"))  # the inspector
+    assert [s["key"] for s in inspector(at)["sections"]] == [K.fig_alpha, K.fig_contrib]  # the inspector
 
 
 @pytest.mark.parametrize("bad", [{"step": "abc"}, {"present": "maybe"}, {"panels": "<script>"}, {"hide": "everything"},

@@ -21,7 +21,8 @@ _HEATMAP_COMPONENT = st.components.v2.component(
     "attention_lab_heatmap", js=_LIB + (ASSETS / "heatmap.js").read_text(encoding="utf-8"), css=_CSS)
 # several panels (title, formula, shape line, map) as one element: the Playground's pipeline
 _MAPS_COMPONENT = st.components.v2.component(
-    "attention_lab_maps", js=_LIB + (ASSETS / "maps.js").read_text(encoding="utf-8"),
+    "attention_lab_maps", js=_LIB + (ASSETS / "dom_lib.js").read_text(encoding="utf-8")
+    + (ASSETS / "maps.js").read_text(encoding="utf-8"),
     css=_CSS + (ASSETS / "maps.css").read_text(encoding="utf-8"))
 TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table; beyond, a plotly image
 
