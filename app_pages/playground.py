@@ -195,9 +195,8 @@ def current_query(v: view.View) -> dict:
     return scenario.to_query(ss.values(), ss.changed_matrices()) | view.to_query(v) | settings.query()
 
 
-def sync_url(v: view.View) -> None:
-    """Mirror the whole scenario and the view into the URL (every run, whichever tab is open)."""
-    query = current_query(v)
+def sync_url(query: dict) -> None:
+    """Mirror the whole scenario and the view into the URL (Streamlit's query parameters)."""
     if {k: st.query_params.get(k) for k in st.query_params.keys()} != query:
         st.query_params.from_dict(query)
 
@@ -325,13 +324,21 @@ def results(outer: list) -> None:
     kept = page.guarded(problems, lambda: (ss.run(inp, score, params, mask, conv), inp.tq, inp.tk),
                         keep=state.SCENARIO.last_trace)
     page.show_problems(problems)
-    sync_url(v)
+    # The URL mirrors the whole scenario and view after every change. A run of the whole page
+    # updates it through Streamlit; a rerun of this part alone lets the pipeline's element put it
+    # in the address bar itself (Streamlit's own update re-renders the whole app: ~70 ms a change).
+    query = current_query(v)
+    if fresh or kept is None:
+        sync_url(query)
     if kept is None:
         return
     trace, tq, tk = kept  # on a failed call, the last valid trace with its own tokens
     step_sentence(v, trace, token_labels(tq), token_labels(tk))
-    pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=K.pipeline,
-             query=int(ss.get("query")), clicks=K.clicks, shows=v.shows, per_row=2, header=False, large=v.present)
+    in_place = pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=K.pipeline,
+                        query=int(ss.get("query")), clicks=K.clicks, shows=v.shows, per_row=2, header=False,
+                        large=v.present, url="?" + urlencode(query))
+    if not (fresh or in_place):
+        sync_url(query)
     if v.shows("inspector"):
         inspector(trace, tq, tk, conv, dec)
 

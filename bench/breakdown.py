@@ -1,11 +1,12 @@
 """Where a browser round trip goes: ``python -m bench.breakdown`` (prints Markdown).
 
-For the skeleton page and the Playground (n = 8 and 64), each change is split into three parts,
+For the skeleton page and the Playground (n = 8 and 64), each change is split into four parts,
 timed on one clock (the server and the browser driver run on this machine):
 
 1. Enter → the server receives the rerun request (the browser's own work before it sends);
-2. the script run on the server (from its start to its end, every element sent);
-3. the end of the run → the maps (or the skeleton's echo) updated in the browser (the browser
+2. the request → the script run starts (the server's own handling of the request);
+3. the script run on the server (from its start to its end, every element sent);
+4. the end of the run → the maps (or the skeleton's echo) updated in the browser (the browser
    rendering the messages it received).
 
 The server is a normal ``streamlit run`` whose ``AppSession.handle_backmsg`` and
@@ -52,14 +53,15 @@ def serve(script: str, log: Path):
     return _serve(script, launcher=("-c", SERVER, str(log)))
 
 
-def parts(log: Path, t_enter: float, t_done: float) -> tuple[float, float, float]:
-    """(Enter → request, script run, end of run → updated) in ms from the log lines after Enter."""
+def parts(log: Path, t_enter: float, t_done: float) -> tuple[float, float, float, float]:
+    """(Enter → request, request → script start, script run, end of run → updated) in ms from the
+    log lines after Enter."""
     events = [(float(t), what) for t, what in (line.split() for line in log.read_text().splitlines())]
     after = [(t, w) for t, w in events if t >= t_enter]
     request = next(t for t, w in after if w == "request")
     start = next(t for t, w in after if w == "start" and t >= request)
     end = next(t for t, w in after if w == "end" and t >= start)
-    return (request - t_enter) * 1e3, (end - start) * 1e3, (t_done - end) * 1e3
+    return (request - t_enter) * 1e3, (start - request) * 1e3, (end - start) * 1e3, (t_done - end) * 1e3
 
 
 def measure(page, box, log: Path, sizes, done: str, repeats: int) -> list[tuple[float, ...]]:
@@ -106,11 +108,11 @@ def main() -> None:
             finally:
                 proc.terminate()
         browser.close()
-    print("\n| Enter → updated (median of 9) | total | Enter → request reaches the server | script run | "
-          "end of run → updated in the browser |\n|---|---|---|---|---|")
+    print("\n| Enter → updated (median of 9) | total | Enter → request reaches the server | request → script starts | "
+          "script run | end of run → updated in the browser |\n|---|---|---|---|---|---|")
     for name, rows in results.items():
         med = [statistics.median(col) for col in zip(*rows, strict=True)]
-        print(f"| {name} | {med[0]:.0f} ms | {med[1]:.0f} ms | {med[2]:.0f} ms | {med[3]:.0f} ms |")
+        print(f"| {name} | " + " | ".join(f"{m:.0f} ms" for m in med) + " |")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,10 @@ export default function (component) {
   grid.classList.toggle("present", !!data.present);
   grid.style.gridTemplateColumns = "repeat(" + data.per_row + ", minmax(0, 1fr))";
   grid.replaceChildren();
+  // the link of the scenario shown, put in the address bar in place (a rerun of the results alone)
+  if (typeof data.url === "string" && data.url.startsWith("?") && window.location.search !== data.url) {
+    window.history.replaceState(window.history.state, "", window.location.pathname + data.url);
+  }
   data.panels.forEach((p, index) => {
     const panel = panelBox(p, index, (cell) => setTriggerValue("cell", cell));
     grid.appendChild(panel.box);  // in the page before drawing: a canvas map sizes itself to its box

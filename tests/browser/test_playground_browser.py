@@ -74,7 +74,8 @@ def test_picking_a_query_in_the_inspector_moves_it_and_the_highlighted_row(serve
     alpha = [float(v) for v in page.locator(css(state.PLAYGROUND.fig_alpha) + " .albars .value").all_text_contents()]
     X = tokens.c18_embedding()
     np.testing.assert_allclose(alpha, core.attention(X, X, X).weights[3], atol=6e-4)
-    assert "q=3" in page.url  # the chosen query is part of the link
+    # the chosen query is part of the link (put in place by history.replaceState, which page.url misses)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('q') === '3'", timeout=30_000)
 
 
 def test_language_and_settings_survive_page_switches(server_url, new_page):
@@ -319,6 +320,12 @@ def test_a_token_change_redraws_an_open_tab_that_shows_the_tokens(server_url, ne
     box.fill("a b c d e")
     box.press("Enter")
     wait_z(page, PG_WEIGHTS, "z.length === 5")
+    # the results column reran alone and put the link in the address bar; the link reproduces the view
+    page.wait_for_function("() => new URLSearchParams(location.search).get('tok') === 'a b c d e'", timeout=30_000)
+    page.goto(page.evaluate("location.href"))
+    wait_z(page, PG_WEIGHTS, "z.length === 5")
+    box = page.locator(css(state.SCENARIO.tokens) + " input")
+    expect(box).to_have_value("a b c d e", timeout=30_000)
     open_tab(page, "④ Mask")
     wait_z(page, state.PLAYGROUND.chart_mask, "z.length === 5")
     box.fill("a b c d e f g")

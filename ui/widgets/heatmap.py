@@ -149,13 +149,17 @@ def fits_one_element(specs) -> bool:
     return all(max(len(s["ys"]), len(s["xs"])) <= TABLE_LIMIT for s in specs)
 
 
-def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | None = None, large: bool = False) -> None:
+def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | None = None, large: bool = False,
+              url: str | None = None) -> None:
     """Several heatmap panels as ONE element, ``per_row`` side by side.
 
     A panel is ``{"key", "title", "mathml", "shape", "map", "before", "after", "warning"}``: ``map``
     is a :func:`heatmap` spec, ``key`` the map's own registry key (a class on the panel, and the
     name its clicks report), the notes plain text. A click on a cell appends ``(panel key, (row,
-    col))`` to ``st.session_state[click_queue]``, as :func:`show_heatmap` does."""
+    col))`` to ``st.session_state[click_queue]``, as :func:`show_heatmap` does. ``url`` (a query
+    string, "?a=1&…") is put in the browser's address bar in place (``history.replaceState``) — how a
+    fragment rerun keeps the link current without Streamlit's own URL update, which re-renders the
+    whole app (BENCHMARKS.md)."""
     keys = [p["key"] for p in panels]
     for p in panels:
         p["map"]["export"] = {"file": p["key"].replace(".", "-"), "help": t("export.help")}
@@ -167,4 +171,5 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
         if click_queue and isinstance(cell, (list, tuple)) and len(cell) == 3 and 0 <= int(cell[0]) < len(keys):
             st.session_state.setdefault(click_queue, []).append((keys[int(cell[0])], (int(cell[1]), int(cell[2]))))
 
-    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large}, key=key, on_cell_change=clicked)
+    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "url": url}, key=key,
+                    on_cell_change=clicked)
