@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import pytest
 import torch
@@ -379,9 +381,9 @@ def test_maps_past_16_tokens_send_colours_and_masked_cells_instead_of_cell_text(
     at = page(query={"emb": "random", "causal": "1", "tok": toks})
     no_errors(at)
     s = spec(at, pg_map("masked"))
-    assert s["text"] is None and len(s["rgb"]) == 20 * 20 * 3
+    assert s["text"] is None and len(base64.b64decode(s["rgb"])) == 20 * 20 * 3  # r, g, b bytes per cell
     allowed = masks.causal(20).numpy()
-    assert s["masked"] == (~allowed).astype(int).ravel().tolist()
+    assert list(base64.b64decode(s["masked"])) == (~allowed).astype(int).ravel().tolist()
     X = tokens.embed(toks.split(), 3, seed=0)
     close(heat(at, PG_WEIGHTS), core.attention(X, X, X, mask=masks.causal(20)).weights)
 
