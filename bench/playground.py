@@ -84,46 +84,49 @@ _Z_LEN = (f"{{ {_FIND} return {_KEYS}.every(key => {{ const root = find(key);"
           " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; }); }")
 
 
-def _median_round_trip(page, box, repeats: int, sizes, done: str) -> float:
-    """Median time from Enter to ``done(n)`` being true, after one discarded warm-up change."""
+def _round_trips(page, box, repeats: int, sizes, done: str, salt: int = 0) -> list[float]:
+    """Times (ms) from Enter to ``done(n)`` being true, after one discarded warm-up change."""
     times = []
     for r in range(repeats + 1):
         n = sizes(r)
-        box.fill(sentence(n, r))
+        box.fill(sentence(n, r + 100 * salt))
         t0 = time.perf_counter()
         box.press("Enter")
         page.wait_for_function(done, arg=n, timeout=60_000)
         times.append(time.perf_counter() - t0)
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
         time.sleep(0.3)  # let the page settle before the next change
-    return statistics.median(times[1:]) * 1e3
+    return [t * 1e3 for t in times[1:]]
 
 
-def browser_ms(repeats: int = 9) -> dict:
-    """Enter → updated output in a real browser: bare page, floor page, playground at n = 8 and 64."""
+def browser_ms(repeats: int = 9, rounds: int = 3) -> dict[str, list[list[float]]]:
+    """Enter → updated output in a real browser: bare, floor and skeleton pages, the Playground at
+    n = 8 and 64. The pages take turns, ``rounds`` times (a busy moment of the machine then falls
+    on all of them); each round is ``repeats`` changes. Returns each page's times, round by round."""
     from playwright.sync_api import sync_playwright
 
     exe = os.environ.get("CHROMIUM") or shutil.which("chromium")
     servers = {name: _serve(script) for name, script in
                (("bare", "bench/bare_app.py"), ("floor", "bench/floor_app.py"),
-                                     ("skeleton", "bench/skeleton_app.py"), ("app", "app.py"))}
+                ("skeleton", "bench/skeleton_app.py"), ("app", "app.py"))}
     echo = "(n) => document.body.innerText.includes('echo: ' + n + ' words')"
-    out = {}
+    out: dict = {name: [] for name in ("bare", "floor", "skeleton", 8, 64)}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=exe, args=ARGS)
             page = browser.new_page(viewport={"width": 1500, "height": 2400})
-            for name in ("bare", "floor", "skeleton"):
-                page.goto(servers[name][1])
-                page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-                box = page.locator("input[aria-label='text']")
-                out[name] = _median_round_trip(page, box, repeats, lambda r: 8 + r, echo)
-            for n in (8, 64):
-                page.goto(f"{servers['app'][1]}/Playground?emb=random&qkv=projection&causal=1&tok=a+b+c")
-                page.wait_for_function("(M) => " + _Z_LEN, arg=3, timeout=60_000)  # the default example
-                box = page.locator(state.css_class(state.SCENARIO.tokens) + " input")
-                sizes = lambda r, n=n: n - (r % 2)  # noqa: E731 (alternate n and n−1: every change shows)
-                out[n] = _median_round_trip(page, box, repeats, sizes, "(M) => " + _Z_LEN)
+            for rnd in range(rounds):
+                for name in ("bare", "floor", "skeleton"):
+                    page.goto(servers[name][1])
+                    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+                    box = page.locator("input[aria-label='text']")
+                    out[name].append(_round_trips(page, box, repeats, lambda r: 8 + r, echo, rnd))
+                for n in (8, 64):
+                    page.goto(f"{servers['app'][1]}/Playground?emb=random&qkv=projection&causal=1&tok=a+b+c")
+                    page.wait_for_function("(M) => " + _Z_LEN, arg=3, timeout=60_000)  # the default example
+                    box = page.locator(state.css_class(state.SCENARIO.tokens) + " input")
+                    sizes = lambda r, n=n: n - (r % 2)  # noqa: E731 (alternate n and n−1: every change shows)
+                    out[n].append(_round_trips(page, box, repeats, sizes, "(M) => " + _Z_LEN, rnd))
             browser.close()
     finally:
         for proc, _ in servers.values():
@@ -184,6 +187,7 @@ def main() -> None:
     args.add_argument("--before", help="a commit to measure in the same run (server-side reruns), e.g. f1c43a7")
     args.add_argument("--rounds", type=int, default=2, help="before/now alternations (with --before)")
     args.add_argument("--skip", nargs="*", default=[], choices=["server", "training", "browser"])
+    args.add_argument("--browser-rounds", type=int, default=3, help="turns of the browser pages (9 changes each)")
     opts = args.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
     if "server" not in opts.skip:
@@ -193,25 +197,37 @@ def main() -> None:
         for task, att, sec, acc in training_times():
             print(f"| {task}, attention: {att} | {sec:.1f} s | {100 * acc:.1f} % | ≤ 20 s |")
     if "browser" not in opts.skip:
-        browser_table()
+        browser_table(opts.browser_rounds)
 
 
-def browser_table() -> None:
+def browser_table(rounds: int = 3) -> None:
     if not (shutil.which("chromium") or os.environ.get("CHROMIUM")):
         print("\n(no Chromium: browser round trip not measured)")
         return
-    b = browser_ms()
-    sk = b["skeleton"]
-    print("\n| browser round trip (Enter → …) | median | × bare page | × skeleton page | target |\n|---|---|---|---|---|")
-    print(f"| bare one-widget page: echo updated | {b['bare']:.0f} ms | 1.0× | {b['bare'] / sk:.2f}× | |")
-    print(f"| floor page (five 8×8 heatmaps, no computation): echo updated | {b['floor']:.0f} ms | "
-          f"{b['floor'] / b['bare']:.2f}× | {b['floor'] / sk:.2f}× | |")
+    b = browser_ms(rounds=rounds)
+    med = {k: statistics.median([t for r in v for t in r]) for k, v in b.items()}  # over every change of every round
+    by_round = {k: [statistics.median(r) for r in v] for k, v in b.items()}
+    sk = med["skeleton"]
+    print(f"\n{rounds} rounds of 9 changes per page, the pages taking turns; median over all changes, and the "
+          "lowest … highest of the rounds' own ratios")
+    print("\n| browser round trip (Enter → …) | median | × bare page | × skeleton page | rounds: × skeleton | target |"
+          "\n|---|---|---|---|---|---|")
+
+    def spread(k) -> str:
+        ratios = [a / s for a, s in zip(by_round[k], by_round["skeleton"], strict=True)]
+        return f"{min(ratios):.2f}× … {max(ratios):.2f}×"
+
+    print(f"| bare one-widget page: echo updated | {med['bare']:.0f} ms | 1.0× | {med['bare'] / sk:.2f}× | "
+          f"{spread('bare')} | |")
+    print(f"| floor page (five 8×8 heatmaps, no computation): echo updated | {med['floor']:.0f} ms | "
+          f"{med['floor'] / med['bare']:.2f}× | {med['floor'] / sk:.2f}× | {spread('floor')} | |")
     print(f"| skeleton page (the Playground's controls, one pipeline chart, no computation): echo updated | "
-          f"{sk:.0f} ms | {sk / b['bare']:.2f}× | 1.0× | |")
+          f"{sk:.0f} ms | {sk / med['bare']:.2f}× | 1.0× | | |")
     for n, goal in ((8, 1.5), (64, 2.0)):
-        ratio = b[n] / sk
-        print(f"| playground, n = {n}: weights and output heatmaps updated | {b[n]:.0f} ms | "
-              f"{b[n] / b['bare']:.2f}× | {ratio:.2f}× | ≤ {goal}× skeleton: {'met' if ratio <= goal else 'not met'} |")
+        ratio = med[n] / sk
+        print(f"| Playground, n = {n}: weights and output maps updated | {med[n]:.0f} ms | "
+              f"{med[n] / med['bare']:.2f}× | {ratio:.2f}× | {spread(n)} | "
+              f"≤ {goal}× skeleton: {'met' if ratio <= goal else 'not met'} |")
 
 
 if __name__ == "__main__":
