@@ -13,11 +13,11 @@ from ui import export, page, scenario, settings, state, view
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.i18n import labeller, t
-from ui.inputs import Where, by_label, inputs, mask_controls, score_params
+from ui.inputs import Where, inputs, mask_controls, score_params, token_options, x_fold_open
 from ui.pipeline import pipeline, weights_key
 from ui.text import md
 from ui.widgets import formulas
-from ui.widgets.bars import show_bars, stacked_contributions, weight_bars
+from ui.widgets.bars import show_inspector, stacked_contributions, weight_bars
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import token_labels
 from ui.widgets.qr import qr_png
@@ -158,46 +158,47 @@ def score_tab(tab, is_open: bool, d_k: int, problems: list) -> tuple[str, dict]:
 
 # ---------------------------------------------------------------------------- query inspector
 def inspector(trace, tq, tk, conv: str, dec: int) -> None:
-    """One query's weights as bars, and its output as the stacked pieces α_i·v_i."""
+    """One query's weights as bars, and its output as the stacked pieces α_i·v_i — one element
+    (title, formula, query picker, both charts); picking a query or clicking a weights row moves it."""
     if not 0 <= int(ss.get("query")) < len(tq):
         ss.put("query", 0)
     q_labels, k_labels = token_labels(tq), token_labels(tk)
-    st.subheader(t("pg.inspector"))
-    by_label(st.selectbox, "query", q_labels, t("pg.inspector.query"))
     j = int(ss.get("query"))
     A = trace.attn
     row = A if conv == "row" else A.transposed()
     alpha = row.weights[j].numpy()
-    st.latex(formulas.CONTRIB)
-    i1, i2 = st.columns(2)
-    with i1:
-        st.markdown(f"**{t('pg.inspector.alpha', q=md(q_labels[j]))}**")
-        show_bars(weight_bars(k_labels, alpha, dec), key=K.fig_alpha)
-        st.caption(top_keys_text(A, j, q_labels, k_labels, alpha, dec))
-    with i2:
-        st.markdown(f"**{t('pg.inspector.output', q=md(q_labels[j]))}**")
-        show_bars(stacked_contributions(k_labels, A.contributions(j).numpy(), row.output[j].numpy(), dec,
-                                        total_label=t("pg.inspector.sum")), key=K.fig_contrib)
+    sections = [
+        {"key": K.fig_alpha, "heading": t("pg.inspector.alpha", q=q_labels[j]), "bars": weight_bars(k_labels, alpha, dec),
+         "note": top_keys_text(A, j, q_labels, k_labels, alpha, dec)},
+        {"key": K.fig_contrib, "heading": t("pg.inspector.output", q=q_labels[j]), "note": None,
+         "bars": stacked_contributions(k_labels, A.contributions(j).numpy(), row.output[j].numpy(), dec,
+                                       total_label=t("pg.inspector.sum"))}]
+    show_inspector({"title": t("pg.inspector"), "mathml": formulas.MATHML_CONTRIB, "pick": t("pg.inspector.query"),
+                    "options": q_labels, "chosen": j, "picker_css": state.css_class(state.scenario_picker("query"))[1:],
+                    "sections": [s | {"css": state.css_class(s["key"])[1:]} for s in sections]},
+                   key=K.inspector, on_pick=lambda i: ss.put("query", i))
 
 
 def top_keys_text(A, j: int, q_labels, k_labels, alpha, dec: int) -> str:
-    """Which key the query attends to most — every key that ties for the largest weight."""
+    """Which key the query attends to most — every key that ties for the largest weight (plain text)."""
     tops = core.lab.top_keys(A, j)
     if not tops:
         return t("pg.fully_masked_short")
-    names = ", ".join(md(k_labels[i]) for i in tops)
-    return t("pg.inspector.top" if len(tops) == 1 else "pg.inspector.tie", q=md(q_labels[j]), k=names,
+    names = ", ".join(k_labels[i] for i in tops)
+    return t("pg.inspector.top" if len(tops) == 1 else "pg.inspector.tie", q=q_labels[j], k=names,
              a=f"{alpha[tops[0]]:.{dec}f}")
 
 
 # ---------------------------------------------------------------------------- share & export
-def sync_url(v: view.View) -> dict:
-    """Mirror the whole scenario and the view into the URL (every run, whichever tab is open);
-    returns the query."""
-    query = scenario.to_query(ss.values(), ss.changed_matrices()) | view.to_query(v) | settings.query()
+def current_query(v: view.View) -> dict:
+    """The whole scenario, the view and the settings as URL parameters."""
+    return scenario.to_query(ss.values(), ss.changed_matrices()) | view.to_query(v) | settings.query()
+
+
+def sync_url(query: dict) -> None:
+    """Mirror the whole scenario and the view into the URL (Streamlit's query parameters)."""
     if {k: st.query_params.get(k) for k in st.query_params.keys()} != query:
         st.query_params.from_dict(query)
-    return query
 
 
 def base_url() -> str:
@@ -250,9 +251,25 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
 
 
 # ---------------------------------------------------------------------------- the page
-def controls(v: view.View, problems: list):
-    """The left column: token box, notation and the setup tabs of the groups the view shows."""
-    head = st.container()  # the token box, drawn into place once the tabs exist
+# The page is two parts. The left column (view controls, example and self/cross, notation, the
+# setup tabs) reruns with the whole page. The right column (token box, pipeline, inspector) is a
+# fragment of its own while nothing on the left shows the tokens: typing tokens — the change a
+# class makes most — then redraws only the right column, not every control (BENCHMARKS.md: the
+# browser's time goes into re-rendering Streamlit's controls). When an open part of the left
+# column shows the tokens (the X editor, Q/K/V, mask, share), the right column is drawn as a
+# plain part of the page, so a token change redraws both and nothing on screen is stale.
+def tokens_outside(opened: dict) -> bool:
+    """Whether the open parts of the left column show the tokens (their count or labels)."""
+    return (opened["qkv"] or opened["mask"] or opened["share"] or (opened["embed"] and x_fold_open())
+            or (opened["score"] and ss.get("embedding") == "onehot"))  # one-hot: d_k is the vocabulary's size
+
+
+def controls(v: view.View, problems: list, token_problems: list):
+    """The left column: example menu and self/cross, notation and the setup tabs of the groups the
+    view shows; ``token_problems`` gets what comes from the tokens (the right column finds those
+    again on its own reruns)."""
+    if "tokens" not in v.hidden:
+        token_options()
     if "notation" not in v.hidden:
         st.radio(t("pg.convention"), scenario.CONVENTIONS, **ss.bind("convention"), format_func=labeller("conv."),
                  horizontal=True, help=t("pg.convention.help"))
@@ -260,10 +277,18 @@ def controls(v: view.View, problems: list):
     names = [g for g in TABS if g == "share" or g not in v.hidden]
     tabs = dict(zip(names, setup_tabs(names), strict=True))
     opened = {g: g in tabs and bool(tabs[g].open) for g in TABS}
-    hidden = inputs_where(tabs, opened)
-    with head:
-        inp = inputs(problems, conv=conv, editors=True, tokens=Where(drawn="tokens" not in v.hidden), **hidden)
-    return inp, conv, tabs, opened
+    inp = inputs(token_problems, conv=conv, editors=True, tokens=Where(drawn=False), **inputs_where(tabs, opened))
+    score, params = score_tab(tabs.get("score"), opened["score"], inp.d_k, problems)
+    mask = mask_tab(inp, conv, tabs, opened)
+    if opened["share"]:
+        kept = page.guarded(token_problems, lambda: (ss.run(inp, score, params, mask, conv), inp.tq, inp.tk),
+                            keep=state.SCENARIO.last_trace)
+        if kept is not None:
+            trace, tq, tk = kept
+            with tabs["share"]:
+                share_tab(trace, token_labels(tq), token_labels(tk), current_query(v),
+                          ss.playground_args(inp, score, params, mask, conv))
+    return tokens_outside(opened)
 
 
 def inputs_where(tabs: dict, opened: dict) -> dict:
@@ -271,51 +296,77 @@ def inputs_where(tabs: dict, opened: dict) -> dict:
     return {"embed": Where(tabs.get("embed"), opened["embed"]), "qkv": Where(tabs.get("qkv"), opened["qkv"])}
 
 
-def compute_trace(inp, conv: str, tabs: dict, opened: dict, problems: list):
-    """Score and mask from their tabs (or their kept values), then the cached core call; on a
-    failure, the last valid trace with its own tokens."""
+def mask_tab(inp, conv: str, tabs: dict, opened: dict):
+    """The mask builder in its tab while open; the scenario's mask either way."""
     n_q, n_k = len(inp.tq), len(inp.tk)
-    score, params = score_tab(tabs.get("score"), opened["score"], inp.d_k, problems)
     ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < n_k])
-    if opened["mask"]:
-        with tabs["mask"]:
-            mask = mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=K.chart_mask,
-                                 click_queue=K.clicks, clear_key=K.mask_clear)
-    else:
-        mask = ss.current_mask(n_q, n_k, cross=inp.cross)
+    if not opened["mask"]:
+        return ss.current_mask(n_q, n_k, cross=inp.cross)
+    with tabs["mask"]:
+        return mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=K.chart_mask,
+                             click_queue=K.clicks, clear_key=K.mask_clear)
+
+
+def results(outer: list) -> None:
+    """The right column: the token box, the pipeline and the query inspector.
+
+    ``outer`` holds the messages of the whole page's last run; a rerun of this part alone shows
+    only those that do not come from the tokens (it finds those again itself)."""
+    drain_clicks()
+    v = st.session_state.get(K.view) or view.View()
+    fresh = st.session_state.pop(K.page_ran, False)  # False: this part reran on its own
+    problems = list(outer if fresh else st.session_state.get(K.kept_problems) or [])
+    conv, dec = ss.get("convention"), settings.get("precision")
+    inp = inputs(problems, conv=conv, tokens=Where(drawn="tokens" not in v.hidden), options=False,
+                 embed=Where(drawn=False), qkv=Where(drawn=False))
+    score, params = score_tab(None, False, inp.d_k, problems)
+    mask = ss.current_mask(len(inp.tq), len(inp.tk), cross=inp.cross)
     kept = page.guarded(problems, lambda: (ss.run(inp, score, params, mask, conv), inp.tq, inp.tk),
                         keep=state.SCENARIO.last_trace)
-    return kept, score, ss.playground_args(inp, score, params, mask, conv)
+    page.show_problems(problems)
+    # The URL mirrors the whole scenario and view after every change. A run of the whole page
+    # updates it through Streamlit; a rerun of this part alone lets the pipeline's element put it
+    # in the address bar itself (Streamlit's own update re-renders the whole app: ~70 ms a change).
+    query = current_query(v)
+    if fresh or kept is None:
+        sync_url(query)
+    if kept is None:
+        return
+    trace, tq, tk = kept  # on a failed call, the last valid trace with its own tokens
+    step_sentence(v, trace, token_labels(tq), token_labels(tk))
+    in_place = pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=K.pipeline,
+                        query=int(ss.get("query")), clicks=K.clicks, shows=v.shows, per_row=2, header=False,
+                        large=v.present, url="?" + urlencode(query))
+    if not (fresh or in_place):
+        sync_url(query)
+    if v.shows("inspector"):
+        inspector(trace, tq, tk, conv, dec)
+
+
+@st.fragment
+def results_alone(outer: list) -> None:
+    """:func:`results` as a fragment: its own widgets rerun it alone. A fragment rerun skips the
+    page's error boundary, so it has its own."""
+    page.boundary(lambda: results(outer))
 
 
 def body() -> None:
-    problems: page.Problems = []
+    problems: page.Problems = []  # not from the tokens: kept for the right column's own reruns
     ss.start(problems)
     drain_clicks()
     v = current_view(problems)
     presenter_css(v)
-    dec = settings.get("precision")
     left, right = st.columns([4, 8], gap="small")
+    token_problems: page.Problems = []
     with left:
         with st.expander(t("pg.about")):  # folded: the pipeline starts high on a projector screen
             st.markdown(t("pg.intro"))
         view_controls(v)
-        inp, conv, tabs, opened = controls(v, problems)
-        kept, score, args = compute_trace(inp, conv, tabs, opened, problems)
+        outside = controls(v, problems, token_problems)
+    st.session_state[K.kept_problems] = problems
+    st.session_state[K.page_ran] = True
     with right:
-        page.show_problems(problems)
-        if kept is None:
-            return
-        trace, tq, tk = kept  # on a failed call, the last valid trace with its own tokens
-        step_sentence(v, trace, token_labels(tq), token_labels(tk))
-        pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=K.pipeline,
-                 query=int(ss.get("query")), clicks=K.clicks, shows=v.shows, per_row=2, header=False, large=v.present)
-    if v.shows("inspector"):
-        inspector(trace, tq, tk, conv, dec)
-    query = sync_url(v)
-    if opened["share"]:
-        with tabs["share"]:
-            share_tab(trace, token_labels(tq), token_labels(tk), query, args)
+        (results if outside else results_alone)(problems + token_problems)
 
 
 @st.fragment

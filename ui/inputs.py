@@ -109,11 +109,14 @@ def _tokens(name: str, last_key: str, problems: list) -> list[str]:
 def token_controls(problems: list, *, presets: bool = True, drawn: bool = True) -> tuple[list[str], list[str], bool]:
     """The token box (with the example menu and self/cross) → (query tokens, key tokens, cross).
     Not drawn (a lesson link hid it): the kept tokens still apply."""
-    if not drawn:
-        cross = ss.get("mode") == "cross"
-        tq = _tokens("tokens", state.SCENARIO.last_tokens, problems)
-        return tq, _tokens("source", state.SCENARIO.last_source, problems) if cross else tq, cross
-    st.text_input(t("pg.tokens"), **ss.bind("tokens"), help=t("pg.tokens.help"))
+    if drawn:
+        st.text_input(t("pg.tokens"), **ss.bind("tokens"), help=t("pg.tokens.help"))
+        token_options(presets=presets)
+    return token_boxes(problems, drawn=drawn, main=False)
+
+
+def token_options(*, presets: bool = True) -> None:
+    """The example menu and the self/cross switch (they change more than the tokens)."""
     c2, c3 = st.columns([1, 1])
     if presets:
         with c2:
@@ -123,8 +126,15 @@ def token_controls(problems: list, *, presets: bool = True, drawn: bool = True) 
                          on_change=_on_preset, args=(preset_key,))
     with c3:
         st.radio(t("pg.mode"), scenario.MODES, **ss.bind("mode"), format_func=labeller("pg.mode."), horizontal=True)
+
+
+def token_boxes(problems: list, *, drawn: bool = True, main: bool = True) -> tuple[list[str], list[str], bool]:
+    """The text boxes (the query tokens unless ``main`` is False, the source tokens in cross
+    attention) → (query tokens, key tokens, cross). Not drawn: the kept tokens still apply."""
     cross = ss.get("mode") == "cross"
-    if cross:
+    if drawn and main:
+        st.text_input(t("pg.tokens"), **ss.bind("tokens"), help=t("pg.tokens.help"))
+    if drawn and cross:
         st.text_input(t("pg.source"), **ss.bind("source"), help=t("pg.source.help"))
     tq = _tokens("tokens", state.SCENARIO.last_tokens, problems)
     tk = _tokens("source", state.SCENARIO.last_source, problems) if cross else tq
@@ -147,26 +157,34 @@ def _embeddings(problems: list, tq, tk, cross: bool, labels, *, drawn: bool, edi
     if unknown:
         problems.append(("info", t("info.c18_unknown", tokens=", ".join(md(u) for u in unknown[:8]))))
     n_q, n_k, d_model = len(tq), len(tk), X_all.shape[1]
-    show = editors and max(n_q, n_k) <= scenario.INTERACTIVE_TOKENS
-    fold, show = _x_fold(f"{n_q}×{d_model}" if conv == "row" else f"{d_model}×{n_q}") if show else (None, False)
+    # the fold's title names no token count: while it is closed nothing here depends on the tokens
+    fold, opened = _x_fold() if editors else (None, False)
+    show = opened and max(n_q, n_k) <= scenario.INTERACTIVE_TOKENS
     with fold or nullcontext():
+        if opened:
+            src = (f",  X_src {n_k}×{d_model}" if conv == "row" else f",  X_src {d_model}×{n_k}") if cross else ""
+            shape_badge((f"X {n_q}×{d_model}" if conv == "row" else f"X {d_model}×{n_q}") + src)
+            if not show:
+                st.caption(t("info.large_n", n=max(n_q, n_k), limit=EDIT_LIMIT))
+            elif conv == "column":
+                st.caption(t("pg.editors_rows"))
         X_q = ss.editable("X", X_all[:n_q], labels[0], dim_labels(d_model), t("pg.edit_x"), problems, show_editor=show)
         X_kv = X_q if not cross else ss.editable("X_src", X_all[n_q:], labels[1], dim_labels(d_model),
                                                  t("pg.edit_x_src"), problems, show_editor=show)
-    if editors:
-        src = (f",  X_src {n_k}×{d_model}" if conv == "row" else f",  X_src {d_model}×{n_k}") if cross else ""
-        shape_badge((f"X {n_q}×{d_model}" if conv == "row" else f"X {d_model}×{n_q}") + src)
-        if conv == "column":
-            st.caption(t("pg.editors_rows"))
     return X_q, X_kv, d_model
 
 
-def _x_fold(shape: str):
+def x_fold_open() -> bool:
+    """Whether the learner has opened the X editor's fold."""
+    return bool(st.session_state.get(state.SCENARIO.x_fold_open))
+
+
+def _x_fold():
     """The X editor's fold → (the expander, whether it is open). Closed by default and drawn only
     while open: a data grid re-rendered on every change cost the browser ~110 ms of a Playground
     round trip (BENCHMARKS.md). Open or closed is kept across reruns, tabs and pages."""
-    st.session_state[state.SCENARIO.x_fold] = bool(st.session_state.get(state.SCENARIO.x_fold_open))
-    fold = st.expander(t("pg.edit_x.fold", shape=shape), key=state.SCENARIO.x_fold, on_change=_keep_x_fold)
+    st.session_state[state.SCENARIO.x_fold] = x_fold_open()
+    fold = st.expander(t("pg.edit_x.fold"), key=state.SCENARIO.x_fold, on_change=_keep_x_fold)
     return fold, bool(fold.open)
 
 
@@ -226,12 +244,16 @@ def _qkv(problems: list, X_q, X_kv, labels, *, drawn: bool, editors: bool, show_
 
 
 def inputs(problems: list, *, conv: str = "row", editors: bool = False, embed: Where = Where(), qkv: Where = Where(),
-           presets: bool = True, tokens: Where = Where()) -> Inputs:
+           presets: bool = True, tokens: Where = Where(), options: bool = True) -> Inputs:
     """Draw the token, embedding and Q/K/V controls and build the matrices.
 
     With ``editors`` the matrix editors are drawn (up to 64 tokens); without, the learner's
-    edits from the Playground still apply. ``embed``/``qkv`` say where those groups go."""
-    tq, tk, cross = token_controls(problems, presets=presets, drawn=tokens.drawn)
+    edits from the Playground still apply. ``embed``/``qkv`` say where those groups go; without
+    ``options`` only the text boxes are drawn (the example menu and self/cross are elsewhere)."""
+    if options:
+        tq, tk, cross = token_controls(problems, presets=presets, drawn=tokens.drawn)
+    else:
+        tq, tk, cross = token_boxes(problems, drawn=tokens.drawn)
     if max(len(tq), len(tk)) > scenario.INTERACTIVE_TOKENS:
         problems.append(("info", t("info.large_n", n=max(len(tq), len(tk)), limit=EDIT_LIMIT)))
     labels = (token_labels(tq), token_labels(tk))

@@ -1,5 +1,4 @@
-// Attention Lab bars: one horizontal bar per row, made of signed segments stacked from zero,
-// with an optional total marker. Labels are inserted with textContent (never as HTML).
+// One bar chart as a component; the drawing is drawBars (bars_lib.js, which Python puts in front).
 export default function (component) {
   const { data, parentElement } = component;
   let root = parentElement.querySelector("div.albars");
@@ -8,56 +7,5 @@ export default function (component) {
     root.className = "albars";
     parentElement.appendChild(root);
   }
-  const el = (tag, cls, text) => {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = text;
-    return e;
-  };
-  const lo = Math.min(0, data.lo), hi = Math.max(0, data.hi);
-  const span = hi - lo || 1;
-  const pos = (v) => (100 * (v - lo)) / span;
-  const box = el("div", "rows");
-  data.rows.forEach((row) => {
-    const line = el("div", "row");
-    line.appendChild(el("div", "label", row.label));
-    const track = el("div", "track");
-    const zero = el("div", "zero");
-    zero.style.left = pos(0) + "%";
-    track.appendChild(zero);
-    let up = 0, down = 0;
-    row.segments.forEach((s) => {
-      if (!s.value) return;
-      const seg = el("div", "seg");
-      const start = s.value > 0 ? up : down + s.value;
-      if (s.value > 0) up += s.value; else down += s.value;
-      seg.style.left = pos(start) + "%";
-      seg.style.width = (100 * Math.abs(s.value)) / span + "%";
-      seg.style.background = s.color;
-      seg.title = (s.name ? s.name + ": " : "") + s.text;
-      track.appendChild(seg);
-    });
-    if (row.total !== null && row.total !== undefined) {
-      const mark = el("div", "total");
-      mark.style.left = pos(row.total) + "%";
-      track.appendChild(mark);
-    }
-    line.appendChild(track);
-    line.appendChild(el("div", "value", row.value_text));
-    box.appendChild(line);
-  });
-  const parts = [box];
-  if (data.legend && data.legend.length) {
-    const legend = el("div", "legend");
-    data.legend.forEach((item) => {
-      const it = el("span", "item");
-      const sw = el("span", "swatch");
-      sw.style.background = item.color;
-      it.appendChild(sw);
-      it.appendChild(el("span", null, item.name));
-      legend.appendChild(it);
-    });
-    parts.push(legend);
-  }
-  root.replaceChildren(...parts);
+  drawBars(root, data);
 }

@@ -4,6 +4,14 @@
 // learner typed is inserted with textContent (never as HTML). onCell([row, column]) is called
 // when a clickable cell is clicked.
 function drawMap(root, data, onCell) {
+  // a canvas map's colours and masked cells come as base64 bytes (r, g, b per cell; 0/1 per cell)
+  const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  if (typeof data.rgb === "string") data.rgb = bytes(data.rgb);
+  if (typeof data.masked === "string") data.masked = bytes(data.masked);
+  if (typeof data.z === "string") {  // a canvas map's values: float64 bytes, row by row (NaN: a −∞ cell)
+    const f = new Float64Array(bytes(data.z).buffer), m = data.xs.length;
+    data.z = data.ys.map((_, i) => Array.from(f.subarray(i * m, (i + 1) * m), (v) => (Number.isNaN(v) ? null : v)));
+  }
   const el = (tag, cls, text) => {
     const e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -63,7 +71,7 @@ function drawMap(root, data, onCell) {
 }
 
 // Large maps (values not printed in cells): one canvas instead of thousands of table cells.
-// Colours come from the server (data.rgb, flat r,g,b per cell); labels are drawn as canvas
+// Colours come from the server (data.rgb, flat r,g,b bytes per cell); labels are drawn as canvas
 // text; the hovered cell's query, key and value show in a line under the map.
 function drawCanvas(root, data, onCell, waitForFont) {
   const n = data.ys.length, m = data.xs.length;

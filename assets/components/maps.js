@@ -1,23 +1,8 @@
 // The pipeline's panels as ONE element: each panel is a title, its formula (MathML, fixed text
 // from ui/widgets/formulas.py), its shape line, notes and a heatmap drawn by heatmap_lib.js
-// (which Python puts in front of this file). One element instead of five maps, five headers
-// and their columns: the browser renders one message per rerun instead of about twenty.
+// (Python puts it and dom_lib.js in front of this file). One element instead of five maps, five
+// headers and their columns: the browser renders one message per rerun instead of about twenty.
 // Learner text (token labels, inside the maps) goes in with textContent only.
-const MATH_NS = "http://www.w3.org/1998/Math/MathML";
-
-function mathElement(body) {
-  const doc = new DOMParser().parseFromString('<math xmlns="' + MATH_NS + '">' + body + "</math>", "application/xml");
-  if (doc.getElementsByTagName("parsererror").length) return null;
-  return document.importNode(doc.documentElement, true);
-}
-
-function text(tag, cls, value) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (value !== undefined && value !== null) e.textContent = value;
-  return e;
-}
-
 function panelBox(p, index, onCell) {
   const box = text("div", "panel " + p.css);  // the map's own key as a class, as a separate map would have
   box.dataset.key = p.key;
@@ -49,6 +34,10 @@ export default function (component) {
   grid.classList.toggle("present", !!data.present);
   grid.style.gridTemplateColumns = "repeat(" + data.per_row + ", minmax(0, 1fr))";
   grid.replaceChildren();
+  // the link of the scenario shown, put in the address bar in place (a rerun of the results alone)
+  if (typeof data.url === "string" && data.url.startsWith("?") && window.location.search !== data.url) {
+    window.history.replaceState(window.history.state, "", window.location.pathname + data.url);
+  }
   data.panels.forEach((p, index) => {
     const panel = panelBox(p, index, (cell) => setTriggerValue("cell", cell));
     grid.appendChild(panel.box);  // in the page before drawing: a canvas map sizes itself to its box

@@ -76,12 +76,37 @@ def warnings(at: AppTest) -> list[str]:
     return [str(w.value) for w in at.warning] + [p["warning"] for p in panels(at).values() if p["warning"]]
 
 
+def inspector(at: AppTest) -> dict | None:
+    """The data of the Playground's query inspector (one element), or None when it is not drawn."""
+    for el in at.get("bidi_component"):
+        data = json.loads(el.proto.json) if el.proto.json else None
+        if isinstance(data, dict) and "sections" in data and "options" in data:
+            return data
+    return None
+
+
+def chosen_query(at: AppTest) -> str:
+    """The label of the query the inspector shows."""
+    data = inspector(at)
+    return data["options"][data["chosen"]]
+
+
+def pick_query(at: AppTest, index: int) -> AppTest:
+    """Pick a query in the inspector as its picker's callback does (the browser tests pick for real)."""
+    at.session_state[state.scenario_kept("query")] = index
+    return at.run()
+
+
 def spec(at: AppTest, key: str) -> dict:
     """The data a chart was drawn from: the heatmap/bars component's JSON, or a plotly figure
-    (a map drawn as a panel of the pipeline's one element: that panel's map)."""
+    (a map drawn as a panel of the pipeline's one element: that panel's map; a chart of the query
+    inspector: its bars)."""
     shown = panels(at)
     if key in shown:
         return shown[key]["map"]
+    sections = {s["key"]: s for s in (inspector(at) or {}).get("sections", [])}
+    if key in sections:
+        return sections[key]["bars"]
     kind, el = _element(at, key)
     return json.loads(el.proto.json if kind == "bidi_component" else el.proto.spec)
 
@@ -94,6 +119,8 @@ def heat(at: AppTest, key: str) -> np.ndarray:
     """The values of a heatmap as shown (rounded to the precision setting; −∞ cells → NaN)."""
     s = spec(at, key)
     z = s["data"][0]["z"] if "data" in s else s["z"]
+    if isinstance(z, str):  # a canvas map sends its values as base64 float64 bytes, row by row
+        return np.frombuffer(base64.b64decode(z), dtype="<f8").reshape(len(s["ys"]), len(s["xs"])).copy()
     return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
 
 

@@ -8,7 +8,7 @@ import core
 from core import tokens
 from ui import nav, state
 
-from .helpers import PG_WEIGHTS, close, edit, heat, is_plotly, page, texts, ticks
+from .helpers import PG_WEIGHTS, chosen_query, close, edit, heat, is_plotly, page, texts, ticks
 
 C18_X = tokens.c18_embedding().numpy()
 C18_W = core.attention(C18_X, C18_X, C18_X).weights
@@ -119,7 +119,7 @@ def test_tampered_links_never_break_the_page(query):
 def test_query_index_out_of_range_falls_back_to_first():
     at = page(query={"tok": "a b", "q": "99"})
     no_exception(at)
-    assert at.selectbox(key=state.scenario_picker("query")).value == "0 a"
+    assert chosen_query(at) == "0 a"
 
 
 def test_unexpected_failure_is_a_message_not_a_traceback(monkeypatch):

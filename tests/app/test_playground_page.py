@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import pytest
 import torch
@@ -14,6 +16,7 @@ from .helpers import (
     PG_WEIGHTS,
     bar_totals,
     bars,
+    chosen_query,
     click,
     close,
     edit,
@@ -24,6 +27,7 @@ from .helpers import (
     page,
     panels,
     pg_map,
+    pick_query,
     spec,
     texts,
     ticks,
@@ -312,7 +316,8 @@ def test_column_notation_shows_every_matrix_transposed():
 # ---------------------------------------------------------------- query inspector
 def test_inspector_follows_the_selected_query():
     at = page()
-    at.selectbox(key=state.scenario_picker("query")).set_value("3 먹었다").run()
+    pick_query(at, 3)
+    assert chosen_query(at) == "3 먹었다"
     ref = c18_trace()
     close(bars(at, state.PLAYGROUND.fig_alpha)[0], ref.weights[3])
     close(bars(at, state.PLAYGROUND.fig_contrib), ref.contributions(3))  # (n_k, d_v): one segment per key and dimension
@@ -323,7 +328,7 @@ def test_clicking_a_weights_cell_selects_its_query():
     at = page()
     click(at, PG_WEIGHTS, 2, 1)
     no_errors(at)
-    assert at.selectbox(key=state.scenario_picker("query")).value == "2 사과를"
+    assert chosen_query(at) == "2 사과를"
     close(bars(at, state.PLAYGROUND.fig_alpha)[0], c18_trace().weights[2])
     assert spec(at, PG_WEIGHTS)["highlight_row"] == 2
 
@@ -355,9 +360,12 @@ def test_only_the_open_setup_tab_is_drawn_and_closed_tabs_still_apply():
     at = page()
     # the embedding tab is open first, its X editor folded (not drawn until unfolded); no mask controls
     assert not at.dataframe and not at.checkbox
-    assert [e.label for e in at.expander if e.label.startswith("Edit the embeddings X")] == ["Edit the embeddings X (4×3)"]
+    # the fold's title names no token count (a token change need not redraw it); open, it shows X's shape
+    assert [e.label for e in at.expander if e.label.startswith("Edit the embeddings X")] == ["Edit the embeddings X"]
+    assert not [m for m in at.markdown if "X 4×3" in m.value]
     open_x_editor(at)
     assert at.dataframe and not at.checkbox
+    assert [m for m in at.markdown if "X 4×3" in m.value]
     open_tab(at, "mask")
     at.checkbox(key=state.SCENARIO.causal).check().run()
     assert not at.dataframe and at.checkbox(key=state.SCENARIO.causal).value is True
@@ -373,9 +381,9 @@ def test_maps_past_16_tokens_send_colours_and_masked_cells_instead_of_cell_text(
     at = page(query={"emb": "random", "causal": "1", "tok": toks})
     no_errors(at)
     s = spec(at, pg_map("masked"))
-    assert s["text"] is None and len(s["rgb"]) == 20 * 20 * 3
+    assert s["text"] is None and len(base64.b64decode(s["rgb"])) == 20 * 20 * 3  # r, g, b bytes per cell
     allowed = masks.causal(20).numpy()
-    assert s["masked"] == (~allowed).astype(int).ravel().tolist()
+    assert list(base64.b64decode(s["masked"])) == (~allowed).astype(int).ravel().tolist()
     X = tokens.embed(toks.split(), 3, seed=0)
     close(heat(at, PG_WEIGHTS), core.attention(X, X, X, mask=masks.causal(20)).weights)
 

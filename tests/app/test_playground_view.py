@@ -11,7 +11,7 @@ from core import tokens
 from ui import state, view
 from ui.i18n import table
 
-from .helpers import PG_WEIGHTS, close, heat, no_errors, page, panels, pg_map, spec
+from .helpers import PG_WEIGHTS, close, heat, inspector, no_errors, page, panels, pg_map, spec
 
 K = state.PLAYGROUND
 C18_X = tokens.c18_embedding()
@@ -65,7 +65,7 @@ def test_a_lesson_link_hides_controls_keeps_their_values_and_shows_only_its_pane
     assert not [r for r in at.radio if r.key == state.SCENARIO.convention]
     ref = core.attention(C18_X, C18_X, C18_X, mask=core.masks.causal(4), temperature=0.5)  # hidden values still apply
     close(heat(at, PG_WEIGHTS), ref.weights)
-    assert any(el.proto.id.endswith(K.fig_alpha) for el in at.get("bidi_component"))  # the inspector
+    assert [s["key"] for s in inspector(at)["sections"]] == [K.fig_alpha, K.fig_contrib]  # the inspector
 
 
 @pytest.mark.parametrize("bad", [{"step": "abc"}, {"present": "maybe"}, {"panels": "<script>"}, {"hide": "everything"},
@@ -134,3 +134,21 @@ def test_the_pipeline_is_one_element_whose_panels_carry_their_formula_and_shape(
     n = len(tokens.C18_TOKENS)
     shape = shown[pg_map("scores")]["shape"]
     assert (f"Q ({n}×3) · Kᵀ (3×{n})" if conv == "row" else f"Kᵀ ({n}×3) · Q (3×{n})") in shape
+
+
+def test_the_inspector_is_one_element_with_its_formula_picker_and_both_charts():
+    import xml.etree.ElementTree as ET
+
+    from ui.widgets import formulas
+
+    at = page(query={"tok": "a b c", "q": "2"})
+    no_errors(at)
+    data = inspector(at)
+    assert [el for el in at.get("bidi_component") if el.proto.id.endswith(K.inspector)]  # one element
+    assert data["options"] == ["0 a", "1 b", "2 c"] and data["chosen"] == 2
+    root = ET.fromstring(f"<math>{data['mathml']}</math>")  # well-formed, the same letters as the LaTeX of the formula
+    assert _mathml_letters(root) == _latex_letters(formulas.CONTRIB)
+    headings = [s["heading"] for s in data["sections"]]
+    assert all("2 c" in h for h in headings) and len(data["sections"][0]["bars"]["rows"]) == 3
+    at.radio(key=state.setting_widget("lang")).set_value("ko").run()  # in the current language
+    assert inspector(at)["title"] == table("ko")["pg.inspector"]

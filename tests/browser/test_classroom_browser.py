@@ -132,9 +132,9 @@ def test_eight_tokens_all_five_steps_on_one_1920_screen(server_url, chromium, la
     ctx, page = open_at(chromium, f"{server_url}/Playground?{query}", 1920, 1080, lang)
     try:
         wait_z(page, PG_WEIGHTS, "z.length === 8")
+        page.screenshot(path=str(ARTIFACTS / f"classroom-1920x1080-n8-{lang}.png"))
         for step in ("scores", "scaled", "masked", "weights", "output"):
             box = page.locator(css(state.item(K.pipeline, step)) + " .alhm").bounding_box()
             assert box and box["y"] >= 0 and box["y"] + box["height"] <= 1080, (step, box)
-        page.screenshot(path=str(ARTIFACTS / f"classroom-1920x1080-n8-{lang}.png"))
     finally:
         ctx.close()

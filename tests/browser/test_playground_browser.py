@@ -54,13 +54,28 @@ def test_clicking_a_weights_cell_moves_the_inspector(server_url, new_page):
     page = new_page(f"{server_url}/Playground")
     wait_z(page, PG_WEIGHTS, "z.length === 4")
     page.locator(css(PG_WEIGHTS) + ' td[data-i="2"][data-j="1"]').click()
-    expect(page.locator(css(state.scenario_picker("query")) + " input")).to_have_value("2 사과를", timeout=30_000)
+    expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("2", timeout=30_000)
+    expect(page.locator(css(state.scenario_picker("query")) + " option:checked")).to_have_text("2 사과를")
     wait_idle(page)
     expect(page.locator(css(PG_WEIGHTS) + " tr.hl th.row")).to_have_text("2 사과를")
     alpha = [float(v) for v in page.locator(css(state.PLAYGROUND.fig_alpha) + " .albars .value").all_text_contents()]
     X = tokens.c18_embedding()
     np.testing.assert_allclose(alpha, core.attention(X, X, X).weights[2], atol=6e-4)
     shot(page, "playground-inspector")
+
+
+def test_picking_a_query_in_the_inspector_moves_it_and_the_highlighted_row(server_url, new_page):
+    page = new_page(f"{server_url}/Playground")
+    wait_z(page, PG_WEIGHTS, "z.length === 4")
+    page.locator(css(state.scenario_picker("query")) + " select").select_option("3")
+    expect(page.locator(css(PG_WEIGHTS) + " tr.hl th.row")).to_have_text("3 먹었다", timeout=30_000)
+    expect(page.locator(css(state.PLAYGROUND.fig_alpha) + " .heading")).to_contain_text("3 먹었다")
+    wait_idle(page)
+    alpha = [float(v) for v in page.locator(css(state.PLAYGROUND.fig_alpha) + " .albars .value").all_text_contents()]
+    X = tokens.c18_embedding()
+    np.testing.assert_allclose(alpha, core.attention(X, X, X).weights[3], atol=6e-4)
+    # the chosen query is part of the link (put in place by history.replaceState, which page.url misses)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('q') === '3'", timeout=30_000)
 
 
 def test_language_and_settings_survive_page_switches(server_url, new_page):
@@ -180,7 +195,8 @@ def test_a_long_sentence_draws_canvas_maps_that_hover_and_click(server_url, new_
     expect(hover).to_contain_text("2 t2")
     expect(hover).to_contain_text(f"{ref[7, 2]:.3f}")
     canvas.click(position=at)
-    expect(page.locator(css(state.scenario_picker("query")) + " input")).to_have_value("7 t7", timeout=30_000)
+    expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("7", timeout=30_000)
+    expect(page.locator(css(state.scenario_picker("query")) + " option:checked")).to_have_text("7 t7")
     shot(page, "playground-24-tokens")
 
 
@@ -279,14 +295,40 @@ def test_the_x_editor_is_folded_until_opened_and_stays_open_across_changes(serve
     wait_z(page, PG_WEIGHTS, "z.length === 4")
     grids = page.locator("[data-testid=stDataFrame]")
     expect(grids).to_have_count(0)
-    page.get_by_text("Edit the embeddings X (4×3)").click()
+    page.get_by_text("Edit the embeddings X", exact=True).click()
     expect(grids).to_have_count(1, timeout=30_000)
+    expect(page.get_by_text("X 4×3", exact=True)).to_be_visible()
     box = page.locator(css(state.SCENARIO.tokens) + " input")
     box.fill("나는 오늘 사과를")
     box.press("Enter")
     wait_z(page, PG_WEIGHTS, "z.length === 3")
     expect(grids).to_have_count(1)
+    # the open editor shows the tokens: a token change redraws it too (nothing on screen is stale)
+    expect(page.get_by_text("X 3×3", exact=True)).to_be_visible(timeout=30_000)
     open_tab(page, "② Q, K, V")
     open_tab(page, "① Embeddings X")
     expect(grids).to_have_count(1, timeout=30_000)
-    expect(page.get_by_text("Edit the embeddings X (3×3)")).to_be_visible()
+    expect(page.get_by_text("X 3×3", exact=True)).to_be_visible()
+
+
+def test_a_token_change_redraws_an_open_tab_that_shows_the_tokens(server_url, new_page):
+    """Typing tokens reruns only the results column while nothing on the left shows the tokens;
+    with the mask tab open (its map is n × n), the tab follows the new tokens too."""
+    page = new_page(f"{server_url}/Playground")
+    wait_z(page, PG_WEIGHTS, "z.length === 4")
+    box = page.locator(css(state.SCENARIO.tokens) + " input")
+    box.fill("a b c d e")
+    box.press("Enter")
+    wait_z(page, PG_WEIGHTS, "z.length === 5")
+    # the results column reran alone and put the link in the address bar; the link reproduces the view
+    page.wait_for_function("() => new URLSearchParams(location.search).get('tok') === 'a b c d e'", timeout=30_000)
+    page.goto(page.evaluate("location.href"))
+    wait_z(page, PG_WEIGHTS, "z.length === 5")
+    box = page.locator(css(state.SCENARIO.tokens) + " input")
+    expect(box).to_have_value("a b c d e", timeout=30_000)
+    open_tab(page, "④ Mask")
+    wait_z(page, state.PLAYGROUND.chart_mask, "z.length === 5")
+    box.fill("a b c d e f g")
+    box.press("Enter")
+    wait_z(page, PG_WEIGHTS, "z.length === 7")
+    wait_z(page, state.PLAYGROUND.chart_mask, "z.length === 7")

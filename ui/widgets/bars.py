@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import streamlit as st
@@ -10,11 +10,13 @@ import streamlit as st
 from ..text import short
 from .heatmap import ASSETS, CELL_TEXT_LIMIT
 
+_read = lambda name: (ASSETS / name).read_text(encoding="utf-8")  # noqa: E731
 _BARS_COMPONENT = st.components.v2.component(
-    "attention_lab_bars",
-    js=(ASSETS / "bars.js").read_text(encoding="utf-8"),
-    css=(ASSETS / "bars.css").read_text(encoding="utf-8"),
-)
+    "attention_lab_bars", js=_read("bars_lib.js") + _read("bars.js"), css=_read("bars.css"))
+# the query inspector: title, formula, query picker and two bar charts as one element
+_INSPECTOR_COMPONENT = st.components.v2.component(
+    "attention_lab_inspector", js=_read("dom_lib.js") + _read("bars_lib.js") + _read("inspector.js"),
+    css=_read("bars.css") + _read("inspector.css"))
 _PALETTE = ("#2563eb", "#f97316", "#16a34a", "#dc2626", "#9333ea", "#0891b2", "#ca8a04", "#db2777",
             "#4b5563", "#65a30d", "#7c3aed", "#0d9488")
 
@@ -51,3 +53,17 @@ def stacked_contributions(labels: Sequence[str], contrib: np.ndarray, total: np.
 
 def show_bars(spec: dict, *, key: str) -> None:
     _BARS_COMPONENT(data=spec, key=key)
+
+
+def show_inspector(spec: dict, *, key: str, on_pick: Callable[[int], None]) -> None:
+    """The query inspector as one element. ``spec``: ``title``, ``mathml``, ``pick`` (the picker's
+    label), ``options`` (query labels), ``chosen``, ``picker_css`` and ``sections`` (each ``key``,
+    ``css``, ``heading``, ``bars`` — a spec of :func:`weight_bars` or :func:`stacked_contributions`
+    — and ``note``). Picking a query calls ``on_pick(index)`` before the rerun."""
+    def picked() -> None:
+        got = st.session_state.get(key) or {}
+        j = got.get("query") if hasattr(got, "get") else None
+        if isinstance(j, int) and not isinstance(j, bool) and 0 <= j < len(spec["options"]):
+            on_pick(j)
+
+    _INSPECTOR_COMPONENT(data=spec, key=key, on_query_change=picked)

@@ -123,3 +123,9 @@ MATHML_SHORT = {
                 for conv, sub in (("row", "row"), ("column", "col"))},
     "output": {"row": _wrap(_mi("O"), _mo("="), _mi("α"), _mi("V")), "column": _wrap(_mi("O"), _mo("="), _mi("V"), _mi("α"))},
 }
+_SUM_I = "<munder><mo>∑</mo><mi>i</mi></munder>"
+_ALPHA_I = _sub(_mi("α"), _mi("i"))
+# CONTRIB for the query inspector's one element
+MATHML_CONTRIB = _wrap(_mi("o"), _mo("="), _SUM_I, _ALPHA_I, _sub(_mi("v"), _mi("i")), _mo(","), "<mspace width='1.5em'/>",
+                       "<mn>0</mn>", _mo("≤"), _ALPHA_I, _mo("≤"), "<mn>1</mn>", _mo(","), "<mspace width='0.5em'/>",
+                       _SUM_I, _ALPHA_I, _mo("="), "<mn>1</mn>")

@@ -3,6 +3,7 @@ a plotly image beyond. Display only: values are rounded, never computed here."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +22,8 @@ _HEATMAP_COMPONENT = st.components.v2.component(
     "attention_lab_heatmap", js=_LIB + (ASSETS / "heatmap.js").read_text(encoding="utf-8"), css=_CSS)
 # several panels (title, formula, shape line, map) as one element: the Playground's pipeline
 _MAPS_COMPONENT = st.components.v2.component(
-    "attention_lab_maps", js=_LIB + (ASSETS / "maps.js").read_text(encoding="utf-8"),
+    "attention_lab_maps", js=_LIB + (ASSETS / "dom_lib.js").read_text(encoding="utf-8")
+    + (ASSETS / "maps.js").read_text(encoding="utf-8"),
     css=_CSS + (ASSETS / "maps.css").read_text(encoding="utf-8"))
 TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table; beyond, a plotly image
 
@@ -73,8 +75,12 @@ def heatmap(
     cells = _cells(shown, ninf, isnan, lo, hi, stops, decimals)
     z_shown = np.where(ninf, np.nan, shown)
     longest = max((len(str(x)) for x in x_labels), default=0)
+    if cells["rgb"] is not None:  # a canvas map: its values as float64 bytes (NaN: a −∞ cell), base64
+        z_out = base64.b64encode(z_shown.astype("<f8").tobytes()).decode("ascii")
+    else:
+        z_out = [[None if v != v else v for v in row] for row in z_shown.tolist()]  # NaN (−∞ cells) → null
     return cells | {
-        "z": [[None if v != v else v for v in row] for row in z_shown.tolist()],  # NaN (−∞ cells) → null
+        "z": z_out,
         "xs": [str(x) for x in x_labels], "ys": [str(y) for y in y_labels],
         "x_title": x_title, "y_title": y_title, "side": None if side_text is None else list(side_text),
         "side_title": side_title, "clickable": bool(clickable), "decimals": int(decimals),
@@ -95,7 +101,8 @@ def _range(finite: np.ndarray, sequential: bool):
 
 def _cells(shown, ninf, isnan, lo, hi, stops, decimals) -> dict:
     """Per-cell text and colours for an HTML table (≤ 16 rows/columns), or flat colours for a
-    canvas (≤ 64); nothing per cell beyond that (plotly draws it)."""
+    canvas (≤ 64: ``rgb`` r, g, b bytes per cell and ``masked`` one byte per cell, both base64);
+    nothing per cell beyond that (plotly draws it)."""
     n_rows, n_cols = shown.shape
     out = {"text": None, "bg": None, "fg": None, "rgb": None, "masked": None,
            "show_text": n_rows <= CELL_TEXT_LIMIT and n_cols <= CELL_TEXT_LIMIT}
@@ -104,7 +111,10 @@ def _cells(shown, ninf, isnan, lo, hi, stops, decimals) -> dict:
     rgb = _rgb((np.nan_to_num(shown) - lo) / (hi - lo), stops).astype(int)
     if not out["show_text"]:  # too many cells to print: a canvas paints the colours, values show on hover
         rgb[ninf] = _MASKED_RGB
-        return out | {"rgb": rgb.reshape(-1).tolist(), "masked": ninf.ravel().astype(int).tolist() if ninf.any() else None}
+        # flat bytes as base64 text: one short string instead of up to 3 × 4096 numbers per map
+        # (a 64-token pipeline sent ~440 kB of JSON per change, parsed and hashed three times)
+        masked = base64.b64encode(ninf.ravel().astype(np.uint8).tobytes()).decode("ascii") if ninf.any() else None
+        return out | {"rgb": base64.b64encode(rgb.astype(np.uint8).tobytes()).decode("ascii"), "masked": masked}
     fmt = f"{{:.{decimals}f}}".format
     dark = (rgb @ np.array([0.299, 0.587, 0.114]) < 140).ravel().tolist()
     masked = ninf.ravel().tolist()
@@ -148,13 +158,17 @@ def fits_one_element(specs) -> bool:
     return all(max(len(s["ys"]), len(s["xs"])) <= TABLE_LIMIT for s in specs)
 
 
-def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | None = None, large: bool = False) -> None:
+def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | None = None, large: bool = False,
+              url: str | None = None) -> None:
     """Several heatmap panels as ONE element, ``per_row`` side by side.
 
     A panel is ``{"key", "title", "mathml", "shape", "map", "before", "after", "warning"}``: ``map``
     is a :func:`heatmap` spec, ``key`` the map's own registry key (a class on the panel, and the
     name its clicks report), the notes plain text. A click on a cell appends ``(panel key, (row,
-    col))`` to ``st.session_state[click_queue]``, as :func:`show_heatmap` does."""
+    col))`` to ``st.session_state[click_queue]``, as :func:`show_heatmap` does. ``url`` (a query
+    string, "?a=1&…") is put in the browser's address bar in place (``history.replaceState``) — how a
+    fragment rerun keeps the link current without Streamlit's own URL update, which re-renders the
+    whole app (BENCHMARKS.md)."""
     keys = [p["key"] for p in panels]
     for p in panels:
         p["map"]["export"] = {"file": p["key"].replace(".", "-"), "help": t("export.help")}
@@ -166,4 +180,5 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
         if click_queue and isinstance(cell, (list, tuple)) and len(cell) == 3 and 0 <= int(cell[0]) < len(keys):
             st.session_state.setdefault(click_queue, []).append((keys[int(cell[0])], (int(cell[1]), int(cell[2]))))
 
-    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large}, key=key, on_cell_change=clicked)
+    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "url": url}, key=key,
+                    on_cell_change=clicked)
