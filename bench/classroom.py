@@ -158,6 +158,7 @@ class Client:
         self._pending: asyncio.Future | None = None
         self._run_widgets: dict[str, Widget] = {}
         self._tab_paths: dict[tuple, Widget] = {}
+        self._run_fragments: tuple[str, ...] = ()  # the fragments the current run draws (none: a full run)
         self._errors: list = []
         self._msgs = self._bytes = 0
         self._fragment = ""
@@ -209,8 +210,11 @@ class Client:
             cached.ParseFromString(raw)
             cached.metadata.CopyFrom(msg.metadata)
             self._handle(cached)
-        elif kind == "new_session":  # a full run starts: the page is drawn afresh
-            self._run_widgets, self._tab_paths, self._fragment = {}, {}, ""
+        elif kind == "new_session":  # a run starts: a fragment run names its fragments, a full run none
+            self._run_fragments = tuple(msg.metadata.run.fragment_ids)
+            self._run_widgets, self._tab_paths = {}, {}
+            if not self._run_fragments:  # a full run: the page is drawn afresh
+                self._fragment = ""
         elif kind == "navigation":
             nav = msg.navigation
             self.pages = [(p.page_name, p.url_pathname, p.page_script_hash) for p in nav.app_pages]
@@ -227,8 +231,9 @@ class Client:
                 return  # the app asked for another run: wait for that one
             if status == FINISHED_WITH_COMPILE_ERROR:
                 self._errors.append(("compile_error", ""))
-            if self._fragment:
-                kept = {k: w for k, w in self.widgets.items() if w.fragment_id != self._fragment}
+            if self._fragment or self._run_fragments:  # only the fragments that ran were redrawn
+                ran = set(self._run_fragments) | ({self._fragment} if self._fragment else set())
+                kept = {k: w for k, w in self.widgets.items() if w.fragment_id not in ran}
                 self.widgets = {**kept, **self._run_widgets}
             else:
                 self.widgets = dict(self._run_widgets)
@@ -250,17 +255,22 @@ class Client:
                 kind = "unexpected" if sub.body.strip() in unexpected_texts() else "error_alert"
                 self._errors.append((kind, sub.body[:200]))
             if "id" in sub.DESCRIPTOR.fields_by_name and sub.id:
-                self._run_widgets[sub.id] = Widget(sub.id, widget_key(sub.id), et, sub, delta.fragment_id)
+                self._run_widgets[sub.id] = Widget(sub.id, widget_key(sub.id), et, sub, self._fragment_of(delta))
         elif which == "add_block":
             block = delta.add_block
             bt = block.WhichOneof("type")
             if bt == "tab_container" and block.tab_container.id:
                 w = Widget(block.tab_container.id, widget_key(block.tab_container.id), "tabs", block.tab_container,
-                           delta.fragment_id)
+                           self._fragment_of(delta))
                 self._run_widgets[w.id] = w
                 self._tab_paths[path] = w
             elif bt == "tab" and path[:-1] in self._tab_paths:
                 self._tab_paths[path[:-1]].labels.append(block.tab.label)
+
+    def _fragment_of(self, delta) -> str:
+        """The fragment an element belongs to: its delta's, else (a fragment run's deltas may leave
+        it out) the innermost fragment of the run — the one a browser would send back."""
+        return delta.fragment_id or (self._run_fragments[-1] if self._run_fragments else "")
 
     # ---- writing
     async def rerun(self, *, page: str | None = None, widgets=(), fragment_id: str = "") -> Run:
