@@ -1,11 +1,6 @@
-// One bar chart as a component; the drawing is drawBars (bars_lib.js, which Python puts in front).
+// One bar chart as a component; the drawing is drawBars (Python puts bars_lib.js and dom_lib.js in front).
 export default function (component) {
   const { data, parentElement } = component;
-  let root = parentElement.querySelector("div.albars");
-  if (!root) {
-    root = document.createElement("div");
-    root.className = "albars";
-    parentElement.appendChild(root);
-  }
+  const root = ownRoot(parentElement, "albars");
   drawBars(root, data);
 }

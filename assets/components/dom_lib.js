@@ -1,4 +1,4 @@
-// Small DOM helpers shared by the pipeline (maps.js) and the query inspector (inspector.js).
+// Small helpers every Attention Lab component shares (Python puts this file in front of each).
 // MathML comes from fixed text in ui/widgets/formulas.py; learner text only ever goes in as textContent.
 const MATH_NS = "http://www.w3.org/1998/Math/MathML";
 
@@ -15,3 +15,22 @@ function text(tag, cls, value) {
   return e;
 }
 
+
+// The component's one root element (class cls), made on its first draw and reused on every rerun.
+function ownRoot(parentElement, cls) {
+  let root = parentElement.querySelector("div." + cls);
+  if (!root) {
+    root = document.createElement("div");
+    root.className = cls;
+    parentElement.appendChild(root);
+  }
+  return root;
+}
+
+// base64 text → its bytes
+function base64Bytes(b64) {
+  const raw = atob(b64);
+  const out = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
+  return out;
+}

@@ -5,12 +5,7 @@ const NS = "http://www.w3.org/2000/svg";
 
 export default function (component) {
   const { data, parentElement } = component;
-  let root = parentElement.querySelector("div.alhv");
-  if (!root) {
-    root = document.createElement("div");
-    root.className = "alhv";
-    parentElement.appendChild(root);
-  }
+  const root = ownRoot(parentElement, "alhv");
   const el = (tag, cls, text) => {
     const e = document.createElement(tag);
     if (cls) e.className = cls;

@@ -5,11 +5,10 @@
 // when a clickable cell is clicked.
 function drawMap(root, data, onCell) {
   // a canvas map's colours and masked cells come as base64 bytes (r, g, b per cell; 0/1 per cell)
-  const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-  if (typeof data.rgb === "string") data.rgb = bytes(data.rgb);
-  if (typeof data.masked === "string") data.masked = bytes(data.masked);
+  if (typeof data.rgb === "string") data.rgb = base64Bytes(data.rgb);
+  if (typeof data.masked === "string") data.masked = base64Bytes(data.masked);
   if (typeof data.z === "string") {  // a canvas map's values: float64 bytes, row by row (NaN: a −∞ cell)
-    const f = new Float64Array(bytes(data.z).buffer), m = data.xs.length;
+    const f = new Float64Array(base64Bytes(data.z).buffer), m = data.xs.length;
     data.z = data.ys.map((_, i) => Array.from(f.subarray(i * m, (i + 1) * m), (v) => (Number.isNaN(v) ? null : v)));
   }
   const el = (tag, cls, text) => {

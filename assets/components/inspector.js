@@ -4,12 +4,7 @@
 // (a select box alone re-rendered for ~40 ms per change). Learner text goes in as textContent.
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
-  let root = parentElement.querySelector("div.alinspector");
-  if (!root) {
-    root = document.createElement("div");
-    root.className = "alinspector";
-    parentElement.appendChild(root);
-  }
+  const root = ownRoot(parentElement, "alinspector");
   const head = text("div", "head");
   head.appendChild(text("span", "title", data.title));
   const formula = data.mathml ? mathElement(data.mathml) : null;

@@ -25,12 +25,7 @@ function panelBox(p, index, onCell) {
 
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
-  let grid = parentElement.querySelector("div.almaps");
-  if (!grid) {
-    grid = document.createElement("div");
-    grid.className = "almaps";
-    parentElement.appendChild(grid);
-  }
+  const grid = ownRoot(parentElement, "almaps");
   grid.classList.toggle("present", !!data.present);
   grid.style.gridTemplateColumns = "repeat(" + data.per_row + ", minmax(0, 1fr))";
   grid.replaceChildren();

@@ -22,24 +22,17 @@ const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 // base64 → a typed array of the packed weights (uint16 little-endian or uint8)
 function decode(b64, width) {
-  const raw = atob(b64);
-  const bytes = new Uint8Array(raw.length);
-  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  const bytes = base64Bytes(b64);
   if (width === 1) return bytes;
   if (LITTLE) return new Uint16Array(bytes.buffer);
-  const view = new DataView(bytes.buffer), out = new Uint16Array(raw.length / 2);
+  const view = new DataView(bytes.buffer), out = new Uint16Array(bytes.length / 2);
   for (let k = 0; k < out.length; k++) out[k] = view.getUint16(2 * k, true);
   return out;
 }
 
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
-  let root = parentElement.querySelector("div.almv");
-  if (!root) {
-    root = document.createElement("div");
-    root.className = "almv";
-    parentElement.appendChild(root);
-  }
+  const root = ownRoot(parentElement, "almv");
   const started = performance.now();
   const L = data.layers, H = data.heads, n = data.n, scale = data.scale;
   const packed = decode(data.w, data.bytes);

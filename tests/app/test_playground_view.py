@@ -152,3 +152,12 @@ def test_the_inspector_is_one_element_with_its_formula_picker_and_both_charts():
     assert all("2 c" in h for h in headings) and len(data["sections"][0]["bars"]["rows"]) == 3
     at.radio(key=state.setting_widget("lang")).set_value("ko").run()  # in the current language
     assert inspector(at)["title"] == table("ko")["pg.inspector"]
+
+
+@pytest.mark.parametrize("value", [None, "2", 2.0, True, -1, 3, 10**9, float("nan"), "<script>alert(1)</script>", [1]])
+def test_a_tampered_query_pick_is_ignored(value):
+    """What the inspector's picker sends back is checked before it moves the query."""
+    from ui.widgets.bars import picked_index
+
+    assert picked_index(value, 3) is None
+    assert [picked_index(i, 3) for i in range(3)] == [0, 1, 2]

@@ -8,14 +8,14 @@ import numpy as np
 import streamlit as st
 
 from ..text import short
-from .heatmap import ASSETS, CELL_TEXT_LIMIT
+from .heatmap import ASSETS, CELL_TEXT_LIMIT, DOM_LIB
 
 _read = lambda name: (ASSETS / name).read_text(encoding="utf-8")  # noqa: E731
 _BARS_COMPONENT = st.components.v2.component(
-    "attention_lab_bars", js=_read("bars_lib.js") + _read("bars.js"), css=_read("bars.css"))
+    "attention_lab_bars", js=DOM_LIB + _read("bars_lib.js") + _read("bars.js"), css=_read("bars.css"))
 # the query inspector: title, formula, query picker and two bar charts as one element
 _INSPECTOR_COMPONENT = st.components.v2.component(
-    "attention_lab_inspector", js=_read("dom_lib.js") + _read("bars_lib.js") + _read("inspector.js"),
+    "attention_lab_inspector", js=DOM_LIB + _read("bars_lib.js") + _read("inspector.js"),
     css=_read("bars.css") + _read("inspector.css"))
 _PALETTE = ("#2563eb", "#f97316", "#16a34a", "#dc2626", "#9333ea", "#0891b2", "#ca8a04", "#db2777",
             "#4b5563", "#65a30d", "#7c3aed", "#0d9488")
@@ -62,8 +62,16 @@ def show_inspector(spec: dict, *, key: str, on_pick: Callable[[int], None]) -> N
     — and ``note``). Picking a query calls ``on_pick(index)`` before the rerun."""
     def picked() -> None:
         got = st.session_state.get(key) or {}
-        j = got.get("query") if hasattr(got, "get") else None
-        if isinstance(j, int) and not isinstance(j, bool) and 0 <= j < len(spec["options"]):
+        j = picked_index(got.get("query") if hasattr(got, "get") else None, len(spec["options"]))
+        if j is not None:
             on_pick(j)
 
     _INSPECTOR_COMPONENT(data=spec, key=key, on_query_change=picked)
+
+
+def picked_index(value, n: int) -> int | None:
+    """The query a picker reported, when it is one of the ``n`` on offer (anything else — text, a
+    boolean, a fraction, out of range — is ignored: the browser side is not trusted)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < n:
+        return value
+    return None

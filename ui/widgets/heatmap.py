@@ -16,14 +16,14 @@ from .figures import PrebuiltFigure, show_chart
 
 CELL_TEXT_LIMIT = 16  # cell values are printed inside cells up to this many rows/columns
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "components"
-_LIB = (ASSETS / "heatmap_lib.js").read_text(encoding="utf-8")  # the drawing both components share
+DOM_LIB = (ASSETS / "dom_lib.js").read_text(encoding="utf-8")  # helpers every component of the app puts first
+_LIB = DOM_LIB + (ASSETS / "heatmap_lib.js").read_text(encoding="utf-8")  # the drawing both map components share
 _CSS = (ASSETS / "heatmap.css").read_text(encoding="utf-8")
 _HEATMAP_COMPONENT = st.components.v2.component(
     "attention_lab_heatmap", js=_LIB + (ASSETS / "heatmap.js").read_text(encoding="utf-8"), css=_CSS)
 # several panels (title, formula, shape line, map) as one element: the Playground's pipeline
 _MAPS_COMPONENT = st.components.v2.component(
-    "attention_lab_maps", js=_LIB + (ASSETS / "dom_lib.js").read_text(encoding="utf-8")
-    + (ASSETS / "maps.js").read_text(encoding="utf-8"),
+    "attention_lab_maps", js=_LIB + (ASSETS / "maps.js").read_text(encoding="utf-8"),
     css=_CSS + (ASSETS / "maps.css").read_text(encoding="utf-8"))
 TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table; beyond, a plotly image
 

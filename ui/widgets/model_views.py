@@ -15,7 +15,7 @@ from core.pretrained import ModelNotInstalled
 
 from .. import compute, settings
 from ..i18n import t
-from .heatmap import ASSETS
+from .heatmap import ASSETS, DOM_LIB
 
 SCALE = 10_000  # model-view weights travel as uint16 round(α · SCALE): 4 decimals, 2 bytes each …
 WIDE = 64  # … up to this many tokens; beyond, as uint8 round(α · 255) (the colour's own precision):
@@ -25,12 +25,12 @@ HEAD_COLOUR = ("#2563eb", "37,99,235")  # the line colour, and the same as "r,g,
 
 _MODEL_VIEW = st.components.v2.component(
     "attention_lab_model_view",
-    js=(ASSETS / "modelview.js").read_text(encoding="utf-8"),
+    js=DOM_LIB + (ASSETS / "modelview.js").read_text(encoding="utf-8"),
     css=(ASSETS / "modelview.css").read_text(encoding="utf-8"),
 )
 _HEAD_VIEW = st.components.v2.component(
     "attention_lab_head_view",
-    js=(ASSETS / "headview.js").read_text(encoding="utf-8"),
+    js=DOM_LIB + (ASSETS / "headview.js").read_text(encoding="utf-8"),
     css=(ASSETS / "headview.css").read_text(encoding="utf-8"),
 )
 
