@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from core import seq2seq, seq2seq_store
-from ui import compute, page, settings, state
+from ui import compute, page, settings, state, training
 from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.text import md
@@ -34,7 +34,7 @@ def train_here(task: str, att: str, seed: int) -> None:
     try:
         compute.seq2seq_queue().submit(task, att, seed)
         st.session_state[K.asked] = (task, att, seed)
-    except seq2seq_store.QueueFull:
+    except training.QueueFull:
         ss.note("warning", t("s2.queue_full"))
 
 

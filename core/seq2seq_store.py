@@ -1,7 +1,6 @@
-r"""Shipped seq2seq checkpoints, the reference answers, and a one-at-a-time training queue (C25–C27).
+r"""Shipped seq2seq checkpoints, the reference answers, and their accuracy curves (C25–C27).
 
-A classroom of 40 visitors on one server must not train 40 GRUs at once, nor keep every model
-anyone ever trained. Three pieces make the seq2seq page cheap to serve:
+Two pieces make the seq2seq page cheap to serve:
 
 * **checkpoints** — ``save`` / ``load`` a ``seq2seq.Trained`` as a small ``torch.save`` file of
   plain tensors, lists and numbers only (read back with ``weights_only=True``: no arbitrary
@@ -10,9 +9,8 @@ anyone ever trained. Three pieces make the seq2seq page cheap to serve:
   accuracy-by-length curves of the bottleneck chart (C25).
 * ``reference(task, words)`` — the correct output y* for an input x (copy: y* = x, reverse:
   y*_t = x_{N+1−t}, translate: the toy rule of ``seq2seq.translate_words``).
-* ``TrainingQueue`` — at most one ``seq2seq.train`` at a time per queue (the app holds one per
-  process); equal requests join one job; recent results are kept in a bounded LRU; the waiting
-  line is bounded too.
+
+The one-at-a-time training queue the page uses is app-side: ``ui/training.py``.
 
 Pure PyTorch: nothing here imports streamlit.
 """
@@ -24,9 +22,7 @@ import functools
 import json
 import math
 import os
-import threading
-from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,14 +43,12 @@ MAX_FILE_BYTES = 8 * 2**20  # a shipped checkpoint is ~250 KB; refuse anything f
 _MAX_WIDTH = 512  # emb, hidden, d_a of a checkpoint's Config
 _KEYS = {"format", "version", "seed", "config", "params", "losses", "accuracy", "seconds"}
 
-Key = tuple[str, str, int]  # (task, attention, seed)
-TrainFn = Callable[..., seq2seq.Trained]  # train(cfg, seed, *, callback=(step, loss) → None) → Trained
 
 
 # ----------------------------------------------------------------------------- checkpoints
 def checkpoint_path(task: str, attention: str, directory: str | os.PathLike | None = None) -> Path:
     """``<directory>/<task>-<attention>.pt`` (default directory: assets/checkpoints/seq2seq)."""
-    _check_names(task, attention)
+    check_names(task, attention)
     return Path(CHECKPOINT_DIR if directory is None else directory) / f"{task}-{attention}.pt"
 
 
@@ -267,7 +261,7 @@ def _validate(data, path: Path) -> tuple[seq2seq.Trained, int]:
     return trained, seed
 
 
-def _check_names(task: str, attention: str) -> None:
+def check_names(task: str, attention: str) -> None:
     if task not in seq2seq.TASKS:
         raise ValueError(f"unknown task '{task}'; choose one of {', '.join(seq2seq.TASKS)}")
     if attention not in seq2seq.ATTENTIONS:
@@ -296,218 +290,3 @@ def reference(task: str | seq2seq.Task, words: Sequence[str]) -> list[str]:
         if w == "of" and (i + 1 == len(words) or words[i + 1] != "the"):
             raise ValueError("'of' must be followed by 'the' (the toy translation turns 'of the' into 'du')")
     return seq2seq.translate_words(words)
-
-
-# ----------------------------------------------------------------------------- training queue
-class QueueFull(RuntimeError):
-    """Raised by ``TrainingQueue.submit`` when the waiting line is full."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A snapshot of one training: ``step`` steps done of ``total``; ``loss`` the last one (None
-    before the first step); ``losses`` (step,) the curve so far."""
-
-    step: int
-    total: int
-    loss: float | None
-    losses: tuple[float, ...]
-
-    @property
-    def fraction(self) -> float:
-        return self.step / self.total if self.total else 1.0
-
-
-@dataclass(frozen=True)
-class QueueStats:
-    """What a queue holds now: the running key, the waiting keys in order, the cached keys (oldest first)."""
-
-    running: Key | None
-    waiting: tuple[Key, ...]
-    cached: tuple[Key, ...]
-
-
-class TrainingHandle:
-    """One training job as a caller sees it. Every caller that asks for the same key while the
-    job is waiting or running gets this same object. Read-only from outside; thread-safe."""
-
-    def __init__(self, queue: TrainingQueue, key: Key, cfg: seq2seq.Config) -> None:
-        self._queue = queue
-        self.key: Key = key
-        self.cfg = cfg
-        self._losses: list[float] = []
-        self._result: seq2seq.Trained | None = None
-        self._error: BaseException | None = None
-        self._done = threading.Event()
-
-    @property
-    def position(self) -> int | None:
-        """0 while training, k ≥ 1 while k−1 jobs are ahead in the waiting line, None when done."""
-        return self._queue._position(self)
-
-    @property
-    def progress(self) -> Progress:
-        with self._queue._lock:
-            losses = tuple(self._losses)
-        return Progress(step=len(losses), total=self.cfg.steps, loss=losses[-1] if losses else None, losses=losses)
-
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    @property
-    def result(self) -> seq2seq.Trained | None:
-        """The trained model once done without error, else None."""
-        return self._result if self._done.is_set() else None
-
-    @property
-    def error(self) -> BaseException | None:
-        """The exception the training raised, once done; None otherwise."""
-        return self._error if self._done.is_set() else None
-
-    def wait(self, timeout: float | None = None) -> seq2seq.Trained:
-        """Block until done; returns the model, re-raises the training's error, TimeoutError on timeout."""
-        if not self._done.wait(timeout):
-            raise TimeoutError(f"training {self.key} not done after {timeout} s")
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
-
-    def __repr__(self) -> str:
-        state = "done" if self.done else f"position {self.position}"
-        return f"TrainingHandle({self.key}, {state})"
-
-
-class TrainingQueue:
-    """Trains seq2seq models one at a time on a single lazily started daemon thread.
-
-    ``submit(task, attention, seed)`` returns a ``TrainingHandle``:
-
-    * the key was trained recently → a handle that is already done (from an LRU of at most
-      ``max_results`` models; no training);
-    * the key is waiting or training → the existing job's handle (joined, not duplicated);
-    * otherwise a new job joins the end of the line; ``QueueFull`` when ``max_waiting`` jobs
-      already wait.
-
-    The model trained is ``train(dataclasses.replace(base, task=task, attention=attention), seed,
-    callback=...)``; ``train`` defaults to ``seq2seq.train``. One queue guarantees one training at
-    a time; the app holds one queue per process (``st.cache_resource``). Failed trainings are not
-    cached: the next submit tries again.
-    """
-
-    def __init__(self, train: TrainFn = seq2seq.train, *, base: seq2seq.Config | None = None,
-                 max_waiting: int = 8, max_results: int = 8) -> None:
-        if max_waiting < 1 or max_results < 1:
-            raise ValueError("max_waiting and max_results must be ≥ 1")
-        self._train = train
-        self.base = base if base is not None else seq2seq.Config()
-        self.max_waiting = max_waiting
-        self.max_results = max_results
-        self._lock = threading.Lock()
-        self._waiting: deque[TrainingHandle] = deque()
-        self._running: TrainingHandle | None = None
-        self._results: OrderedDict[Key, seq2seq.Trained] = OrderedDict()
-        self._worker: threading.Thread | None = None
-
-    # -- public
-    def submit(self, task: str, attention: str, seed: int = 0) -> TrainingHandle:
-        """Ask for the model (task, attention, seed); see the class docstring."""
-        key = self._key(task, attention, seed)
-        with self._lock:
-            cached = self._results.get(key)
-            if cached is not None:
-                self._results.move_to_end(key)
-                return self._finished(key, cached)
-            job = self._job(key)
-            if job is not None:
-                return job
-            if len(self._waiting) >= self.max_waiting:
-                raise QueueFull(f"{len(self._waiting)} trainings are already waiting (at most {self.max_waiting}); "
-                                f"try again in a minute")
-            job = TrainingHandle(self, key, dataclasses.replace(self.base, task=task, attention=attention))
-            self._waiting.append(job)
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._work, name="seq2seq-training", daemon=True)
-                self._worker.start()
-            return job
-
-    def find(self, task: str, attention: str, seed: int = 0) -> TrainingHandle | None:
-        """Like ``submit`` but never starts a training: the cached, running or waiting job, else None."""
-        key = self._key(task, attention, seed)
-        with self._lock:
-            cached = self._results.get(key)
-            if cached is not None:
-                self._results.move_to_end(key)
-                return self._finished(key, cached)
-            return self._job(key)
-
-    def cached(self, task: str, attention: str, seed: int = 0) -> seq2seq.Trained | None:
-        """The recently trained model for this key, or None."""
-        handle = self.find(task, attention, seed)
-        return handle.result if handle is not None else None
-
-    def stats(self) -> QueueStats:
-        with self._lock:
-            return QueueStats(running=self._running.key if self._running else None,
-                              waiting=tuple(j.key for j in self._waiting), cached=tuple(self._results))
-
-    # -- internals
-    def _key(self, task: str, attention: str, seed: int) -> Key:
-        _check_names(task, attention)
-        if not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**62):
-            raise ValueError(f"seed must be an int in [0, 2**62), got {seed!r}")
-        return (task, attention, int(seed))
-
-    def _job(self, key: Key) -> TrainingHandle | None:
-        if self._running is not None and self._running.key == key:
-            return self._running
-        return next((j for j in self._waiting if j.key == key), None)
-
-    def _finished(self, key: Key, trained: seq2seq.Trained) -> TrainingHandle:
-        h = TrainingHandle(self, key, trained.cfg)
-        h._losses = list(trained.losses)
-        h._result = trained
-        h._done.set()
-        return h
-
-    def _position(self, job: TrainingHandle) -> int | None:
-        with self._lock:
-            if job.done:
-                return None
-            if job is self._running:
-                return 0
-            for i, j in enumerate(self._waiting):
-                if j is job:
-                    return i + 1
-            return None
-
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                if not self._waiting:
-                    self._worker = None  # the next submit starts a new worker; this one ends
-                    return
-                job = self._running = self._waiting.popleft()
-
-            def callback(step: int, loss: float, job: TrainingHandle = job) -> None:
-                with self._lock:
-                    job._losses.append(float(loss))
-
-            result, error = None, None
-            try:
-                result = self._train(job.cfg, job.key[2], callback=callback)
-            except BaseException as e:  # the worker must survive any training failure
-                error = e
-            with self._lock:
-                if error is None:
-                    job._result = result
-                    job._losses = list(result.losses)
-                    self._results[job.key] = result
-                    self._results.move_to_end(job.key)
-                    while len(self._results) > self.max_results:
-                        self._results.popitem(last=False)
-                else:
-                    job._error = error
-                self._running = None
-                job._done.set()

@@ -18,6 +18,8 @@ import core
 from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.lab import PlaygroundTrace
 
+from . import training
+
 HOUR = 3600
 # one thread per computation: a class shares the server's cores, and the matrices here are small;
 # with torch's default of one thread per core, a 4×4 softmax waited tens of ms whenever the other
@@ -137,10 +139,10 @@ def vit_attention(img: np.ndarray, P: int, cls: bool, seed: int) -> dict:
 
 # ------------------------------------------------------------------ seq2seq: shipped models, one training at a time
 @st.cache_resource(show_spinner=False)
-def seq2seq_queue() -> seq2seq_store.TrainingQueue:
+def seq2seq_queue() -> training.TrainingQueue:
     """The server's one training queue: one training at a time, at most 8 waiting, the 8 most
     recent results kept (bounded by design, whoever asks)."""
-    return seq2seq_store.TrainingQueue(max_waiting=8, max_results=8)
+    return training.TrainingQueue(max_waiting=8, max_results=8)
 
 
 def seq2seq_model(task: str, attention: str, seed: int, own: bool) -> seq2seq.Trained | None:

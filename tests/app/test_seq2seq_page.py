@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import torch
 
-from core import seq2seq, tokens
-from ui import state
+from core import seq2seq, seq2seq_store, tokens
+from ui import compute, state, training
+from ui.i18n import t
 
 from .helpers import close, heat, no_errors, page, spec, texts
 
@@ -14,21 +17,46 @@ S2S, BLOCK, VIT = "app_pages/seq2seq.py", "app_pages/transformer_block.py", "app
 C18 = list(tokens.C18_TOKENS)
 
 
-def test_seq2seq_trains_in_the_app_and_shows_cores_attention():
-    at = page(S2S)
-    no_errors(at)
-    assert at.button(key=state.SEQ2SEQ.train)  # nothing trained yet for this configuration
-    at.radio(key=state.SEQ2SEQ.task).set_value("reverse").run()
-    at.radio(key=state.SEQ2SEQ.att).set_value("dot").run()
-    at.button(key=state.SEQ2SEQ.train).click().run()
-    no_errors(at)
-    ref = seq2seq.train(seq2seq.Config(task="reverse", attention="dot"), seed=0)  # independent, same seed
-    assert f"{100 * ref.accuracy:.1f}%" in texts(at)
-    words = at.text_input(key=state.SEQ2SEQ.input).value.split()
-    task = seq2seq.get_task("reverse")
-    dec = seq2seq.greedy_decode(ref.params, ref.cfg, torch.tensor([task.src_ids(words)]), len(words))
-    close(heat(at, state.SEQ2SEQ.map), np.round(dec.attention_map[0].numpy(), 2), tol=0.006)
-    assert spec(at, state.SEQ2SEQ.map)["ys"][0].split(" ", 1)[1] == task.tgt_words(dec.predictions[0].tolist())[0]
+def test_seq2seq_trains_in_the_app_and_shows_cores_attention(monkeypatch):
+    """The train button goes through the server's queue and the page then shows the model trained
+    here — not the shipped one. A short real training (30 steps) stands in for the 1,500-step one;
+    its numbers are compared with itself (the same model object), never with another training."""
+    workers = []
+
+    def train(cfg, seed, *, callback=None):  # seq2seq.train itself, noting the thread it ran on
+        workers.append(threading.current_thread())
+        return seq2seq.train(cfg, seed, callback=callback)
+
+    queue = training.TrainingQueue(train, base=seq2seq.Config(steps=30), max_waiting=2, max_results=2)
+    monkeypatch.setattr(compute, "seq2seq_queue", lambda: queue)
+    compute.seq2seq_run.clear()
+    try:
+        at = page(S2S)
+        no_errors(at)
+        at.radio(key=state.SEQ2SEQ.task).set_value("reverse").run()
+        at.radio(key=state.SEQ2SEQ.att).set_value("dot").run()
+        shipped = seq2seq_store.shipped("reverse", "dot")
+        assert t("s2.trained.shipped", lang="en", acc=f"{100 * shipped.accuracy:.1f}", s=f"{shipped.seconds:.1f}",
+                 n=shipped.cfg.steps) in [s.value for s in at.success]
+        at.button(key=state.SEQ2SEQ.train).click().run()
+        handle = queue.find("reverse", "dot", 0)
+        assert handle is not None, "the click did not reach the training queue"
+        own = handle.wait(120)  # the post-condition: this training is over
+        at.run()
+        no_errors(at)
+        assert own is not shipped and own.cfg.steps == 30
+        shown = [s.value for s in at.success]
+        assert t("s2.trained.own", lang="en", acc=f"{100 * own.accuracy:.1f}", s=f"{own.seconds:.1f}", n=30) in shown
+        assert state.SEQ2SEQ.train not in [b.key for b in at.button]  # no second training of one's own model
+        words = at.text_input(key=state.SEQ2SEQ.input).value.split()
+        task = seq2seq.get_task("reverse")
+        dec = seq2seq.greedy_decode(own.params, own.cfg, torch.tensor([task.src_ids(words)]), len(words))
+        close(heat(at, state.SEQ2SEQ.map), np.round(dec.attention_map[0].numpy(), 2), tol=0.006)
+        assert spec(at, state.SEQ2SEQ.map)["ys"][0].split(" ", 1)[1] == task.tgt_words(dec.predictions[0].tolist())[0]
+    finally:
+        queue.shutdown()
+        compute.seq2seq_run.clear()
+    assert len(workers) == 1 and not workers[0].is_alive(), "a training thread outlived the test"
     # a bad input is refused; the model is not run
     at.text_input(key=state.SEQ2SEQ.input).input("a b <script>").run()
     assert not at.exception and any("<script>" not in e.value and "not:" in e.value for e in at.error)
