@@ -11,7 +11,7 @@ from core import seq2seq, seq2seq_store, tokens
 from ui import compute, state, training
 from ui.i18n import t
 
-from .helpers import close, heat, no_errors, page, spec, texts
+from .helpers import close, heat, no_errors, page, spec
 
 S2S, BLOCK, VIT = "app_pages/seq2seq.py", "app_pages/transformer_block.py", "app_pages/vision_transformer.py"
 C18 = list(tokens.C18_TOKENS)
