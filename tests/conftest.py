@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -18,3 +20,13 @@ DEVICES = [
 def device(request):
     """Every device test runs on CPU, and on CUDA/MPS when present (skipped, never failed, without)."""
     return request.param
+
+
+BROWSER_DIR = Path(__file__).resolve().parent / "browser"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/browser is a browser test (so `-m "not browser"` never starts Chromium)."""
+    for item in items:
+        if BROWSER_DIR in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.browser)

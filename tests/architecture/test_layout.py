@@ -164,3 +164,39 @@ def test_functions_in_pages_and_ui_are_short_enough_to_read():
                 if n > MAX_LINES:
                     long.append(f"{path.relative_to(ROOT)}:{node.name} ({n} lines)")
     assert not long, long
+
+
+def _calls(tree: ast.AST, names: set[str]) -> list[int]:
+    """Lines that call an attribute or a function by one of these names (``page.wait_for_timeout(…)``)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name in names:
+                out.append(node.lineno)
+    return out
+
+
+def test_tests_wait_for_facts_not_for_the_clock():
+    """No test waits a fixed time for the page (``wait_for_timeout``); the checker finds one."""
+    assert _calls(ast.parse("page.wait_for_timeout(200)\n"), {"wait_for_timeout"}) == [1]
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "tests").rglob("*.py"))
+                 for n in _calls(ast.parse(p.read_text(encoding="utf-8")), {"wait_for_timeout"})]
+    assert not offenders, offenders
+
+
+def test_every_browser_test_is_marked_browser():
+    """`-m "not browser"` selects no test under tests/browser (so it never starts Chromium)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "-m", "not browser", str(ROOT / "tests" / "browser")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    selected = [line for line in out.stdout.splitlines() if "::" in line]
+    assert out.returncode == 5 and not selected, (out.returncode, selected[:5], out.stdout[-500:])
+    everything = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                 str(ROOT / "tests" / "browser")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert len([line for line in everything.stdout.splitlines() if "::" in line]) > 20
+

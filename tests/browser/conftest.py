@@ -119,3 +119,29 @@ def new_page(chromium, request):
 def wait_idle(page, timeout: int = 60_000) -> None:
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
     page.wait_for_selector(".js-plotly-plot, [data-testid='stMarkdown']", timeout=timeout)
+
+
+# The page has settled when the script is idle, the fonts are loaded, every component host has
+# drawn into its shadow root, every image has loaded, and nothing on the page moved between two
+# consecutive animation frames (the layout of components and formulas after the script ends).
+SETTLED = """() => {
+  if (!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')) return false;
+  if (document.fonts.status !== 'loaded') return false;
+  for (const h of document.querySelectorAll('[data-testid=stBidiComponentIsolated]'))
+    if (!h.shadowRoot || !h.shadowRoot.childElementCount) return false;
+  for (const img of document.images) if (!img.complete) return false;
+  const els = document.querySelectorAll('[data-testid=stBidiComponentIsolated], [data-testid=stImage], .js-plotly-plot,'
+                                        + ' .katex-display, [data-testid=stMarkdownContainer]');
+  const box = e => { const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height].join(); };
+  const sig = Array.from(els, box).join('|');
+  const same = window.__alSettled === sig;
+  window.__alSettled = sig;
+  return same && els.length > 0;
+}"""
+
+
+def settled(page, timeout: int = 60_000) -> None:
+    """Wait for the page to stop changing (a fact checked on every animation frame, not a delay)."""
+    wait_idle(page, timeout)
+    page.evaluate("() => { window.__alSettled = null; }")
+    page.wait_for_function(SETTLED, timeout=timeout, polling="raf")

@@ -7,7 +7,7 @@ import numpy as np
 from ui import state
 from ui.state import css_class as css
 
-from .conftest import ARTIFACTS, wait_idle
+from .conftest import ARTIFACTS, settled
 
 PG_WEIGHTS = state.item(state.PLAYGROUND.pipeline, "weights")  # the Playground's weights map
 # a map's root: a component of its own, or a panel of the Playground pipeline's one component
@@ -36,8 +36,7 @@ def wait_z(page, key: str, predicate: str, timeout: int = 30_000) -> np.ndarray:
 
 
 def shot(page, name: str) -> None:
-    wait_idle(page)
-    page.wait_for_timeout(300)
+    settled(page)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 

@@ -16,7 +16,7 @@ from core import tokens
 from ui import state
 from ui.state import css_class as css
 
-from .conftest import ARTIFACTS, wait_idle
+from .conftest import ARTIFACTS, settled, wait_idle
 from .helpers import PG_WEIGHTS, wait_z
 
 K = state.PLAYGROUND
@@ -32,7 +32,7 @@ def open_at(chromium, url: str, width: int, height: int, lang: str = "en"):
     page.goto(url)
     wait_idle(page)
     wait_z(page, PG_WEIGHTS, "z.length >= 1")
-    page.wait_for_timeout(500)
+    settled(page)
     return ctx, page
 
 
@@ -91,13 +91,8 @@ def test_a_lesson_link_opens_focused_with_the_same_numbers_and_its_qr_code_decod
         image = page.locator("[data-testid=stImage] img").first
         expect(image).to_be_visible(timeout=30_000)
         page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=image.element_handle())
-        wait_idle(page)  # the tab's rerun has finished: the picture no longer moves
-        decoded = []
-        for _ in range(3):  # a screenshot taken while the tab still lays out can cut the code
-            decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(image.screenshot())))
-            if decoded:
-                break
-            page.wait_for_timeout(500)
+        settled(page)  # the tab's rerun has finished and the picture no longer moves
+        decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(image.screenshot())))
         link = page.locator("[data-testid=stCode]").nth(1).inner_text().strip()
         assert decoded and decoded[0].text == link and "hide=" in link
     finally:

@@ -7,7 +7,7 @@ import pytest
 
 from ui import nav
 
-from .conftest import wait_idle
+from .conftest import settled
 from .helpers import shot
 
 # every element whose content could be cut off at the right edge; maps scroll on purpose only
@@ -43,8 +43,7 @@ def test_nothing_is_clipped_on_any_page(server_url, chromium, width, lang):
         clipped = {}
         for info in nav.PAGES:
             page.goto(f"{server_url}/{info.url}?lang={lang}")
-            wait_idle(page)
-            page.wait_for_timeout(800)  # components and formulas lay out after the script finishes
+            settled(page)  # components and formulas lay out after the script finishes
             found = page.evaluate(OVERFLOW)
             if found:
                 clipped[info.name] = found

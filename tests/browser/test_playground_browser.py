@@ -15,7 +15,7 @@ from core import masks, tokens
 from ui import state
 from ui.state import css_class as css
 
-from .conftest import wait_idle
+from .conftest import settled, wait_idle
 from .helpers import GEOM, PG_WEIGHTS, shot, wait_z
 
 
@@ -25,8 +25,10 @@ def open_tab(page, label: str) -> None:
     tab = page.get_by_role("tab", name=label)
     tab.click()
     expect(tab).to_have_attribute("aria-selected", "true")
-    page.wait_for_timeout(200)  # the rerun has started
-    wait_idle(page)
+    # the rerun the click started has drawn the tab's controls into its panel
+    page.wait_for_function("(tab) => { const p = document.getElementById(tab.getAttribute('aria-controls'));"
+                           " return p && p.querySelector('[data-testid]'); }", arg=tab.element_handle())
+    settled(page)
 
 
 def test_type_tokens_then_causal_mask_turns_upper_triangle_to_zero(server_url, new_page):
@@ -128,10 +130,10 @@ def test_html_token_is_shown_as_text_and_never_runs(server_url, new_page):
     box.fill("<img src=x onerror=alert(1)> <script>alert(2)</script> ok")
     box.press("Enter")
     wait_z(page, PG_WEIGHTS, "z.length === 5")  # '<img', 'src=x', 'onerror=alert(1)>', '<script>…', 'ok'
-    wait_idle(page)
-    page.wait_for_timeout(500)
+    settled(page)
+    # no such element exists anywhere (shadow roots included), so nothing can run later either
+    assert page.locator("img[src=x]").count() == 0 and page.locator("script:has-text('alert(2)')").count() == 0
     assert page.dialogs == []
-    assert page.locator("img[src=x]").count() == 0
     ticks = page.locator(css(PG_WEIGHTS) + " th.col").all_text_contents()
     assert ticks[0] == "0 <img" and ticks[3].startswith("3 <script>"), ticks
     shot(page, "playground-html-token")
@@ -211,8 +213,8 @@ def test_the_app_makes_no_request_beyond_its_own_server(server_url, chromium):
     page.goto(f"{server_url}/Playground")
     wait_z(page, PG_WEIGHTS, "z.length === 4")
     page.goto(server_url)
-    wait_idle(page)
-    page.wait_for_timeout(1000)
+    settled(page)
+    page.wait_for_load_state("networkidle")  # no request in flight for 500 ms (the websocket aside)
     ctx.close()
     assert hosts and set(hosts) == {urlparse(server_url).netloc}, set(hosts)
 
@@ -261,8 +263,7 @@ def test_every_korean_text_on_every_page_can_use_the_shipped_font(server_url, ch
     for info in PAGES:
         name = info.url
         page.goto(f"{server_url}/{name}")
-        wait_idle(page)
-        page.wait_for_timeout(1500)
+        settled(page)
         texts = page.evaluate(HANGUL_FONTS)
         assert len(texts) > 10, (name, texts)
         missing = [(text, font) for text, font in texts if "attention-lab-kr" not in font]
@@ -284,8 +285,9 @@ def test_html_tokens_on_a_canvas_map_stay_text(server_url, new_page):
     hover = page.locator(css(PG_WEIGHTS) + " .hover")
     expect(hover).to_contain_text("0 <img/src=x/…")  # axis labels are shortened to 14 characters
     expect(hover).to_contain_text("1 <script>ale…")
-    page.wait_for_timeout(500)
-    assert page.dialogs == [] and page.locator("img[src=x]").count() == 0
+    settled(page)
+    assert page.locator("img[src=x]").count() == 0 and page.locator("script:has-text('alert(2)')").count() == 0
+    assert page.dialogs == []
 
 
 def test_the_x_editor_is_folded_until_opened_and_stays_open_across_changes(server_url, new_page):

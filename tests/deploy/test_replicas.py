@@ -17,10 +17,11 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from tests.browser.conftest import CHROMIUM_ARGS, _chromium, wait_idle
+from tests.browser.helpers import PG_WEIGHTS, wait_z
 
 from .conftest import healthy
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROUTE = "attnlab_route"
 TOKENS = "the students share one server"
@@ -98,7 +99,7 @@ def test_a_browser_keeps_its_replica_and_its_tokens_across_pages_and_a_proxy_rel
             box = token_box(page)
             box.fill(TOKENS)
             box.press("Enter")
-            page.wait_for_timeout(300)  # the rerun has started
+            wait_z(page, PG_WEIGHTS, f"z.length === {len(TOKENS.split())}")  # the rerun has drawn the new tokens
             wait_idle(page)
             expect(box).to_have_value(TOKENS)
 
