@@ -106,6 +106,7 @@ def attend_with_cache(
     rope_base: float | None = None,
     rope_pairing: str = "adjacent",
     scale: float | None = None,
+    bias: TensorLike | None = None,
 ) -> CachedAttentionStep:
     """Causal attention of s new tokens over the cache plus themselves; appends their keys and values.
 
@@ -114,6 +115,8 @@ def attend_with_cache(
     (0 for ``cache=None``); with ``rope_base`` q and k are rotated there (:func:`core.positional.rope`,
     ``rope_pairing`` "adjacent" or "half") and the rotated keys are cached. New token i sees every
     cached key and the new keys up to itself. ``scale`` defaults to 1/√d_k.
+    ``bias``: an additive bias before the mask, broadcastable to (..., H, s, t+s) (ALiBi's rows for
+    these positions: ``alibi_bias(H, s, t + s)``).
     Returns a :class:`CachedAttentionStep` (``.output``, ``.weights``, ``.cache``).
     """
     t = as_tensors({"q": q, "k": k, "v": v}) if cache is None else \
@@ -136,7 +139,7 @@ def attend_with_cache(
     n_k = new_cache.length
     mask = None if s == 1 else causal(s, n_k, device=Q.device)  # (s, t+s): new token i sees keys ≤ t + i
     trace = attention(Q, repeat_kv(new_cache.k, int(H)), repeat_kv(new_cache.v, int(H)), mask=mask,
-                      scale=scale)  # weights (..., H, s, t+s), output (..., H, s, d_v)
+                      scale=scale, bias=bias)  # weights (..., H, s, t+s), output (..., H, s, d_v)
     return CachedAttentionStep(q=Q, positions=positions, cache=new_cache, attention=trace, kv_head_of=head_of)
 
 
