@@ -159,3 +159,97 @@ def test_alibi_on_device(device):
     assert tr.output.device.type == torch.device(device).type
     torch.testing.assert_close(tr.output.cpu(), ref.output, atol=1e-5, rtol=1e-5)
     assert math.isclose(float(alibi_slopes(2, device=device)[0].cpu()), 2 ** -4)
+
+
+# ---------------------------------------------------------------- sliding window with sinks
+def window_loops(n, size, causal_only, sinks):
+    """The rule written cell by cell."""
+    m = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n):
+        for j in range(n):
+            in_window = (j <= i and i - j < size) if causal_only else abs(i - j) < size
+            sink = j < sinks and (j <= i or not causal_only)
+            m[i, j] = in_window or sink
+    return m
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 12), size=st.integers(1, 12), causal_only=st.booleans(), sinks=st.integers(0, 14))
+def test_property_window_with_sinks_equals_the_rule(n, size, causal_only, sinks):
+    got = masks.window(n, size, causal_only=causal_only, sinks=sinks)
+    assert torch.equal(got, window_loops(n, size, causal_only, sinks))
+    assert torch.equal(masks.window(n, size, causal_only=causal_only, sinks=sinks, convention="column"), got.T)
+    if causal_only:  # the cache never needs more than size + sinks keys
+        assert int(got.sum(-1).max()) <= size + sinks
+
+
+def test_sinks_zero_is_the_old_window():
+    for causal_only in (False, True):
+        assert torch.equal(masks.window(7, 3, causal_only=causal_only, sinks=0), masks.window(7, 3, causal_only=causal_only))
+
+
+def test_window_with_sinks_in_attention_equals_sdpa():
+    q, k, v = rand(2, 9, 4), rand(2, 9, 4, seed=1), rand(2, 9, 4, seed=2)
+    m = masks.window(9, 3, causal_only=True, sinks=2)
+    tr = core.attention(q, k, v, mask=m)
+    torch.testing.assert_close(tr.output, F.scaled_dot_product_attention(q, k, v, attn_mask=m), atol=1e-12, rtol=0)
+    assert (tr.weights[:, 8, :2] > 0).all() and (tr.weights[:, 8, 2:6] == 0).all()  # sinks seen, the middle not
+
+
+def reach_by_paths(m, layers):
+    """Reach by walking every path of ``layers`` hops (numpy-free, independent of the matmul)."""
+    n = m.shape[0]
+    now = [{j for j in range(n) if m[i, j]} for i in range(n)]
+    for _ in range(layers - 1):
+        now = [set().union(*(now[j] for j in range(n) if m[i, j])) for i in range(n)]
+    out = torch.zeros(n, n, dtype=torch.bool)
+    for i, s in enumerate(now):
+        out[i, list(s)] = True
+    return out
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(2, 14), size=st.integers(1, 5), layers=st.integers(1, 5), sinks=st.integers(0, 3))
+def test_property_reach_equals_walking_the_paths(n, size, layers, sinks):
+    m = masks.window(n, size, causal_only=True, sinks=sinks)
+    R = masks.reach(m, layers)
+    assert R.shape == (layers, n, n)
+    for l in range(layers):
+        assert torch.equal(R[l], reach_by_paths(m, l + 1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 40), size=st.integers(1, 8), layers=st.integers(1, 8))
+def test_property_l_layers_of_window_w_reach_l_times_w_minus_1_back(n, size, layers):
+    r = masks.window_reach(n, size, layers)
+    assert r.farthest == tuple(min(n - 1, (l + 1) * (size - 1)) for l in range(layers))
+    assert r.reachable == tuple(f + 1 for f in r.farthest)
+    expect_full = next((l + 1 for l in range(layers) if (l + 1) * (size - 1) >= n - 1), None)
+    assert r.all_reached_at == expect_full
+
+
+def test_reach_of_the_mistral_preset():
+    m = core.MODEL_PRESETS["mistral-7b"]
+    assert m.reach() == 32 * 4095  # 131,040 tokens back through 32 layers of 4096
+    small = masks.window_reach(200, 5, 32)
+    assert small.farthest[-1] == min(199, core.MODEL_PRESETS["mistral-7b"].reach(window=5))
+    assert m.cached_tokens(128_000, sinks=4) == 4100
+    assert core.MODEL_PRESETS["llama-3-8b"].with_window(4096).kv_cache_bytes(32768) == m.kv_cache_bytes(32768)
+
+
+@pytest.mark.parametrize("call,fragment", [
+    (lambda: masks.window(4, 2, sinks=-1), "sinks must be an integer ≥ 0"),
+    (lambda: masks.window(4, 0), "size must be a positive integer"),
+    (lambda: masks.reach(torch.ones(2, 3, dtype=torch.bool), 2), "square"),
+    (lambda: masks.reach(torch.ones(2, 2, dtype=torch.bool), 0), "layers must be a positive integer"),
+])
+def test_bad_window_input(call, fragment):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert fragment in str(err.value)
+
+
+def test_window_with_sinks_on_device(device):
+    m = masks.window(6, 2, causal_only=True, sinks=1, device=device)
+    assert m.device.type == torch.device(device).type
+    assert torch.equal(masks.reach(m, 3).cpu(), masks.reach(m.cpu(), 3))
