@@ -15,6 +15,7 @@ from . import (
     experiments,
     kv_cache,
     lab,
+    linear,
     masks,
     pitfalls,
     positional,
@@ -38,6 +39,7 @@ from .attention import (
 )
 from .chunked import TiledTrace, chunked_attention, tiled_attention
 from .kv_cache import MODEL_PRESETS, KVCache, ModelShape, attend_with_cache, cached_decode, kv_cache_bytes
+from .linear import LinearAttentionTrace, linear_attention
 from .multihead import (
     MultiHeadTrace,
     fuse_qkv_weights,
@@ -60,7 +62,7 @@ __all__ = [
 # attention as today's language models run it (issue 22)
 __all__ += [
     "KVCache", "MODEL_PRESETS", "ModelShape", "TiledTrace", "attend_with_cache", "cached_decode", "kv_cache", "kv_cache_bytes",
-    "kv_head_map", "repeat_kv", "tiled_attention",
+    "LinearAttentionTrace", "kv_head_map", "linear", "linear_attention", "repeat_kv", "tiled_attention",
 ]
 
 
