@@ -13,7 +13,9 @@ from . import (
     block,
     codegen,
     experiments,
+    kv_cache,
     lab,
+    linear,
     masks,
     pitfalls,
     positional,
@@ -35,8 +37,19 @@ from .attention import (
     max_abs_diff,
     transpose_gap,
 )
-from .chunked import chunked_attention
-from .multihead import MultiHeadTrace, fuse_qkv_weights, fused_qkv, merge_heads, multi_head_attention, split_heads
+from .chunked import TiledTrace, chunked_attention, tiled_attention
+from .kv_cache import MODEL_PRESETS, KVCache, ModelShape, attend_with_cache, cached_decode, kv_cache_bytes
+from .linear import LinearAttentionTrace, linear_attention
+from .multihead import (
+    MultiHeadTrace,
+    fuse_qkv_weights,
+    fused_qkv,
+    kv_head_map,
+    merge_heads,
+    multi_head_attention,
+    repeat_kv,
+    split_heads,
+)
 from .paper import PaperTrace, paper_attention
 from .seeded import seeded_normal
 
@@ -45,6 +58,11 @@ __all__ = [
     "chunked_attention", "codegen", "default_scale", "experiments", "fuse_qkv_weights", "fused_qkv", "l2_normalize", "lab",
     "masked_softmax", "masks", "max_abs_diff", "merge_heads", "multi_head_attention", "paper_attention", "pitfalls", "positional",
     "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "tutorial", "vit",
+]
+# attention as today's language models run it (issue 22)
+__all__ += [
+    "KVCache", "MODEL_PRESETS", "ModelShape", "TiledTrace", "attend_with_cache", "cached_decode", "kv_cache", "kv_cache_bytes",
+    "LinearAttentionTrace", "kv_head_map", "linear", "linear_attention", "repeat_kv", "tiled_attention",
 ]
 
 
