@@ -268,3 +268,24 @@ def vit_trained_scores(n: int = SCORE_IMAGES) -> dict:
     focus = vit_trained.attention_focus(model, n=n)
     return {"n": n, "accuracy": vit_trained.accuracy(model, n=n), "on_shape": focus.on_shape, "area": focus.area,
             "ratio": focus.ratio}
+
+
+# ------------------------------------------------------------------ attention in today's LLMs (issue 22)
+def _decoder_weights(d_model: int, n_heads: int, n_kv_heads: int, seed: int, prefix: str) -> dict[str, torch.Tensor]:
+    """Seeded (untrained) W_q (d, d), W_k and W_v (d, G·d_head), W_o (d, d) for a decoder layer."""
+    d_kv = n_kv_heads * (d_model // n_heads)
+    shapes = {"W_q": (d_model, d_model), "W_k": (d_model, d_kv), "W_v": (d_model, d_kv), "W_o": (d_model, d_model)}
+    return {n: core.tokens.projection(*s, seed=seed, name=f"{prefix}.{n}") for n, s in shapes.items()}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def grouped_heads(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> dict:
+    """Grouped-query self-attention (core.multi_head_attention with n_kv_heads) on seeded embeddings:
+    weights (H, n, n), kv_head_of (H,), reads (H, G) as 1/0, d_head."""
+    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    W = _decoder_weights(d_model, n_heads, n_kv_heads, seed, "kvs")
+    tr = core.multi_head_attention(X[None], n_heads=n_heads, n_kv_heads=n_kv_heads, **W)
+    reads = np.zeros((n_heads, n_kv_heads))
+    reads[np.arange(n_heads), list(tr.kv_head_of)] = 1.0
+    return {"weights": tr.weights[0].detach().cpu().numpy(), "kv_head_of": tuple(tr.kv_head_of), "reads": reads,
+            "d_head": d_model // n_heads}
