@@ -49,7 +49,7 @@ def kind(H: int, G: int) -> str:
     return "mha" if G == H else ("mqa" if G == 1 else "gqa")
 
 
-def groups_map(r: dict, dec: int) -> None:
+def groups_map(r: dict) -> None:
     """Which K/V head each query head reads: an H × G table of 1 (reads) and 0."""
     H, G = r["reads"].shape
     st.markdown(t("kvs.groups.title", kind=t("kvs.kind." + kind(H, G)), h=H, g=G, size=H // G))
@@ -103,7 +103,6 @@ def bounded(key: str, default: int, limit: int, problems: page.Problems) -> int:
 
 def cache_table(rows: list[dict], n: int, batch: int, dtype: str) -> None:
     """The presets' cache sizes: as published (GQA), and with the same shapes as MHA and MQA."""
-    st.subheader(t("kvs.cache.title"))
     st.latex(r"\text{bytes} = 2 \times L \times G \times d_{head} \times n \times B \times \text{bytes per value}")
     st.markdown(t("kvs.cache.now", n=f"{n:,}", b=batch, dtype=t("kvs.dtype." + dtype)))
     df = pd.DataFrame([{t("kvs.col.model"): r["name"], "L": r["layers"], "H": r["heads"], "G": r["kv_heads"],
@@ -132,14 +131,16 @@ def main() -> None:
         tokens = tokens[:MAX_TOKENS]
     H, G = heads_controls(problems)
     r = page.guarded(problems, lambda: compute.grouped_heads(tuple(tokens), D_MODEL, H, G, seed))
-    n, batch, dtype = cache_controls(problems)
-    rows = page.guarded(problems, lambda: compute.cache_sizes(n, batch, DTYPES[dtype]))
     page.show_problems(problems)
     if r is not None:
-        groups_map(r, dec)
+        groups_map(r)
         head_maps(r, shorts(token_labels(tokens)), dec)
+    st.subheader(t("kvs.cache.title"))
+    cache_problems: page.Problems = []
+    n, batch, dtype = cache_controls(cache_problems)
+    rows = page.guarded(cache_problems, lambda: compute.cache_sizes(n, batch, DTYPES[dtype]))
+    page.show_problems(cache_problems)
     if rows:
         cache_table(rows, n, batch, dtype)
-
 
 main()

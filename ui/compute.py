@@ -289,3 +289,67 @@ def grouped_heads(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_head
     reads[np.arange(n_heads), list(tr.kv_head_of)] = 1.0
     return {"weights": tr.weights[0].detach().cpu().numpy(), "kv_head_of": tuple(tr.kv_head_of), "reads": reads,
             "d_head": d_model // n_heads}
+
+
+def _position_table(kind: str, n: int, d: int, seed: int) -> torch.Tensor | None:
+    if kind == "sinusoidal":
+        return core.positional.sinusoidal(n, d)
+    return core.positional.learned(n, d, seed=seed) if kind == "learned" else None
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def position_permutation(tokens: tuple[str, ...], perm: tuple[int, ...], kind: str, d: int, seed: int,
+                         base: float) -> dict:
+    """The permutation experiment (core.llm_lab.permutation_check) with positions of ``kind``."""
+    from core import llm_lab
+
+    X = core.tokens.embed(list(tokens), d, seed=seed)
+    W = {w: core.tokens.projection(d, d, seed=seed, name=f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
+    c = llm_lab.permutation_check(X, perm, kind=kind, table=_position_table(kind, len(tokens), d, seed), base=base,
+                                  slope=float(core.positional.alibi_slopes(1)[0]), **W)
+    return {"sa_px": c.sa_px.numpy(), "p_sa_x": c.p_sa_x.numpy(), "max_diff": c.max_diff}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def position_panel(kind: str, n: int, d: int, seed: int, base: float, pairing: str, pair: int, alibi_heads: int) -> dict:
+    """What the positions page draws for one kind: the added table; RoPE's turning pair, scores by
+    offset (from two starts) and the pairing check; ALiBi's slopes and bias maps (H, n, n)."""
+    if kind in ("sinusoidal", "learned"):
+        return {"table": _position_table(kind, max(n, 16), d, seed).numpy()}
+    if kind == "alibi":
+        slopes = core.positional.alibi_slopes(alibi_heads)  # (H,)
+        return {"slopes": slopes.tolist(), "bias": core.positional.alibi_bias(n, slopes, causal=True).numpy()}
+    q = core.tokens.projection(1, d, seed=seed, name="lp.q")[0]
+    k = core.tokens.projection(1, d, seed=seed, name="lp.k")[0]
+    m = max(n, 8)
+    track = core.positional.rope_pair_track(q, pair, torch.arange(m), base=base, pairing=pairing)  # (m, 2)
+    offsets = torch.arange(-m + 1, m)
+    scores = {s: core.positional.rope_scores_by_offset(q, k, offsets, base=base, pairing=pairing, start=s).numpy()
+              for s in (0, 7)}
+    perm = core.positional.rope_permutation(d)
+    x = core.tokens.projection(m, d, seed=seed, name="lp.x")
+    pairing_gap = core.max_abs_diff(core.positional.rope(x[:, perm], base=base, pairing="half"),
+                                    core.positional.rope(x, base=base, pairing="adjacent")[:, perm])
+    dims = (2 * pair, 2 * pair + 1) if pairing == "adjacent" else (pair, pair + d // 2)
+    rotated = core.positional.rope(q.expand(m, d), positions=torch.arange(m), base=base, pairing=pairing)  # (m, d)
+    return {"track": track.numpy(), "dims": dims, "theta": float(core.positional.rope_frequencies(d, base=base)[pair]),
+            "offsets": offsets.numpy(), "scores": scores, "shift_gap": core.max_abs_diff(scores[0], scores[7]),
+            "pairing_gap": pairing_gap, "norm_gap": core.max_abs_diff(rotated.norm(dim=-1), q.norm().expand(m))}
+
+
+def _gib(n_bytes: int) -> str:
+    return f"{n_bytes / 2**30:.2f} GiB"
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def cache_sizes(tokens: int, batch: int, bytes_per_value: int) -> list[dict]:
+    """core.kv_cache_bytes for every model preset: as published (its G), as MHA (G = H) and as MQA (G = 1)."""
+    rows = []
+    for name, p in core.kv_cache.PRESETS.items():
+        size = {k: core.kv_cache_bytes(layers=p.layers, n_kv_heads=g, d_head=p.d_head, tokens=tokens, batch=batch,
+                                       bytes_per_value=bytes_per_value)
+                for k, g in (("gqa", p.n_kv_heads), ("mha", p.n_heads), ("mqa", 1))}
+        rows.append({"name": name, "layers": p.layers, "heads": p.n_heads, "kv_heads": p.n_kv_heads, "d_head": p.d_head}
+                    | {f"{k}_gib": v / 2**30 for k, v in size.items()}
+                    | {"actual_text": _gib(size["gqa"]), "mha_text": _gib(size["mha"]), "mqa_text": _gib(size["mqa"])})
+    return rows
