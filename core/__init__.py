@@ -13,6 +13,7 @@ from . import (
     block,
     codegen,
     experiments,
+    kv_cache,
     lab,
     masks,
     pitfalls,
@@ -36,6 +37,7 @@ from .attention import (
     transpose_gap,
 )
 from .chunked import chunked_attention
+from .kv_cache import KVCache, attend_with_cache, cached_decode
 from .multihead import (
     MultiHeadTrace,
     fuse_qkv_weights,
@@ -56,7 +58,7 @@ __all__ = [
     "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "tutorial", "vit",
 ]
 # attention as today's language models run it (issue 22)
-__all__ += ["kv_head_map", "repeat_kv"]
+__all__ += ["KVCache", "attend_with_cache", "cached_decode", "kv_cache", "kv_head_map", "repeat_kv"]
 
 
 def available_devices() -> list[str]:

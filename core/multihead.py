@@ -23,6 +23,7 @@ import torch
 
 from ._tensor import TensorLike, as_tensors, shape_str
 from .attention import AttentionTrace, attention
+from .positional import rope
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +37,7 @@ class MultiHeadTrace:
            are the K/V heads repeated for every query head, (B, H, n_k, d)
     concat (B, n_q, H·d_v), output (B, n_q, d_out)
     kv_head_of: query head h reads K/V head ``kv_head_of[h]`` (length H; (0, 1, …) when G = H)
+    rope_base: RoPE's θ when q and k were rotated (then q and k are the rotated ones), else None
     """
 
     x_q: torch.Tensor
@@ -53,6 +55,7 @@ class MultiHeadTrace:
     self_attention: bool
     n_kv_heads: int | None = None
     kv_head_of: tuple[int, ...] = ()
+    rope_base: float | None = None
 
     @property
     def group_size(self) -> int:
@@ -151,6 +154,8 @@ def multi_head_attention(
     mask: TensorLike | None = None,
     score: str = "scaled_dot",
     params=None,
+    rope_base: float | None = None,
+    rope_pairing: str = "adjacent",
     device=None,
     dtype=None,
 ) -> MultiHeadTrace:
@@ -160,6 +165,10 @@ def multi_head_attention(
     W_v (d_kv, G·d_v), W_o (H·d_v, d_out); biases are vectors of the matching widths.
     n_kv_heads = G K/V heads (None: G = H; 1: multi-query), G divides H; d_k = W_q's width / H.
     mask broadcasts to (B, H, n_q, n_k); True = may attend.
+    rope_base: rotate every head's q and k by position (:func:`core.positional.rope`, base θ, pairing
+    ``rope_pairing``) before the scores; keys sit at positions 0 … n_k−1, queries at the last n_q of
+    them (n_k − n_q … n_k − 1, as :func:`core.masks.causal` and a KV cache count). The trace's q and k
+    are then the rotated ones.
     """
     head_of = kv_head_map(n_heads, n_kv_heads)
     G = n_heads if n_kv_heads is None else n_kv_heads
@@ -206,6 +215,10 @@ def multi_head_attention(
     # split into heads: (B, n, H·d) → (B, n, H, d) → (B, H, n, d); keys and values into G heads
     q = split_heads(q_proj, n_heads)  # (B, H, n_q, d_k)
     k, v = split_heads(k_proj, G), split_heads(v_proj, G)  # (B, G, n_k, d)
+    if rope_base is not None:  # RoPE: rotate q and k by their positions (shapes unchanged)
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        q = rope(q, positions=torch.arange(n_k - n_q, n_k), base=rope_base, pairing=rope_pairing)
+        k = rope(k, base=rope_base, pairing=rope_pairing)
     # every head at once: softmax(Q_h K_g(h)ᵀ/√d_k) V_g(h), K/V head g repeated for its H/G query heads
     heads = attention(q, repeat_kv(k, n_heads), repeat_kv(v, n_heads), score=score, mask=mask,
                       params=params)  # weights (B, H, n_q, n_k)
@@ -220,7 +233,7 @@ def multi_head_attention(
     return MultiHeadTrace(
         x_q=xq, x_kv=xkv, q_proj=q_proj, k_proj=k_proj, v_proj=v_proj, q=q, k=k, v=v,
         heads=heads, concat=concat, output=output, n_heads=n_heads, self_attention=self_attn,
-        n_kv_heads=G, kv_head_of=head_of,
+        n_kv_heads=G, kv_head_of=head_of, rope_base=None if rope_base is None else float(rope_base),
     )
 
 
