@@ -117,7 +117,9 @@ def full_matrix(r: dict, step: int, labels: list[str], dec: int) -> None:
     show_heatmap(heatmap(r["full_weights"][0], x_labels=labels, y_labels=labels, x_title=t("axis.key"),
                          y_title=t("axis.query"), sequential=True, decimals=dec, highlight_row=step - 1), key=K.full)
     gap = r["gaps"][step - 1]
-    page.check_box(gap < 1e-5, t("kv.full.check", t=step, gap=f"{gap:.2g}", out=f"{r['out_gaps'][step - 1]:.2g}"))
+    out = r["out_gaps"][step - 1]
+    same = max(gap, out) < 1e-5
+    page.check_box(same, t("kv.full.check" if same else "kv.full.differ", t=step, gap=f"{gap:.2g}", out=f"{out:.2g}"))
 
 
 def cost(r: dict, step: int) -> None:

@@ -306,7 +306,7 @@ def position_permutation(tokens: tuple[str, ...], perm: tuple[int, ...], kind: s
     X = core.tokens.embed(list(tokens), d, seed=seed)
     W = {w: core.tokens.projection(d, d, seed=seed, name=f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
     c = llm_lab.permutation_check(X, perm, kind=kind, table=_position_table(kind, len(tokens), d, seed), base=base,
-                                  slope=float(core.positional.alibi_slopes(1)[0]), **W)
+                                  slope=0.5, **W)
     return {"sa_px": c.sa_px.numpy(), "p_sa_x": c.p_sa_x.numpy(), "max_diff": c.max_diff}
 
 
@@ -353,3 +353,29 @@ def cache_sizes(tokens: int, batch: int, bytes_per_value: int) -> list[dict]:
                     | {f"{k}_gib": v / 2**30 for k, v in size.items()}
                     | {"actual_text": _gib(size["gqa"]), "mha_text": _gib(size["mha"]), "mqa_text": _gib(size["mqa"])})
     return rows
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def decode(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int, rope_base: float | None,
+           seed: int) -> dict:
+    """The tokens decoded one at a time with a KV cache (core.cached_decode) beside full causal
+    multi-head attention over the whole sequence (core.multi_head_attention, the same weights).
+
+    rows: per step the new row of weights (H, t); keys/values: the final cache as (n, G·d_head);
+    full_weights (H, n, n); gaps / out_gaps per step: max |cached − full| of the row and of o_t;
+    madds_* per step and cum_* running totals (multiply-adds counted by core)."""
+    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    W = _decoder_weights(d_model, n_heads, n_kv_heads, seed, "kv")
+    tr = core.cached_decode(X, n_heads=n_heads, n_kv_heads=n_kv_heads, rope_base=rope_base, **W)
+    full = core.multi_head_attention(X[None], n_heads=n_heads, n_kv_heads=n_kv_heads, rope_base=rope_base,
+                                     mask=core.masks.causal(len(tokens)), **W)
+    fw, fo = full.weights[0], full.output[0]  # (H, n, n), (n, d_model)
+    rows = [s.weights.numpy() for s in tr.steps]  # (H, t) each
+    merged = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1).numpy()  # noqa: E731 — (G, n, d) → (n, G·d)
+    cached, recompute = [s.macs_cached for s in tr.steps], [s.macs_recompute for s in tr.steps]
+    return {"rows": rows, "keys": merged(tr.cache.k), "values": merged(tr.cache.v), "G": tr.n_kv_heads,
+            "d_head": d_model // n_heads, "full_weights": fw.numpy(),
+            "gaps": [core.max_abs_diff(s.weights, fw[:, i, : i + 1]) for i, s in enumerate(tr.steps)],
+            "out_gaps": [core.max_abs_diff(s.output, fo[i]) for i, s in enumerate(tr.steps)],
+            "madds_cached": cached, "madds_recompute": recompute,
+            "cum_cached": np.cumsum(cached).tolist(), "cum_recompute": np.cumsum(recompute).tolist()}
