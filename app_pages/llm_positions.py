@@ -107,9 +107,10 @@ def added_panel(table: np.ndarray, kind: str, dec: int) -> None:
     st.caption(t("lp.added." + kind))
 
 
-def experiment(c: dict, perm: tuple[int, ...], labels: list[str], kind: str, dec: int) -> None:
-    """SA(PX) beside P·SA(X) with the chosen positions."""
+def experiment(c: dict, base_gap: float, perm: tuple[int, ...], labels: list[str], kind: str, dec: int) -> None:
+    """SA(PX) beside P·SA(X) with the chosen positions (and the gap without any, for comparison)."""
     st.subheader(t("lp.perm.title", kind=t("lp.kind." + kind)))
+    st.caption(t("lp.perm.none", gap=f"{base_gap:.3g}"))
     st.markdown(t("ps.perm.now", order=" · ".join(md(labels[i]) for i in perm)))
     permuted = [labels[i] for i in perm]
     for col, (name, key) in zip(st.columns(2), (("sa_px", K.sa_px), ("p_sa_x", K.p_sa_x)), strict=True):
@@ -126,7 +127,7 @@ def main() -> None:
     problems: page.Problems = []
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("lp.intro"))
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))[:MAX_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))[:MAX_TOKENS]
     kind = kind_control(problems)
     base, pairing, pair = rope_controls(problems) if kind == "rope" else (10000.0, "adjacent", 0)
     st.session_state.setdefault(K.alibi_heads, 4)
@@ -134,6 +135,7 @@ def main() -> None:
         st.session_state[K.alibi_heads] = 4
     perm = tuple(reversed(range(len(tokens))))
     c = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, kind, D, seed, base))
+    none = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, "none", D, seed, base))
     panel = page.guarded(problems, lambda: compute.position_panel(kind, len(tokens), D, seed, base, pairing, pair,
                                                                   int(st.session_state[K.alibi_heads])))
     page.show_problems(problems)
@@ -144,8 +146,8 @@ def main() -> None:
             alibi_panel(panel, dec)
         else:
             added_panel(panel["table"], kind, dec)
-    if c is not None:
-        experiment(c, perm, shorts(token_labels(tokens)), kind, dec)
+    if c is not None and none is not None:
+        experiment(c, none["max_diff"], perm, shorts(token_labels(tokens)), kind, dec)
 
 
 main()
