@@ -37,7 +37,7 @@ from .attention import (
     transpose_gap,
 )
 from .chunked import chunked_attention
-from .kv_cache import KVCache, attend_with_cache, cached_decode
+from .kv_cache import MODEL_PRESETS, KVCache, ModelShape, attend_with_cache, cached_decode, kv_cache_bytes
 from .multihead import (
     MultiHeadTrace,
     fuse_qkv_weights,
@@ -58,7 +58,8 @@ __all__ = [
     "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "tutorial", "vit",
 ]
 # attention as today's language models run it (issue 22)
-__all__ += ["KVCache", "attend_with_cache", "cached_decode", "kv_cache", "kv_head_map", "repeat_kv"]
+__all__ += ["KVCache", "MODEL_PRESETS", "ModelShape", "attend_with_cache", "cached_decode", "kv_cache", "kv_cache_bytes",
+            "kv_head_map", "repeat_kv"]
 
 
 def available_devices() -> list[str]:
