@@ -10,7 +10,7 @@ from ui import compute, page, settings, state
 from ui.i18n import t
 from ui.inputs import numbers_panel
 from ui.text import shorts
-from ui.widgets.figures import PrebuiltFigure, show_chart
+from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import fits_one_element, heatmap, show_heatmap, show_maps
 from ui.widgets.layout import shape_badge, token_labels
 
@@ -112,9 +112,7 @@ def cache_table(rows: list[dict], n: int, batch: int, dtype: str) -> None:
     names = [r["name"] for r in rows]
     data = [{"type": "bar", "name": t("kvs.kind." + k), "x": names, "y": [r[k + "_gib"] for r in rows]}
             for k in ("mha", "gqa", "mqa")]
-    fig = PrebuiltFigure({"data": data, "layout": {"barmode": "group", "height": 320, "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
-                                                   "yaxis": {"title": {"text": t("kvs.chart.y")}},
-                                                   "legend": {"orientation": "h", "y": -0.25}}})
+    fig = line_figure(data, {"barmode": "group", "yaxis": {"title": {"text": t("kvs.chart.y")}}}, height=320)
     show_chart(fig, key=K.chart, title=t("kvs.chart.title", n=f"{n:,}", b=batch))
     st.caption(t("kvs.cache.caption"))
 

@@ -343,13 +343,14 @@ def _gib(n_bytes: int) -> str:
 
 @st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
 def cache_sizes(tokens: int, batch: int, bytes_per_value: int) -> list[dict]:
-    """core.kv_cache_bytes for every model preset: as published (its G), as MHA (G = H) and as MQA (G = 1)."""
+    """core.kv_cache_bytes for every model preset (core.MODEL_PRESETS) with every token kept (no window):
+    as published (its G), as MHA (G = H) and as MQA (G = 1)."""
     rows = []
-    for name, p in core.kv_cache.PRESETS.items():
+    for p in core.MODEL_PRESETS.values():
         size = {k: core.kv_cache_bytes(layers=p.layers, n_kv_heads=g, d_head=p.d_head, tokens=tokens, batch=batch,
                                        bytes_per_value=bytes_per_value)
                 for k, g in (("gqa", p.n_kv_heads), ("mha", p.n_heads), ("mqa", 1))}
-        rows.append({"name": name, "layers": p.layers, "heads": p.n_heads, "kv_heads": p.n_kv_heads, "d_head": p.d_head}
+        rows.append({"name": p.name, "layers": p.layers, "heads": p.n_heads, "kv_heads": p.n_kv_heads, "d_head": p.d_head}
                     | {f"{k}_gib": v / 2**30 for k, v in size.items()}
                     | {"actual_text": _gib(size["gqa"]), "mha_text": _gib(size["mha"]), "mqa_text": _gib(size["mqa"])})
     return rows

@@ -83,7 +83,7 @@ def test_cache_table_equals_core_for_every_preset():
     at.run()
     no_errors(at)
     df = at.dataframe[0].value
-    presets = core.kv_cache.PRESETS
+    presets = core.MODEL_PRESETS
     assert len(df) == len(presets) >= 4
     for (_, row), p in zip(df.iterrows(), presets.values(), strict=True):
         want = core.kv_cache_bytes(layers=p.layers, n_kv_heads=p.n_kv_heads, d_head=p.d_head, tokens=32768, batch=4,
