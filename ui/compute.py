@@ -317,8 +317,10 @@ def position_panel(kind: str, n: int, d: int, seed: int, base: float, pairing: s
     if kind in ("sinusoidal", "learned"):
         return {"table": _position_table(kind, max(n, 16), d, seed).numpy()}
     if kind == "alibi":
-        slopes = core.positional.alibi_slopes(alibi_heads)  # (H,)
-        return {"slopes": slopes.tolist(), "bias": core.positional.alibi_bias(n, slopes, causal=True).numpy()}
+        bias = core.positional.alibi_bias(alibi_heads, n)  # (H, n, n): −m_h (i − j)
+        causal = core.masks.causal(n)  # (n, n), True = may attend
+        return {"slopes": core.positional.alibi_slopes(alibi_heads).tolist(),
+                "bias": torch.where(causal, bias, float("-inf")).numpy()}
     q = core.tokens.projection(1, d, seed=seed, name="lp.q")[0]
     k = core.tokens.projection(1, d, seed=seed, name="lp.k")[0]
     m = max(n, 8)
