@@ -106,6 +106,7 @@ def attend_with_cache(
     rope_base: float | None = None,
     rope_pairing: str = "adjacent",
     scale: float | None = None,
+    bias: TensorLike | None = None,
 ) -> CachedAttentionStep:
     """Causal attention of s new tokens over the cache plus themselves; appends their keys and values.
 
@@ -114,6 +115,8 @@ def attend_with_cache(
     (0 for ``cache=None``); with ``rope_base`` q and k are rotated there (:func:`core.positional.rope`,
     ``rope_pairing`` "adjacent" or "half") and the rotated keys are cached. New token i sees every
     cached key and the new keys up to itself. ``scale`` defaults to 1/√d_k.
+    ``bias``: an additive bias before the mask, broadcastable to (..., H, s, t+s) (ALiBi's rows for
+    these positions: ``alibi_bias(H, s, t + s)``).
     Returns a :class:`CachedAttentionStep` (``.output``, ``.weights``, ``.cache``).
     """
     t = as_tensors({"q": q, "k": k, "v": v}) if cache is None else \
@@ -136,7 +139,7 @@ def attend_with_cache(
     n_k = new_cache.length
     mask = None if s == 1 else causal(s, n_k, device=Q.device)  # (s, t+s): new token i sees keys ≤ t + i
     trace = attention(Q, repeat_kv(new_cache.k, int(H)), repeat_kv(new_cache.v, int(H)), mask=mask,
-                      scale=scale)  # weights (..., H, s, t+s), output (..., H, s, d_v)
+                      scale=scale, bias=bias)  # weights (..., H, s, t+s), output (..., H, s, d_v)
     return CachedAttentionStep(q=Q, positions=positions, cache=new_cache, attention=trace, kv_head_of=head_of)
 
 
@@ -339,15 +342,29 @@ class ModelShape:
         """'MHA' (G = H), 'MQA' (G = 1) or 'GQA'."""
         return "MHA" if self.n_kv_heads == self.n_heads else "MQA" if self.n_kv_heads == 1 else "GQA"
 
-    def cached_tokens(self, tokens: int) -> int:
-        """Tokens the cache must hold for a context of ``tokens``: all of them, or the last ``window`` ones."""
+    def cached_tokens(self, tokens: int, *, sinks: int = 0) -> int:
+        """Tokens the cache must hold for a context of ``tokens``: all of them, or with a window the last
+        ``window`` ones plus ``sinks`` first ones (StreamingLLM; :func:`core.masks.window`)."""
         _count("tokens", tokens, minimum=0)
-        return tokens if self.window is None else min(tokens, self.window)
+        _count("sinks", sinks, minimum=0)
+        return tokens if self.window is None else min(tokens, self.window + sinks)
 
-    def kv_cache_bytes(self, tokens: int, *, batch: int = 1, bytes_per_value: float = 2) -> int | float:
+    def kv_cache_bytes(self, tokens: int, *, batch: int = 1, bytes_per_value: float = 2, sinks: int = 0) -> int | float:
         """:func:`kv_cache_bytes` of this model for a context of ``tokens`` (a window caps what is kept)."""
         return kv_cache_bytes(layers=self.layers, n_kv_heads=self.n_kv_heads, d_head=self.d_head,
-                              tokens=self.cached_tokens(tokens), batch=batch, bytes_per_value=bytes_per_value)
+                              tokens=self.cached_tokens(tokens, sinks=sinks), batch=batch, bytes_per_value=bytes_per_value)
+
+    def with_window(self, window: int | None) -> ModelShape:
+        """The same model with a sliding window of ``window`` keys per layer (None: the full context)."""
+        if window is not None:
+            _count("window", window)
+        return replace(self, window=window, name=self.name if window == self.window else f"{self.name} (window {window})")
+
+    def reach(self, *, window: int | None = None) -> int | None:
+        """How many tokens back the last layer can draw on through the stacked windows, layers·(window − 1)
+        (what :func:`core.masks.window_reach` computes from the masks); None without a window."""
+        w = self.window if window is None else window
+        return None if w is None else self.layers * (w - 1)
 
     def with_kv_heads(self, n_kv_heads: int) -> ModelShape:
         """The same model with G K/V heads instead (G divides H): its MHA (G = H) or MQA (G = 1) twin."""
