@@ -133,7 +133,7 @@ def main() -> None:
     st.session_state.setdefault(K.alibi_heads, 4)
     if st.session_state[K.alibi_heads] not in ALIBI_HEADS:
         st.session_state[K.alibi_heads] = 4
-    perm = tuple(reversed(range(len(tokens))))
+    perm = (*range(1, len(tokens)), 0)  # the first token moved to the end (a reversal would leave |i − j| unchanged)
     c = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, kind, D, seed, base))
     none = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, "none", D, seed, base))
     panel = page.guarded(problems, lambda: compute.position_panel(kind, len(tokens), D, seed, base, pairing, pair,

@@ -53,11 +53,8 @@ def self_attention_with_positions(X: torch.Tensor, W_q: torch.Tensor, W_k: torch
     q, k, v = X @ W_q, X @ W_k, X @ W_v  # (n, d)
     if kind == "rope":
         q, k = positional.rope(q, base=base), positional.rope(k, base=base)  # rotated by slot 0 … n−1
-    if kind == "alibi":
-        d_k = q.shape[-1]
-        logits = (q @ k.T) / d_k ** 0.5 + _alibi_bias(n, slope, dtype=q.dtype, device=q.device)  # (n, n)
-        return torch.softmax(logits, dim=-1) @ v  # (n, d_v)
-    return attention(q, k, v).output  # (n, d_v)
+    bias = _alibi_bias(n, slope, dtype=q.dtype, device=q.device) if kind == "alibi" else None  # (n, n)
+    return attention(q, k, v, bias=bias).output  # (n, d_v): softmax(q kᵀ/√d + bias) v
 
 
 def permutation_check(X: TensorLike, perm, *, W_q: TensorLike, W_k: TensorLike, W_v: TensorLike, kind: str = "none",

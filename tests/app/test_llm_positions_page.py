@@ -18,7 +18,7 @@ from .helpers import close, heat, no_errors, page, panels, texts
 PAGE = "app_pages/llm_positions.py"
 K = state.LLM_POSITIONS
 C18 = list(tokens.C18_TOKENS)
-PERM = [3, 2, 1, 0]  # the page's order: reversed
+PERM = [1, 2, 3, 0]  # the page's order: the first token moved to the end
 
 
 def at_kind(kind: str, **extra):
