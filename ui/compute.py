@@ -382,3 +382,28 @@ def decode(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int,
             "out_gaps": [core.max_abs_diff(s.output, fo[i]) for i, s in enumerate(tr.steps)],
             "madds_cached": cached, "madds_recompute": recompute,
             "cum_cached": np.cumsum(cached).tolist(), "cum_recompute": np.cumsum(recompute).tolist()}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def window_reach(n: int, size: int, sinks: int, layers: int) -> dict:
+    """The causal window-with-sinks mask (n, n) as 1/0 and what the last token reaches after each of L layers
+    (core.masks.window_reach): reach_last (L, n) as 1/0, farthest / reachable per layer, all_reached_at."""
+    r = core.masks.window_reach(n, size, layers, sinks=sinks)
+    mask = r.mask.to(torch.float64)
+    return {"mask": mask.numpy(), "row_counts": [int(c) for c in r.mask.sum(dim=-1)], "size": r.size, "sinks": r.sinks,
+            "reach_last": r.reach[:, n - 1, :].to(torch.float64).numpy(), "farthest": list(r.farthest),
+            "reachable": list(r.reachable), "all_reached_at": r.all_reached_at}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def context_memory(window: int, sinks: int, contexts: tuple[int, ...]) -> list[dict]:
+    """Every preset's KV cache (bfloat16, batch 1) for each context length: every token kept, and with a
+    sliding window of ``window`` keys plus ``sinks`` (core.ModelShape.kv_cache_bytes)."""
+    rows = []
+    for p in core.MODEL_PRESETS.values():
+        full = [p.with_window(None).kv_cache_bytes(c) for c in contexts]
+        win = [p.with_window(window).kv_cache_bytes(c, sinks=sinks) for c in contexts]
+        rows.append({"name": p.name, "full_gib": [b / 2**30 for b in full], "win_gib": [b / 2**30 for b in win]}
+                    | {f"full_{c}": _gib(b) for c, b in zip(contexts, full, strict=True)}
+                    | {f"win_{c}": _gib(b) for c, b in zip(contexts, win, strict=True)})
+    return rows
