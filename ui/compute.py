@@ -407,3 +407,34 @@ def context_memory(window: int, sinks: int, contexts: tuple[int, ...]) -> list[d
                     | {f"full_{c}": _gib(b) for c, b in zip(contexts, full, strict=True)}
                     | {f"win_{c}": _gib(b) for c, b in zip(contexts, win, strict=True)})
     return rows
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def tiles(n: int, d: int, block_q: int, block_k: int, seed: int) -> dict:
+    """Seeded q, k, v (n, d) through core.tiled_attention: every tile's scores, m, ℓ, correction and
+    partial output, with seen_gap = max |partial output − softmax attention over the keys seen so far|;
+    progress (steps, n_q_blocks, n_k_blocks): 1 for tiles done, 0 for those to come; the final output
+    beside core.attention's, their gap, and the largest tile against the full n × n matrix."""
+    q, k, v = (core.tokens.projection(n, d, seed=seed, name=f"ta.{x}") for x in "qkv")
+    tr = core.tiled_attention(q, k, v, block_q=block_q, block_k=block_k)
+    ref = core.attention(q, k, v).output  # (n, d)
+    out, done = [], np.zeros((tr.n_q_blocks, tr.n_k_blocks))
+    progress = []
+    for tile in tr.tiles:
+        seen = core.attention(q[tile.q_start:tile.q_stop], k[:tile.k_stop], v[:tile.k_stop]).output  # (b_q, d)
+        done[tile.q_block, tile.k_block] = 1.0
+        progress.append(done.copy())
+        out.append({f: getattr(tile, f) for f in ("q_block", "k_block", "q_start", "q_stop", "k_start", "k_stop")}
+                   | {f: getattr(tile, f).numpy() for f in ("scores", "m_before", "m_after", "correction", "l_before",
+                                                             "l_after", "partial_output")}
+                   | {"seen_gap": core.max_abs_diff(tile.partial_output, seen)})
+    return {"tiles": out, "progress": progress, "output": tr.output.numpy(), "reference": ref.numpy(),
+            "gap": core.max_abs_diff(tr.output, ref), "largest": tr.largest_tile, "full": n * n}
+
+
+@st.cache_data(max_entries=1, ttl=HOUR, show_spinner=False)
+def attention_memory() -> dict:
+    """Bytes held by full attention's n × n matrices and by chunked attention's one block, n = 64 … 2048
+    (core.block.complexity, measured once per server per hour)."""
+    c = core.block.complexity()
+    return {"ns": list(c.ns), "bytes_full": list(c.bytes_full), "bytes_chunked": list(c.bytes_chunked)}

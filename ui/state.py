@@ -107,6 +107,6 @@ KV_SHARING = _room("kv_sharing", "heads kv_heads d_model weights groups tokens b
 LLM_POSITIONS = _room("llm_positions", "kind base pairing pair_pos pair_dim rotation distance alibi_heads alibi d perm "
                       "sa_px p_sa_x shuffle shuffles perm_n")
 LONG_CONTEXT = _room("long_context", "n window sinks layers mask reach memory chart table_window table_sinks last")
-TILED_ATTENTION = _room("tiled_attention", "n block step step_start step_prev step_next step_all arrow_keys tile m l "
-                        "partial output reference memory chart")
+TILED_ATTENTION = _room("tiled_attention", "n block_q block_k step step_prev step_next arrow_keys tiles tile scores ml "
+                        "partial output reference chart last")
 LINEAR_ATTENTION = _room("linear_attention", "causal quadratic associative softmax linear gap cost chart")
