@@ -1,7 +1,8 @@
 r"""The guided tutorial: lessons, exercises and the checks that grade them — pure Python/PyTorch.
 
-Nine lessons follow the self-study path (weighted average → scores → softmax and temperature →
-output → masks → projections → multi-head → position → cross attention). Each :class:`Lesson`
+Eleven lessons follow the self-study path (weighted average → scores → softmax and temperature →
+output → masks → projections → multi-head → position → cross attention → the KV cache with
+grouped-query attention → RoPE). Each :class:`Lesson`
 names a scenario (a dict in the format of ``ui.scenario.DEFAULTS``; only what differs from the
 defaults), the live panel it wants (:data:`PANELS`) and its exercises.
 
@@ -47,8 +48,9 @@ from . import positional as _positional
 from . import tokens as _tokens
 from .attention import SCORE_FUNCTIONS, attention
 from .experiments import scaling_experiment
+from .kv_cache import MODEL_PRESETS, cached_decode, kv_cache_bytes
 from .lab import QKV_MODES, PlaygroundTrace, c18_lookup, permutation_check, playground
-from .multihead import multi_head_attention
+from .multihead import kv_head_map, multi_head_attention
 from .pitfalls import mask_after_softmax
 
 KINDS = ("number", "predict", "choice", "make_it_so")
@@ -1055,6 +1057,69 @@ def _l9_outputs():
     return float(lt.trace.attn.output.shape[0]), {"n_q": n_q, "n_k": n_k}, {"keys": float(n_k), "pairs": float(n_q * n_k)}
 
 
+# ---- 10. writing one token at a time: the KV cache with grouped-query attention ---------------
+L10 = {"causal": True}  # the masks panel with the causal mask: row t is what step t computes with the cache
+KV_MODEL = "llama-3-8b"
+KV_H, KV_G, KV_HEAD = 8, 2, 5  # the group question: which K/V head does query head 5 read?
+
+
+def _l10_bytes():
+    """KiB of Llama-3-8B's cache per token in bfloat16 (2 bytes), from its published shape."""
+    p = MODEL_PRESETS[KV_MODEL]
+
+    def kib(G: int, bytes_per_value: float = 2) -> float:
+        return kv_cache_bytes(layers=p.layers, n_kv_heads=G, d_head=p.d_head, tokens=1,
+                              bytes_per_value=bytes_per_value) / 1024
+
+    truth = kib(p.n_kv_heads)
+    vals = {"model": p.name, "L": p.layers, "H": p.n_heads, "G": p.n_kv_heads, "d_head": p.d_head}
+    return truth, vals, {"mha": kib(p.n_heads), "keys_only": truth / 2, "fp32": kib(p.n_kv_heads, 4)}
+
+
+def _l10_group():
+    head = kv_head_map(KV_H, KV_G)[KV_HEAD]
+    return str(head), {"H": KV_H, "G": KV_G, "h": KV_HEAD, "size": KV_H // KV_G, "g": head}
+
+
+def _l10_keys():
+    """How many keys the 3rd token's query attends to when the sentence is decoded with a cache."""
+    toks = list(C18)
+    X = _tokens.embed(toks, 8, seed=0)
+    W = {n: _tokens.projection(8, w, seed=0, name=f"kv.{n}") for n, w in
+         (("W_q", 8), ("W_k", 4), ("W_v", 4), ("W_o", 8))}
+    step = cached_decode(X, n_heads=2, n_kv_heads=1, **W).steps[S]
+    return float(step.cache_length), {"token": C18[S], "t": S + 1}, {"all": float(len(toks)), "before": float(S)}
+
+
+# ---- 11. RoPE: positions as rotations of q and k ------------------------------------------------
+L11: dict = {}
+ROPE_D, ROPE_BASE, ROPE_PAIR = 8, 10000.0, 1
+
+
+def _l11_shift():
+    """Move the query and the key by 10 positions together: does their score change?"""
+    q = _tokens.projection(1, ROPE_D, seed=0, name="lp.q")[0]
+    k = _tokens.projection(1, ROPE_D, seed=0, name="lp.k")[0]
+    before = _positional.rope_scores_by_offset(q, k, [3], base=ROPE_BASE, start=2.0)
+    after = _positional.rope_scores_by_offset(q, k, [3], base=ROPE_BASE, start=12.0)
+    gap = float((before - after).abs().max())
+    return ("same" if gap < 1e-4 else "changes"), {"before": float(before[0]), "after": float(after[0]), "gap": gap}
+
+
+def _l11_angle():
+    theta = _positional.rope_frequencies(ROPE_D, base=ROPE_BASE)
+    vals = {"i": ROPE_PAIR, "d": ROPE_D, "base": int(ROPE_BASE)}
+    wrong = {"pair0": float(theta[0]), "odd": ROPE_BASE ** (-ROPE_PAIR / ROPE_D), "last": float(theta[-1])}
+    return float(theta[ROPE_PAIR]), vals, wrong
+
+
+def _l11_length():
+    x = _tokens.projection(16, ROPE_D, seed=0, name="lp.x")  # (16, d): 16 positions
+    rotated = _positional.rope(x, base=ROPE_BASE)
+    gap = float((rotated.norm(dim=-1) - x.norm(dim=-1)).abs().max())
+    return ("same" if gap < 1e-5 else "grows"), {"gap": gap}
+
+
 # --------------------------------------------------------------------------- the registry
 def _lesson(lesson_id: str, panel: str, scenario: Mapping, exercises: list[Exercise]) -> Lesson:
     return Lesson(lesson_id, panel, _freeze(scenario), tuple(exercises))
@@ -1141,6 +1206,21 @@ def _build() -> tuple[Lesson, ...]:
             _number("cross-attention.outputs", _l9_outputs, tolerance=0.0, lo=1, hi=_MAX_TOKENS, integer=True, decimals=0,
                     diagnoses=("keys", "pairs")),
         ]),
+        _lesson("kv-cache", "masks", L10, [
+            _number("kv-cache.bytes", _l10_bytes, tolerance=0.5, lo=0.0, hi=1e6, diagnoses=("mha", "keys_only", "fp32"),
+                    decimals=0, prompt_values=_pv(model=MODEL_PRESETS[KV_MODEL].name, L=MODEL_PRESETS[KV_MODEL].layers,
+                                                  G=MODEL_PRESETS[KV_MODEL].n_kv_heads,
+                                                  d_head=MODEL_PRESETS[KV_MODEL].d_head)),
+            _choice_ex("kv-cache.group", ("0", "1", "2", "5"), _l10_group, prompt_values=_pv(H=KV_H, G=KV_G, h=KV_HEAD)),
+            _number("kv-cache.keys", _l10_keys, tolerance=0.0, lo=1, hi=_MAX_TOKENS, integer=True, decimals=0,
+                    diagnoses=("all", "before"), prompt_values=_pv(token=C18[S], t=S + 1)),
+        ]),
+        _lesson("rope", "position", L11, [
+            _choice_ex("rope.shift", ("same", "changes", "grows"), _l11_shift),
+            _number("rope.angle", _l11_angle, tolerance=0.005, lo=0.0, hi=1.0, diagnoses=("pair0", "odd", "last"),
+                    decimals=3, prompt_values=_pv(i=ROPE_PAIR, d=ROPE_D, base=int(ROPE_BASE), tol=0.005)),
+            _choice_ex("rope.length", ("same", "grows", "shrinks"), _l11_length),
+        ]),
     )
 
 
@@ -1217,6 +1297,8 @@ PROGRESS_ORDER: tuple[str, ...] = (
     "position", "position.shuffle", "position.pe-value", "position.move",
     "cross-attention", "cross-attention.shape", "cross-attention.cielo", "cross-attention.vediamo",
     "cross-attention.outputs",
+    "kv-cache", "kv-cache.bytes", "kv-cache.group", "kv-cache.keys",
+    "rope", "rope.shift", "rope.angle", "rope.length",
 )
 _PROGRESS_VERSION = "1"
 MAX_PROGRESS_CHARS = 64

@@ -270,3 +270,173 @@ def vit_trained_scores(n: int = SCORE_IMAGES) -> dict:
     focus = vit_trained.attention_focus(model, n=n)
     return {"n": n, "accuracy": vit_trained.accuracy(model, n=n), "on_shape": focus.on_shape, "area": focus.area,
             "ratio": focus.ratio}
+
+
+# ------------------------------------------------------------------ attention in today's LLMs (issue 22)
+def _decoder_weights(d_model: int, n_heads: int, n_kv_heads: int, seed: int, prefix: str) -> dict[str, torch.Tensor]:
+    """Seeded (untrained) W_q (d, d), W_k and W_v (d, G·d_head), W_o (d, d) for a decoder layer."""
+    d_kv = n_kv_heads * (d_model // n_heads)
+    shapes = {"W_q": (d_model, d_model), "W_k": (d_model, d_kv), "W_v": (d_model, d_kv), "W_o": (d_model, d_model)}
+    return {n: core.tokens.projection(*s, seed=seed, name=f"{prefix}.{n}") for n, s in shapes.items()}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def grouped_heads(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> dict:
+    """Grouped-query self-attention (core.multi_head_attention with n_kv_heads) on seeded embeddings:
+    weights (H, n, n), kv_head_of (H,), reads (H, G) as 1/0, d_head."""
+    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    W = _decoder_weights(d_model, n_heads, n_kv_heads, seed, "kvs")
+    tr = core.multi_head_attention(X[None], n_heads=n_heads, n_kv_heads=n_kv_heads, **W)
+    reads = np.zeros((n_heads, n_kv_heads))
+    reads[np.arange(n_heads), list(tr.kv_head_of)] = 1.0
+    return {"weights": tr.weights[0].detach().cpu().numpy(), "kv_head_of": tuple(tr.kv_head_of), "reads": reads,
+            "d_head": d_model // n_heads}
+
+
+def _position_table(kind: str, n: int, d: int, seed: int) -> torch.Tensor | None:
+    if kind == "sinusoidal":
+        return core.positional.sinusoidal(n, d)
+    return core.positional.learned(n, d, seed=seed) if kind == "learned" else None
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def position_permutation(tokens: tuple[str, ...], perm: tuple[int, ...], kind: str, d: int, seed: int,
+                         base: float) -> dict:
+    """The permutation experiment (core.llm_lab.permutation_check) with positions of ``kind``."""
+    from core import llm_lab
+
+    X = core.tokens.embed(list(tokens), d, seed=seed)
+    W = {w: core.tokens.projection(d, d, seed=seed, name=f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
+    c = llm_lab.permutation_check(X, perm, kind=kind, table=_position_table(kind, len(tokens), d, seed), base=base,
+                                  slope=0.5, **W)
+    return {"sa_px": c.sa_px.numpy(), "p_sa_x": c.p_sa_x.numpy(), "max_diff": c.max_diff}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def position_panel(kind: str, n: int, d: int, seed: int, base: float, pairing: str, pair: int, alibi_heads: int) -> dict:
+    """What the positions page draws for one kind: the added table; RoPE's turning pair, scores by
+    offset (from two starts) and the pairing check; ALiBi's slopes and bias maps (H, n, n)."""
+    if kind in ("sinusoidal", "learned"):
+        return {"table": _position_table(kind, max(n, 16), d, seed).numpy()}
+    if kind == "alibi":
+        bias = core.positional.alibi_bias(alibi_heads, n)  # (H, n, n): −m_h (i − j)
+        causal = core.masks.causal(n)  # (n, n), True = may attend
+        return {"slopes": core.positional.alibi_slopes(alibi_heads).tolist(),
+                "bias": torch.where(causal, bias, float("-inf")).numpy()}
+    q = core.tokens.projection(1, d, seed=seed, name="lp.q")[0]
+    k = core.tokens.projection(1, d, seed=seed, name="lp.k")[0]
+    m = max(n, 8)
+    track = core.positional.rope_pair_track(q, pair, torch.arange(m), base=base, pairing=pairing)  # (m, 2)
+    offsets = torch.arange(-m + 1, m)
+    scores = {s: core.positional.rope_scores_by_offset(q, k, offsets, base=base, pairing=pairing, start=s).numpy()
+              for s in (0, 7)}
+    perm = core.positional.rope_permutation(d)
+    x = core.tokens.projection(m, d, seed=seed, name="lp.x")
+    pairing_gap = core.max_abs_diff(core.positional.rope(x[:, perm], base=base, pairing="half"),
+                                    core.positional.rope(x, base=base, pairing="adjacent")[:, perm])
+    dims = (2 * pair, 2 * pair + 1) if pairing == "adjacent" else (pair, pair + d // 2)
+    rotated = core.positional.rope(q.expand(m, d), positions=torch.arange(m), base=base, pairing=pairing)  # (m, d)
+    return {"track": track.numpy(), "dims": dims, "theta": float(core.positional.rope_frequencies(d, base=base)[pair]),
+            "offsets": offsets.numpy(), "scores": scores, "shift_gap": core.max_abs_diff(scores[0], scores[7]),
+            "pairing_gap": pairing_gap, "norm_gap": core.max_abs_diff(rotated.norm(dim=-1), q.norm().expand(m))}
+
+
+def _gib(n_bytes: int) -> str:
+    return f"{n_bytes / 2**30:.2f} GiB"
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def cache_sizes(tokens: int, batch: int, bytes_per_value: int) -> list[dict]:
+    """core.kv_cache_bytes for every model preset (core.MODEL_PRESETS) with every token kept (no window):
+    as published (its G), as MHA (G = H) and as MQA (G = 1)."""
+    rows = []
+    for p in core.MODEL_PRESETS.values():
+        size = {k: core.kv_cache_bytes(layers=p.layers, n_kv_heads=g, d_head=p.d_head, tokens=tokens, batch=batch,
+                                       bytes_per_value=bytes_per_value)
+                for k, g in (("gqa", p.n_kv_heads), ("mha", p.n_heads), ("mqa", 1))}
+        rows.append({"name": p.name, "layers": p.layers, "heads": p.n_heads, "kv_heads": p.n_kv_heads, "d_head": p.d_head}
+                    | {f"{k}_gib": v / 2**30 for k, v in size.items()}
+                    | {"actual_text": _gib(size["gqa"]), "mha_text": _gib(size["mha"]), "mqa_text": _gib(size["mqa"])})
+    return rows
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def decode(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int, rope_base: float | None,
+           seed: int) -> dict:
+    """The tokens decoded one at a time with a KV cache (core.cached_decode) beside full causal
+    multi-head attention over the whole sequence (core.multi_head_attention, the same weights).
+
+    rows: per step the new row of weights (H, t); keys/values: the final cache as (n, G·d_head);
+    full_weights (H, n, n); gaps / out_gaps per step: max |cached − full| of the row and of o_t;
+    madds_* per step and cum_* running totals (multiply-adds counted by core)."""
+    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    W = _decoder_weights(d_model, n_heads, n_kv_heads, seed, "kv")
+    tr = core.cached_decode(X, n_heads=n_heads, n_kv_heads=n_kv_heads, rope_base=rope_base, **W)
+    full = core.multi_head_attention(X[None], n_heads=n_heads, n_kv_heads=n_kv_heads, rope_base=rope_base,
+                                     mask=core.masks.causal(len(tokens)), **W)
+    fw, fo = full.weights[0], full.output[0]  # (H, n, n), (n, d_model)
+    rows = [s.weights.numpy() for s in tr.steps]  # (H, t) each
+    merged = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1).numpy()  # noqa: E731 — (G, n, d) → (n, G·d)
+    cached, recompute = [s.macs_cached for s in tr.steps], [s.macs_recompute for s in tr.steps]
+    return {"rows": rows, "keys": merged(tr.cache.k), "values": merged(tr.cache.v), "G": tr.n_kv_heads,
+            "d_head": d_model // n_heads, "full_weights": fw.numpy(),
+            "gaps": [core.max_abs_diff(s.weights, fw[:, i, : i + 1]) for i, s in enumerate(tr.steps)],
+            "out_gaps": [core.max_abs_diff(s.output, fo[i]) for i, s in enumerate(tr.steps)],
+            "madds_cached": cached, "madds_recompute": recompute,
+            "cum_cached": np.cumsum(cached).tolist(), "cum_recompute": np.cumsum(recompute).tolist()}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def window_reach(n: int, size: int, sinks: int, layers: int) -> dict:
+    """The causal window-with-sinks mask (n, n) as 1/0 and what the last token reaches after each of L layers
+    (core.masks.window_reach): reach_last (L, n) as 1/0, farthest / reachable per layer, all_reached_at."""
+    r = core.masks.window_reach(n, size, layers, sinks=sinks)
+    mask = r.mask.to(torch.float64)
+    return {"mask": mask.numpy(), "row_counts": [int(c) for c in r.mask.sum(dim=-1)], "size": r.size, "sinks": r.sinks,
+            "reach_last": r.reach[:, n - 1, :].to(torch.float64).numpy(), "farthest": list(r.farthest),
+            "reachable": list(r.reachable), "all_reached_at": r.all_reached_at}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def context_memory(window: int, sinks: int, contexts: tuple[int, ...]) -> list[dict]:
+    """Every preset's KV cache (bfloat16, batch 1) for each context length: every token kept, and with a
+    sliding window of ``window`` keys plus ``sinks`` (core.ModelShape.kv_cache_bytes)."""
+    rows = []
+    for p in core.MODEL_PRESETS.values():
+        full = [p.with_window(None).kv_cache_bytes(c) for c in contexts]
+        win = [p.with_window(window).kv_cache_bytes(c, sinks=sinks) for c in contexts]
+        rows.append({"name": p.name, "full_gib": [b / 2**30 for b in full], "win_gib": [b / 2**30 for b in win]}
+                    | {f"full_{c}": _gib(b) for c, b in zip(contexts, full, strict=True)}
+                    | {f"win_{c}": _gib(b) for c, b in zip(contexts, win, strict=True)})
+    return rows
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def tiles(n: int, d: int, block_q: int, block_k: int, seed: int) -> dict:
+    """Seeded q, k, v (n, d) through core.tiled_attention: every tile's scores, m, ℓ, correction and
+    partial output, with seen_gap = max |partial output − softmax attention over the keys seen so far|;
+    progress (steps, n_q_blocks, n_k_blocks): 1 for tiles done, 0 for those to come; the final output
+    beside core.attention's, their gap, and the largest tile against the full n × n matrix."""
+    q, k, v = (core.tokens.projection(n, d, seed=seed, name=f"ta.{x}") for x in "qkv")
+    tr = core.tiled_attention(q, k, v, block_q=block_q, block_k=block_k)
+    ref = core.attention(q, k, v).output  # (n, d)
+    out, done = [], np.zeros((tr.n_q_blocks, tr.n_k_blocks))
+    progress = []
+    for tile in tr.tiles:
+        seen = core.attention(q[tile.q_start:tile.q_stop], k[:tile.k_stop], v[:tile.k_stop]).output  # (b_q, d)
+        done[tile.q_block, tile.k_block] = 1.0
+        progress.append(done.copy())
+        out.append({f: getattr(tile, f) for f in ("q_block", "k_block", "q_start", "q_stop", "k_start", "k_stop")}
+                   | {f: getattr(tile, f).numpy() for f in ("scores", "m_before", "m_after", "correction", "l_before",
+                                                             "l_after", "partial_output")}
+                   | {"seen_gap": core.max_abs_diff(tile.partial_output, seen)})
+    return {"tiles": out, "progress": progress, "output": tr.output.numpy(), "reference": ref.numpy(),
+            "gap": core.max_abs_diff(tr.output, ref), "largest": tr.largest_tile, "full": n * n}
+
+
+@st.cache_data(max_entries=1, ttl=HOUR, show_spinner=False)
+def attention_memory() -> dict:
+    """Bytes held by full attention's n × n matrices and by chunked attention's one block, n = 64 … 2048
+    (core.block.complexity, measured once per server per hour)."""
+    c = core.block.complexity()
+    return {"ns": list(c.ns), "bytes_full": list(c.bytes_full), "bytes_chunked": list(c.bytes_chunked)}

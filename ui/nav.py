@@ -13,7 +13,7 @@ class PageInfo:
     url: str  # the URL path of old shared links: /Playground, /Score_functions, …
     icon: str
     curriculum: str  # the concept ids a teacher finds here (CURRICULUM.md), e.g. "C1–C2, C4–C9"
-    section: str = "explore"  # the navigation section: start, tutorial, explore, models
+    section: str = "explore"  # the navigation section: start, tutorial, explore, models, modern
 
     @property
     def file(self) -> str:
@@ -35,6 +35,16 @@ PAGES = (
     PageInfo("vision_transformer", "Vision_Transformer", ":material/image:", "C32"),
     PageInfo("trained_model", "Trained_model", ":material/psychology:", "C15, C17, C20, C23–C24 in a trained encoder",
              "models"),
+    # attention as today's decoder language models run it (issue 22)
+    PageInfo("kv_cache", "KV_cache", ":material/keyboard_tab:", "C11 in a decoder: one token at a time, KV cache", "modern"),
+    PageInfo("kv_sharing", "KV_sharing", ":material/call_split:", "C20–C21 with shared keys/values: GQA, MQA, cache size",
+             "modern"),
+    PageInfo("llm_positions", "LLM_positions", ":material/rotate_right:", "C23–C24 in LLMs: RoPE, ALiBi", "modern"),
+    PageInfo("long_context", "Long_context", ":material/width_wide:", "C11, C12 at scale: sliding window, sinks",
+             "modern"),
+    PageInfo("tiled_attention", "Tiled_attention", ":material/grid_view:", "C28: online softmax, tiles", "modern"),
+    PageInfo("linear_attention", "Linear_attention", ":material/linear_scale:", "C4, C28: kernelised attention",
+             "modern"),
 )
-SECTIONS = ("start", "tutorial", "explore", "models")
+SECTIONS = ("start", "tutorial", "explore", "models", "modern")
 PAGE_BY_NAME = {p.name: p for p in PAGES}

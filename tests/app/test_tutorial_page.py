@@ -54,6 +54,9 @@ NUMBERS = {
     "multi-head.d-head": 8 / 2,
     "position.pe-value": math.sin(1.0),
     "cross-attention.outputs": L9_X.shape[0],
+    "kv-cache.bytes": 2 * 32 * 8 * 128 * 2 / 1024,  # Llama-3-8B, bfloat16: KiB per token
+    "kv-cache.keys": 3,  # the third token attends to tokens 1 … 3 (itself included)
+    "rope.angle": 10000 ** (-2 * 1 / 8),
 }
 PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
     "weighted-average.top": weights(X, X)[N],
@@ -73,6 +76,9 @@ CHOICES = {
     "multi-head.weights-shape": "1x2x4x4",  # (B, H, n, n)
     "position.shuffle": "same",  # permutation equivariance: the token's output only moves
     "cross-attention.shape": "x".join(map(str, weights(L9_X, L9_SRC).shape)),
+    "kv-cache.group": str(5 // (8 // 2)),  # H = 8, G = 2: groups of 4 consecutive query heads
+    "rope.shift": "same",  # R(m)ᵀR(n) = R(n − m): the score depends on the distance only
+    "rope.length": "same",  # rotations keep lengths
 }
 EXERCISES = [(lesson, ex) for lesson in tut.LESSONS for ex in lesson.exercises]
 
@@ -364,7 +370,9 @@ def test_progress_in_the_url_round_trips():
     options = later.selectbox(key=K.pick).options
     assert [o.endswith("✓") for o in options] == [lesson.id == "masks" for lesson in tut.LESSONS]
     assert sum(m.startswith("**Exercise") and m.endswith("✓") for m in shown(later, "markdown")) == 3
-    assert "3 of 30 exercises done · 1 of 9 lessons complete" in [p.proto.text for p in later.get("progress")]
+    n_ex = sum(len(lesson.exercises) for lesson in tut.LESSONS)  # 36 since the KV-cache and RoPE lessons
+    bars = [p.proto.text for p in later.get("progress")]
+    assert f"3 of {n_ex} exercises done · 1 of {len(tut.LESSONS)} lessons complete" in bars
 
 
 @pytest.mark.parametrize("done", ["1zzzz!", "2AQ", "1" + "A" * 70, "1" + "_" * 12])

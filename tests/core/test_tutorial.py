@@ -96,8 +96,8 @@ def wrong(fb, key=None):
 # ------------------------------------------------------------------ structure
 def test_lessons_ids_panels_and_exercise_counts():
     ids = [lesson.id for lesson in T.LESSONS]
-    assert len(ids) == len(set(ids)) == 9
-    assert ids[0] == "weighted-average" and ids[-1] == "cross-attention"
+    assert len(ids) == len(set(ids)) == 11
+    assert ids[0] == "weighted-average" and ids[8] == "cross-attention" and ids[9:] == ["kv-cache", "rope"]
     for lesson in T.LESSONS:
         assert re.fullmatch(r"[a-z]+(-[a-z]+)*", lesson.id)
         assert lesson.panel in T.PANELS
@@ -626,6 +626,55 @@ LESSON_TESTS = [
 ]
 
 
+# ------------------------------------------------------------------ lessons 10–11 (issue 22): KV cache with GQA, RoPE
+def test_kv_cache_bytes_per_token_by_hand():
+    ex = T.exercise("kv-cache.bytes")
+    assert ok(check(ex.id, "128"))  # 2 × 32 × 8 × 128 × 2 bytes = 131072 B = 128 KiB
+    assert check(ex.id, "512").message_key == "kv-cache.bytes.mha"  # G = H = 32
+    assert check(ex.id, "64").message_key == "kv-cache.bytes.keys_only"
+    assert check(ex.id, "256").message_key == "kv-cache.bytes.fp32"
+    assert check(ex.id, "100").message_key == "kv-cache.bytes.wrong"
+    assert ex.reveal().answer == 2 * 32 * 8 * 128 * 2 / 1024
+
+
+def test_kv_cache_group_and_keys():
+    ex = T.exercise("kv-cache.group")
+    assert ok(check(ex.id, "1"))  # H = 8, G = 2: heads 4–7 read K/V head 1
+    assert check(ex.id, "5").message_key == "kv-cache.group.why.5"
+    keys = T.exercise("kv-cache.keys")
+    assert ok(check(keys.id, "3"))  # the 3rd token sees tokens 1, 2, 3
+    assert check(keys.id, "4").message_key == "kv-cache.keys.all" and check(keys.id, "2").message_key == "kv-cache.keys.before"
+    assert check(keys.id, "7").message_key == "kv-cache.keys.wrong"
+
+
+def test_rope_exercises_against_numpy():
+    import numpy as np
+
+    theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)
+    ex = T.exercise("rope.angle")
+    assert ok(check(ex.id, f"{theta[1]:.3f}")) and abs(theta[1] - 0.1) < 1e-12
+    assert check(ex.id, "1").message_key == "rope.angle.pair0"
+    assert check(ex.id, f"{10000 ** (-1 / 8):.3f}").message_key == "rope.angle.odd"
+    assert ok(check("rope.shift", "same"))
+    assert check("rope.shift", "changes").message_key == "rope.shift.why.changes"
+    assert ok(check("rope.length", "same"))
+    assert check(ex.id, "0.001").message_key == "rope.angle.last" and check(ex.id, "0.5").message_key == "rope.angle.wrong"
+
+
+def test_old_progress_links_keep_their_meaning():
+    """The new ids are appended: a code written before them decodes to the same ids."""
+    old = T.PROGRESS_ORDER[:T.PROGRESS_ORDER.index("cross-attention.outputs") + 1]
+    done = {"weighted-average", "masks.causal", "cross-attention.outputs"}
+    bits = sum(1 << old.index(name) for name in done)
+    raw = bits.to_bytes((bits.bit_length() + 7) // 8, "little")
+    code = "1" + __import__("base64").urlsafe_b64encode(raw).decode().rstrip("=")
+    assert T.decode_progress(code) == done
+    assert T.decode_progress(T.encode_progress(done | {"rope.angle"})) == done | {"rope.angle"}
+
+
+LESSON_TESTS += [test_kv_cache_bytes_per_token_by_hand, test_kv_cache_group_and_keys, test_rope_exercises_against_numpy]
+
+
 def test_every_declared_feedback_is_produced_by_some_answer():
     SEEN.clear()
     for f in LESSON_TESTS:
@@ -645,3 +694,4 @@ def test_every_declared_feedback_is_produced_by_some_answer():
         for k in (ex.prompt_key, ex.hint_key, *(ex.option_key(o) for o in ex.options)):
             EN[k].format(**ex.prompt_values)
             KO[k].format(**ex.prompt_values)
+

@@ -1,0 +1,144 @@
+"""Sharing keys and values: grouped-query (GQA) and multi-query (MQA) attention — H query heads
+read G key/value heads — and what it saves in the KV cache of real models."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from ui import compute, page, settings, state
+from ui.i18n import t
+from ui.inputs import numbers_panel
+from ui.text import shorts
+from ui.widgets.figures import line_figure, show_chart
+from ui.widgets.heatmap import fits_one_element, heatmap, show_heatmap, show_maps
+from ui.widgets.layout import shape_badge, token_labels
+
+K = state.KV_SHARING
+HEADS = (1, 2, 4, 8)
+D_MODEL = 16
+MAX_TOKENS = 64  # tokens this page draws (every head's map)
+TOKENS_MAX = 1_048_576  # the context length a learner may type for the cache table (2²⁰)
+BATCH_MAX = 4096
+DTYPES = {"bf16": 2, "fp32": 4, "int8": 1}
+
+
+def heads_controls(problems: page.Problems) -> tuple[int, int]:
+    """H (query heads) and G among the divisors of H; a G that does not divide H is named and replaced."""
+    c1, c2 = st.columns(2)
+    with c1:
+        st.session_state.setdefault(K.heads, 4)
+        if st.session_state[K.heads] not in HEADS:
+            problems.append(("error", t("kvs.h.bad", options=", ".join(map(str, HEADS)))))
+            st.session_state[K.heads] = 4
+        st.select_slider(t("kv.heads"), options=HEADS, key=K.heads, help=t("kvs.heads.help", d=D_MODEL))
+    H = int(st.session_state[K.heads])
+    options = [g for g in range(1, H + 1) if H % g == 0]
+    current = st.session_state.get(K.kv_heads, max(1, H // 2))
+    if current not in options:
+        if K.kv_heads in st.session_state:
+            problems.append(("error", t("kv.g.bad", g=current, h=H, options=", ".join(map(str, options)))))
+        current = options[-1] if K.kv_heads in st.session_state else max(1, H // 2)
+    st.session_state[K.kv_heads] = current
+    with c2:
+        st.select_slider(t("kv.kv_heads"), options=options, key=K.kv_heads, help=t("kv.kv_heads.help"))
+    return H, int(current)
+
+
+def kind(H: int, G: int) -> str:
+    return "mha" if G == H else ("mqa" if G == 1 else "gqa")
+
+
+def groups_map(r: dict) -> None:
+    """Which K/V head each query head reads: an H × G table of 1 (reads) and 0."""
+    H, G = r["reads"].shape
+    st.markdown(t("kvs.groups.title", kind=t("kvs.kind." + kind(H, G)), h=H, g=G, size=H // G))
+    show_heatmap(heatmap(r["reads"], x_labels=[f"kv{g}" for g in range(G)], y_labels=[f"q{h}" for h in range(H)],
+                         x_title=t("kvs.axis.kv"), y_title=t("kv.axis.head"), sequential=True, decimals=0), key=K.groups)
+    shape_badge(t("kvs.shapes", h=H, g=G, dh=r["d_head"], d=D_MODEL))
+
+
+def head_maps(r: dict, labels: list[str], dec: int) -> None:
+    """Every query head's weights, titled with the K/V head it reads; heads of one group share K."""
+    w = r["weights"]  # (H, n, n)
+    specs = [heatmap(w[h], x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
+                     sequential=True, decimals=dec, compact=True) for h in range(w.shape[0])]
+    panels = [{"key": state.item(K.weights, h), "title": t("kvs.head", h=h, g=r["kv_head_of"][h]), "mathml": "",
+               "shape": "", "map": s, "before": [], "after": [], "warning": None} for h, s in enumerate(specs)]
+    if fits_one_element(specs):
+        show_maps(panels, key=K.weights, per_row=min(4, len(panels)))
+    else:
+        for p in panels:
+            st.markdown(f"**{p['title']}**")
+            show_heatmap(p["map"], key=p["key"])
+    st.caption(t("kvs.random"))
+
+
+def cache_controls(problems: page.Problems) -> tuple[int, int, str]:
+    """Context length, batch and number format for the cache table; out-of-range values are named
+    (and replaced before the widgets are drawn, which would refuse them)."""
+    n, b = bounded(K.tokens, 8192, TOKENS_MAX, problems), bounded(K.batch, 1, BATCH_MAX, problems)
+    if st.session_state.setdefault(K.dtype, "bf16") not in DTYPES:
+        st.session_state[K.dtype] = "bf16"
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        st.number_input(t("kvs.tokens"), min_value=1, max_value=TOKENS_MAX, step=1024, key=K.tokens,
+                        help=t("kvs.tokens.help", max=f"{TOKENS_MAX:,}"))
+    with c2:
+        st.number_input(t("kvs.batch"), min_value=1, max_value=BATCH_MAX, step=1, key=K.batch)
+    with c3:
+        st.selectbox(t("kvs.dtype"), list(DTYPES), key=K.dtype, format_func=lambda k: t("kvs.dtype." + k))
+    return n, b, st.session_state[K.dtype]
+
+
+def bounded(key: str, default: int, limit: int, problems: page.Problems) -> int:
+    """A whole number 1 … limit from session state; anything else is named and the default used."""
+    v = st.session_state.setdefault(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= limit:
+        problems.append(("error", t("kvs.range.bad", value=str(v)[:40], max=f"{limit:,}")))
+        st.session_state[key] = default
+        return default
+    return v
+
+
+def cache_table(rows: list[dict], n: int, batch: int, dtype: str) -> None:
+    """The presets' cache sizes: as published (GQA), and with the same shapes as MHA and MQA."""
+    st.latex(r"\text{bytes} = 2 \times L \times G \times d_{head} \times n \times B \times \text{bytes per value}")
+    st.markdown(t("kvs.cache.now", n=f"{n:,}", b=batch, dtype=t("kvs.dtype." + dtype)))
+    df = pd.DataFrame([{t("kvs.col.model"): r["name"], "L": r["layers"], "H": r["heads"], "G": r["kv_heads"],
+                        "d_head": r["d_head"], t("kvs.col.actual"): r["actual_text"], t("kvs.col.mha"): r["mha_text"],
+                        t("kvs.col.mqa"): r["mqa_text"]} for r in rows])
+    st.dataframe(df, hide_index=True, width="stretch", key=K.table)
+    names = [r["name"] for r in rows]
+    data = [{"type": "bar", "name": t("kvs.kind." + k), "x": names, "y": [r[k + "_gib"] for r in rows]}
+            for k in ("mha", "gqa", "mqa")]
+    fig = line_figure(data, {"barmode": "group", "yaxis": {"title": {"text": t("kvs.chart.y")}}}, height=320)
+    show_chart(fig, key=K.chart, title=t("kvs.chart.title", n=f"{n:,}", b=batch))
+    st.caption(t("kvs.cache.caption"))
+
+
+def main() -> None:
+    problems: page.Problems = []
+    dec, seed = settings.get("precision"), int(settings.get("seed"))
+    st.markdown(t("kvs.intro"))
+    st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\Big(\frac{Q_h K_{g(h)}^\top}{\sqrt{d_{head}}}\Big) V_{g(h)},\qquad "
+             r"g(h) = \Big\lfloor \frac{h}{H/G} \Big\rfloor")
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
+    if len(tokens) > MAX_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))
+        tokens = tokens[:MAX_TOKENS]
+    H, G = heads_controls(problems)
+    r = page.guarded(problems, lambda: compute.grouped_heads(tuple(tokens), D_MODEL, H, G, seed))
+    page.show_problems(problems)
+    if r is not None:
+        groups_map(r)
+        head_maps(r, shorts(token_labels(tokens)), dec)
+    st.subheader(t("kvs.cache.title"))
+    cache_problems: page.Problems = []
+    n, batch, dtype = cache_controls(cache_problems)
+    rows = page.guarded(cache_problems, lambda: compute.cache_sizes(n, batch, DTYPES[dtype]))
+    page.show_problems(cache_problems)
+    if rows:
+        cache_table(rows, n, batch, dtype)
+
+main()

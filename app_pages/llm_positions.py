@@ -1,0 +1,153 @@
+"""Where positions go: added to X (sinusoidal, learned), rotated into q and k (RoPE), or added
+to the scores as a bias (ALiBi) — and the permutation experiment run with each."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import streamlit as st
+
+from ui import compute, page, settings, state
+from ui.i18n import labeller, t
+from ui.inputs import numbers_panel
+from ui.text import md, shorts
+from ui.widgets.figures import line_figure, show_chart
+from ui.widgets.heatmap import fits_one_element, heatmap, show_heatmap, show_maps
+from ui.widgets.layout import dim_labels, token_labels
+
+K = state.LLM_POSITIONS
+KINDS = ("sinusoidal", "learned", "rope", "alibi")
+D = 8  # the width of the page's embeddings and heads
+ALIBI_HEADS = (1, 2, 4, 8)
+BASE_MAX = 1e9
+MAX_TOKENS = 32
+
+
+def kind_control(problems: page.Problems) -> str:
+    if st.session_state.setdefault(K.kind, "rope") not in KINDS:
+        problems.append(("error", t("lp.kind.bad")))
+        st.session_state[K.kind] = "rope"
+    st.radio(t("lp.kind"), KINDS, key=K.kind, horizontal=True, format_func=labeller("lp.kind."))
+    return st.session_state[K.kind]
+
+
+def rope_controls(problems: page.Problems) -> tuple[float, str, int]:
+    """The base θ (> 0, finite), the pairing, and which 2-D pair to draw."""
+    base = st.session_state.setdefault(K.base, 10000.0)
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or not 0 < base <= BASE_MAX:
+        problems.append(("error", t("lp.base.bad", value=str(base)[:40], max=f"{BASE_MAX:.0e}")))
+        st.session_state[K.base] = base = 10000.0
+    if st.session_state.setdefault(K.pairing, "adjacent") not in ("adjacent", "half"):
+        st.session_state[K.pairing] = "adjacent"
+    if st.session_state.setdefault(K.pair_dim, 0) not in range(D // 2):
+        st.session_state[K.pair_dim] = 0
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        st.number_input(t("lp.base"), min_value=0.0, max_value=BASE_MAX, key=K.base, help=t("lp.base.help"),
+                        format="%.6g")
+    with c2:
+        st.selectbox(t("lp.pairing"), ("adjacent", "half"), key=K.pairing, format_func=labeller("lp.pairing."))
+    with c3:
+        st.selectbox(t("lp.pair"), tuple(range(D // 2)), key=K.pair_dim, help=t("lp.pair.help"))
+    return float(base), st.session_state[K.pairing], int(st.session_state[K.pair_dim])
+
+
+def rope_panel(r: dict, pair: int, base: float) -> None:
+    """One pair of q as it turns with the position, and the score against the relative distance."""
+    st.latex(r"\begin{pmatrix} q'_a \\ q'_b \end{pmatrix} = \begin{pmatrix} \cos m\theta_i & -\sin m\theta_i \\ "
+             r"\sin m\theta_i & \cos m\theta_i \end{pmatrix} \begin{pmatrix} q_a \\ q_b \end{pmatrix},\quad "
+             r"\theta_i = \theta^{-2i/d}")
+    c1, c2 = st.columns(2)
+    track = r["track"]  # (positions, 2)
+    with c1:
+        lines = [{"type": "scatter", "mode": "lines", "x": [0, float(a)], "y": [0, float(b)], "showlegend": False,
+                  "line": {"width": 1, "color": "#94a3b8"}} for a, b in track]
+        pts = {"type": "scatter", "mode": "markers+text", "x": track[:, 0].tolist(), "y": track[:, 1].tolist(),
+               "text": [str(m) for m in range(len(track))], "textposition": "top center", "name": t("lp.track.pos")}
+        fig = line_figure([*lines, pts], {"xaxis": {"title": {"text": f"q_{r['dims'][0]}"}, "zeroline": True},
+                                          "yaxis": {"title": {"text": f"q_{r['dims'][1]}"}, "scaleanchor": "x"}})
+        show_chart(fig, key=K.rotation, title=t("lp.track.title", i=pair, theta=f"{r['theta']:.4g}"))
+        st.caption(t("lp.track.caption", i=pair, a=r["dims"][0], b=r["dims"][1], theta=f"{r['theta']:.4g}",
+                     norm=f"{r['norm_gap']:.2g}"))
+    with c2:
+        x = r["offsets"].tolist()
+        fig = line_figure([{"type": "scatter", "mode": "lines+markers", "x": x, "y": r["scores"][s].tolist(),
+                            "name": t("lp.dist.start", s=s)} for s in r["scores"]],
+                          {"xaxis": {"title": {"text": t("lp.dist.x")}}, "yaxis": {"title": {"text": t("lp.dist.y")}}})
+        show_chart(fig, key=K.distance, title=t("lp.dist.title"))
+        page.check_box(r["shift_gap"] < 1e-4, t("lp.dist.check", gap=f"{r['shift_gap']:.2g}"))
+    page.check_box(r["pairing_gap"] < 1e-5, t("lp.pairing.check", gap=f"{r['pairing_gap']:.2g}"))
+    st.caption(t("lp.random"))
+
+
+def alibi_panel(r: dict, dec: int) -> None:
+    """The bias −m_h (i − j) of every head as maps, with the slopes."""
+    st.latex(r"\mathrm{logits}_{ij} = \frac{q_i^\top k_j}{\sqrt{d}} - m_h\,(i - j),\qquad j \le i")
+    H = st.select_slider(t("lp.alibi.heads"), options=ALIBI_HEADS, key=K.alibi_heads)
+    bias, slopes = r["bias"], r["slopes"]
+    labels = [str(i) for i in range(bias.shape[-1])]
+    specs = [heatmap(np.where(np.isneginf(bias[h]), 0, bias[h]), x_labels=labels, y_labels=labels,
+                     x_title=t("axis.key"), y_title=t("axis.query"), neg_inf=np.isneginf(bias[h]), decimals=dec,
+                     compact=True) for h in range(H)]
+    panels = [{"key": state.item(K.alibi, h), "title": t("lp.alibi.head", h=h, m=f"{slopes[h]:.4g}"), "mathml": "",
+               "shape": "", "map": s, "before": [], "after": [], "warning": None} for h, s in enumerate(specs)]
+    if fits_one_element(specs):
+        show_maps(panels, key=K.alibi, per_row=min(4, H))
+    else:
+        for p in panels:
+            show_heatmap(p["map"], key=p["key"])
+    st.caption(t("lp.alibi.caption", slopes=", ".join(f"{m:.4g}" for m in slopes)))
+
+
+def added_panel(table: np.ndarray, kind: str, dec: int) -> None:
+    st.latex(r"\tilde x_i = x_i + p_i")
+    show_heatmap(heatmap(table, x_labels=dim_labels(table.shape[1]), y_labels=[str(i) for i in range(table.shape[0])],
+                         x_title=t("axis.dim"), y_title=t("ps.position"), decimals=min(dec, 2)), key=K.rotation)
+    st.caption(t("lp.added." + kind))
+
+
+def experiment(c: dict, base_gap: float, perm: tuple[int, ...], labels: list[str], kind: str, dec: int) -> None:
+    """SA(PX) beside P·SA(X) with the chosen positions (and the gap without any, for comparison)."""
+    st.subheader(t("lp.perm.title", kind=t("lp.kind." + kind)))
+    st.caption(t("lp.perm.none", gap=f"{base_gap:.3g}"))
+    st.markdown(t("ps.perm.now", order=" · ".join(md(labels[i]) for i in perm)))
+    permuted = [labels[i] for i in perm]
+    for col, (name, key) in zip(st.columns(2), (("sa_px", K.sa_px), ("p_sa_x", K.p_sa_x)), strict=True):
+        with col:
+            st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
+            show_heatmap(heatmap(c[name], x_labels=dim_labels(c[name].shape[1], "v"), y_labels=permuted,
+                                 x_title=t("axis.dim"), y_title=t("axis.query"), decimals=dec), key=key)
+    equal = c["max_diff"] < 1e-5
+    (st.success if not equal else st.warning)(t("ps.diff", gap=f"{c['max_diff']:.3g}") + " — "
+                                              + t("ps.equal" if equal else "ps.differ") + ". " + t("lp.perm." + kind))
+
+
+def main() -> None:
+    problems: page.Problems = []
+    dec, seed = settings.get("precision"), int(settings.get("seed"))
+    st.markdown(t("lp.intro"))
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))[:MAX_TOKENS]
+    kind = kind_control(problems)
+    base, pairing, pair = rope_controls(problems) if kind == "rope" else (10000.0, "adjacent", 0)
+    st.session_state.setdefault(K.alibi_heads, 4)
+    if st.session_state[K.alibi_heads] not in ALIBI_HEADS:
+        st.session_state[K.alibi_heads] = 4
+    perm = (*range(1, len(tokens)), 0)  # the first token moved to the end (a reversal would leave |i − j| unchanged)
+    c = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, kind, D, seed, base))
+    none = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, "none", D, seed, base))
+    panel = page.guarded(problems, lambda: compute.position_panel(kind, len(tokens), D, seed, base, pairing, pair,
+                                                                  int(st.session_state[K.alibi_heads])))
+    page.show_problems(problems)
+    if panel is not None:
+        if kind == "rope":
+            rope_panel(panel, pair, base)
+        elif kind == "alibi":
+            alibi_panel(panel, dec)
+        else:
+            added_panel(panel["table"], kind, dec)
+    if c is not None and none is not None:
+        experiment(c, none["max_diff"], perm, shorts(token_labels(tokens)), kind, dec)
+
+
+main()

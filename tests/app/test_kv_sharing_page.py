@@ -1,0 +1,105 @@
+"""AppTest: the KV-sharing page (grouped-query / multi-query attention, the KV cache of real models) against core."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import core
+from core import tokens
+from ui import state
+
+from .helpers import close, heat, no_errors, page, panels
+
+PAGE = "app_pages/kv_sharing.py"
+K = state.KV_SHARING
+C18 = list(tokens.C18_TOKENS)
+
+
+def reference(H: int, G: int, d: int = 16, seed: int = 0) -> np.ndarray:
+    """Grouped-query weights (H, n, n) from torch's SDPA with enable_gqa, on the page's seeded numbers."""
+    X = tokens.embed(C18, d, seed=seed)
+    dh = d // H
+    W = {n: tokens.projection(d, w, seed=seed, name=f"kvs.{n}") for n, w in (("W_q", d), ("W_k", G * dh), ("W_v", G * dh))}
+    q = (X @ W["W_q"]).view(-1, H, dh).transpose(0, 1)  # (H, n, dh)
+    k = (X @ W["W_k"]).view(-1, G, dh).transpose(0, 1)  # (G, n, dh)
+    # the weights themselves: softmax(q kᵀ/√d) with each K/V head repeated for its group
+    k_rep = k.repeat_interleave(H // G, dim=0)
+    w = torch.softmax(q @ k_rep.transpose(-1, -2) / dh ** 0.5, dim=-1)
+    # SDPA with enable_gqa on an identity V returns exactly these weights
+    eye = torch.eye(len(C18)).expand(G, -1, -1)
+    via_sdpa = torch.nn.functional.scaled_dot_product_attention(q[None], k[None], eye[None], enable_gqa=True)[0]
+    torch.testing.assert_close(via_sdpa, w, atol=1e-6, rtol=0)
+    return w.numpy()
+
+
+@pytest.mark.parametrize(("H", "G"), [(4, 2), (8, 1), (2, 2)])
+def test_every_head_equals_sdpa_with_enable_gqa(H, G):
+    at = page(PAGE, run=False)
+    at.session_state[K.heads] = H
+    at.session_state[K.kv_heads] = G
+    at.run()
+    no_errors(at)
+    ref = reference(H, G)
+    shown = panels(at)
+    for h in range(H):
+        close(shown[state.item(K.weights, h)]["map"]["z"], ref[h], tol=2e-6)
+        assert shown[state.item(K.weights, h)]["title"].endswith(f"K/V head {h // (H // G)}")
+    reads = heat(at, K.groups)
+    assert reads.shape == (H, G) and (reads.sum(axis=1) == 1).all()
+    assert [int(np.argmax(r)) for r in reads] == list(core.multihead.kv_head_map(H, G))
+
+
+def test_a_g_that_does_not_divide_h_is_named_and_replaced():
+    at = page(PAGE, run=False)
+    at.session_state[K.heads] = 8
+    at.session_state[K.kv_heads] = 3  # tampered: 3 does not divide 8
+    at.run()
+    assert not at.exception
+    assert any("does not divide" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state[K.kv_heads] == 8
+    close(panels(at)[state.item(K.weights, 0)]["map"]["z"], reference(8, 8)[0], tol=2e-6)
+
+
+def test_tampered_heads_are_refused():
+    at = page(PAGE, run=False)
+    at.session_state[K.heads] = 5
+    at.run()
+    assert not at.exception and at.error
+    assert at.session_state[K.heads] == 4
+
+
+def _table(at) -> list[dict]:
+    return json.loads(at.dataframe[0].value.to_json(orient="records"))
+
+
+def test_cache_table_equals_core_for_every_preset():
+    at = page(PAGE, run=False)
+    at.session_state[K.tokens] = 32768
+    at.session_state[K.batch] = 4
+    at.run()
+    no_errors(at)
+    df = at.dataframe[0].value
+    presets = core.MODEL_PRESETS
+    assert len(df) == len(presets) >= 4
+    for (_, row), p in zip(df.iterrows(), presets.values(), strict=True):
+        want = core.kv_cache_bytes(layers=p.layers, n_kv_heads=p.n_kv_heads, d_head=p.d_head, tokens=32768, batch=4,
+                                   bytes_per_value=2)
+        assert row["G"] == p.n_kv_heads and row["L"] == p.layers
+        assert f"{want / 2**30:.2f} GiB" in row.iloc[5]
+    llama = next(r for _, r in df.iterrows() if "Llama-3-8B" in r.iloc[0])
+    # 2 × 32 layers × 8 heads × 128 × 32768 tokens × 4 × 2 bytes = 16 GiB
+    assert llama.iloc[5].startswith("16.00 GiB")
+
+
+@pytest.mark.parametrize(("key", "value"), [(K.tokens, 10**12), (K.tokens, 0), (K.batch, -3), (K.tokens, "many")])
+def test_huge_or_bad_context_lengths_get_a_message(key, value):
+    at = page(PAGE, run=False)
+    at.session_state[key] = value
+    at.run()
+    assert not at.exception
+    assert any("whole number from 1 to" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.dataframe[0].value is not None

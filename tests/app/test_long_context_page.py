@@ -1,0 +1,75 @@
+"""AppTest: the long-context page (sliding window with sinks, reach over layers, cache memory) against core
+and against the rule written out here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import core
+from ui import state
+
+from .helpers import heat, no_errors, page, texts
+
+PAGE = "app_pages/long_context.py"
+K = state.LONG_CONTEXT
+
+
+def at_with(**values):
+    at = page(PAGE, run=False)
+    for name, v in values.items():
+        at.session_state[getattr(K, name)] = v
+    return at.run()
+
+
+def rule(n: int, w: int, s: int) -> np.ndarray:
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    return (((i - w < j) & (j <= i)) | ((j < s) & (j <= i))).astype(float)
+
+
+def reach_by_walking(mask: np.ndarray, layers: int) -> list[np.ndarray]:
+    """What the last token reaches after 1 … L layers, by following the allowed edges (a plain BFS)."""
+    n = len(mask)
+    seen, out = {n - 1}, []
+    for _ in range(layers):
+        seen = seen | {j for i in seen for j in range(n) if mask[i, j]}
+        out.append(np.array([float(j in seen) for j in range(n)]))
+    return out
+
+
+@pytest.mark.parametrize(("n", "w", "s", "L"), [(24, 6, 2, 3), (16, 4, 0, 2), (10, 3, 1, 6)])
+def test_mask_and_reach_equal_the_rule_and_a_walk(n, w, s, L):
+    at = at_with(n=n, window=w, sinks=s, layers=L)
+    no_errors(at)
+    m = rule(n, w, s)
+    np.testing.assert_array_equal(heat(at, K.mask), m)
+    np.testing.assert_array_equal(heat(at, K.reach), np.stack(reach_by_walking(m, L)))
+    far = core.masks.window_reach(n, w, L, sinks=s).farthest[-1]
+    assert f"**{far}** tokens back" in texts(at)
+    if s == 0:
+        assert far == min(L * (w - 1), n - 1)
+
+
+def test_memory_table_equals_core():
+    at = at_with(table_window=4096, table_sinks=4)
+    no_errors(at)
+    df = at.dataframe[0].value
+    llama = core.MODEL_PRESETS["llama-3-8b"]
+    row = df[df.iloc[:, 0] == "Llama-3-8B"].iloc[0]
+    assert row.iloc[3] == f"{llama.kv_cache_bytes(131072) / 2**30:.2f} GiB" == "16.00 GiB"  # 2·32·8·128·131072·2 B
+    assert row.iloc[6] == f"{llama.with_window(4096).kv_cache_bytes(131072, sinks=4) / 2**30:.2f} GiB"
+
+
+@pytest.mark.parametrize(("name", "value"), [("window", 0), ("n", 10**9), ("sinks", -1), ("layers", "many"),
+                                               ("table_window", 0), ("window", 99)])
+def test_bad_and_tampered_values_get_a_message(name, value):
+    at = at_with(**{name: value})
+    assert not at.exception
+    assert any("is not a whole number from" in e.value for e in at.error), [e.value for e in at.error]
+    assert heat(at, K.mask).shape[0] >= 2
+
+
+def test_korean():
+    at = page(PAGE, query={"lang": "ko"})
+    no_errors(at)
+    assert "슬라이딩 윈도우" in texts(at)
