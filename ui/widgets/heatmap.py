@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from .. import state
+from .. import settings, state
 from ..i18n import t
 from . import colours
 from .figures import PrebuiltFigure, show_chart
@@ -120,6 +120,19 @@ def _cells(shown, ninf, isnan, lo, hi, stops, decimals) -> dict:
     return out | {"text": rows(flat_t), "bg": rows(flat_b), "fg": rows(flat_f)}
 
 
+def accessible(spec: dict, key: str) -> dict:
+    """The spec with what a keyboard and a screen reader need, in the current language: the map's
+    accessible name (what it is, its shape, its axes), the key help of a clickable map, the values
+    table's button, and the high-contrast setting."""
+    n_rows, n_cols = len(spec["ys"]), len(spec["xs"])
+    axes = {"rows": n_rows, "cols": n_cols, "y": spec["y_title"], "x": spec["x_title"]}
+    name = t("a11y.map.name", title=spec["title"], **axes) if spec["title"] else t("a11y.map.name.untitled", **axes)
+    spec["a11y"] = {"id": key, "name": name, "keys": t("a11y.map.keys"), "table": t("a11y.map.table"),
+                    "table_help": t("a11y.map.table.help"), "masked": t("a11y.map.masked")}
+    spec["hc"] = bool(settings.get("contrast"))
+    return spec
+
+
 def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> None:
     """Mount a heatmap spec: an HTML table for up to TABLE_LIMIT rows/columns, a plotly image
     with hover values beyond. A click on a cell appends ``(key, (row, col))`` to the list
@@ -127,6 +140,7 @@ def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> Non
     n_rows, n_cols = len(spec["ys"]), len(spec["xs"])
     # PNG / SVG buttons under the map: a picture for slides with its title, labels and values
     spec["export"] = {"file": key.replace(".", "-"), "help": t("export.help")}
+    accessible(spec, key)
     if max(n_rows, n_cols) <= TABLE_LIMIT:
         def clicked() -> None:
             state = st.session_state.get(key) or {}
@@ -166,6 +180,7 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
     keys = [p["key"] for p in panels]
     for p in panels:
         p["map"]["export"] = {"file": p["key"].replace(".", "-"), "help": t("export.help")}
+        accessible(p["map"], p["key"])
         p["css"] = state.css_class(p["key"])[1:]
 
     def clicked() -> None:
@@ -174,5 +189,6 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
         if click_queue and isinstance(cell, (list, tuple)) and len(cell) == 3 and 0 <= int(cell[0]) < len(keys):
             st.session_state.setdefault(click_queue, []).append((keys[int(cell[0])], (int(cell[1]), int(cell[2]))))
 
-    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "url": url}, key=key,
+    high_contrast = bool(settings.get("contrast"))
+    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "url": url, "hc": high_contrast}, key=key,
                     on_cell_change=clicked)
