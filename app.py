@@ -10,8 +10,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import nav, page, settings
+from ui import nav, page, settings, state
 from ui.i18n import t
+from ui.widgets import a11y
 from ui.widgets.layout import inject_css
 
 ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")  # served by the app: no request leaves it
@@ -38,6 +39,7 @@ def main() -> None:
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",
                        initial_sidebar_state="auto")  # folded on a phone
     inject_css()
+    a11y.frame(settings.get("lang"), bool(settings.get("contrast")), key=state.FRAME.a11y)  # <html lang>, contrast, focus
     settings.sidebar()
     settings.mirror_to_url()
     if refused:

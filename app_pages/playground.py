@@ -237,7 +237,7 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
         if png is None:
             st.caption(t("share.qr.too_long"))
         else:
-            st.image(png, caption=t("share.qr"), width=180, output_format="PNG")
+            st.image(png, caption=t("share.qr"), width=180, output_format="PNG", alt=t("a11y.qr"))
     d1, d2 = st.columns(2)
     with d1:
         st.download_button(t("share.csv"), data=lambda: export.tidy_csv(trace, q_labels, k_labels),

@@ -147,7 +147,9 @@ def choose_shape(problems: list) -> tuple[np.ndarray, int | None]:
     """A generated image (its true class known) or the learner's upload (class unknown: None)."""
     images, labels = compute.vit_shapes(compute.SHAPES_SEED + int(st.session_state.get(K.gen_seed, 0)), N_SHAPES)
     for i, col in enumerate(st.columns(N_SHAPES + 1)[:N_SHAPES]):
-        col.image(images[i], caption=t("vt.trained.sample", i=i + 1), width=96, clamp=True)
+        shape = t(f"vt.trained.class.{compute.shape_classes()[int(labels[i])]}")
+        col.image(images[i], caption=t("vt.trained.sample", i=i + 1), width=96, clamp=True,
+                  alt=t("a11y.vt.sample", i=i + 1, shape=shape, size=SIZE))
     options = tuple(range(N_SHAPES)) + ("upload",)
     upload = t("vt.sample.upload")  # bound now, in this run's language
     c1, c2 = st.columns([1, 1])

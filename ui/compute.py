@@ -253,6 +253,13 @@ def vit_trained_trace(img: np.ndarray) -> dict:
 
 
 @st.cache_data(max_entries=8, ttl=HOUR, show_spinner=False)
+def shape_classes() -> tuple[str, ...]:
+    """The trained ViT's class names, in its label order (circle, square, triangle)."""
+    from core import vit_trained
+
+    return tuple(vit_trained.CLASSES)
+
+
 def vit_shapes(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n generated images (n, 96, 96, 3) with one circle, square or triangle each, and their labels (n,)."""
     from core import vit_trained

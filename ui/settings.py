@@ -14,10 +14,10 @@ from core import available_devices
 from . import state
 from .i18n import LANG_NAMES, LANGS, t
 
-DEFAULTS = {"lang": "en", "seed": 0, "device": "cpu", "precision": 3}
+DEFAULTS = {"lang": "en", "seed": 0, "device": "cpu", "precision": 3, "contrast": 0}
 SEED_MAX = 2**31 - 1
 PREC_RANGE = (1, 6)
-URL_KEYS = {"lang": "lang", "seed": "seed", "device": "dev", "precision": "prec"}
+URL_KEYS = {"lang": "lang", "seed": "seed", "device": "dev", "precision": "prec", "contrast": "hc"}
 
 
 def _browser_lang() -> str:
@@ -40,6 +40,8 @@ def _parse(name: str, raw: str):
         return None
     if name == "seed":
         return val if 0 <= val <= SEED_MAX else None
+    if name == "contrast":
+        return val if val in (0, 1) else None
     return val if PREC_RANGE[0] <= val <= PREC_RANGE[1] else None
 
 
@@ -66,12 +68,13 @@ def get(name: str):
 
 
 def _copy_back(name: str) -> None:
-    st.session_state[state.setting(name)] = st.session_state[state.setting_widget(name)]
+    value = st.session_state[state.setting_widget(name)]
+    st.session_state[state.setting(name)] = int(value) if name == "contrast" else value
 
 
 def _widget(name: str, factory, **kwargs):
     key = state.setting_widget(name)
-    st.session_state[key] = get(name)
+    st.session_state[key] = bool(get(name)) if name == "contrast" else get(name)
     return factory(key=key, on_change=_copy_back, args=(name,), **kwargs)
 
 
@@ -89,14 +92,18 @@ def sidebar() -> None:
                 help=t("settings.device.help"))
         _widget("precision", st.slider, label=t("settings.precision"), min_value=PREC_RANGE[0],
                 max_value=PREC_RANGE[1], help=t("settings.precision.help"))
+        _widget("contrast", st.toggle, label=t("settings.contrast"), help=t("settings.contrast.help"))
 
 
 def query() -> dict[str, str]:
-    """The settings as URL parameters."""
-    return {URL_KEYS[n]: str(get(n)) for n in DEFAULTS}
+    """The settings as URL parameters (high contrast only when it is on: old links stay as they were)."""
+    return {URL_KEYS[n]: str(get(n)) for n in DEFAULTS if n != "contrast" or get(n)}
 
 
 def mirror_to_url() -> None:
-    for k, v in query().items():
+    q = query()
+    for k, v in q.items():
         if st.query_params.get(k) != v:
             st.query_params[k] = v
+    if URL_KEYS["contrast"] not in q and URL_KEYS["contrast"] in st.query_params:
+        del st.query_params[URL_KEYS["contrast"]]

@@ -28,7 +28,7 @@ def css_class(key: str) -> str:
 
 
 # ------------------------------------------------------------------ settings (sidebar, every page)
-SETTINGS = _room("settings", "_init lang seed device precision")
+SETTINGS = _room("settings", "_init lang seed device precision contrast")
 
 
 def setting(name: str) -> str:
@@ -40,6 +40,8 @@ def setting_widget(name: str) -> str:
     """The sidebar widget of one setting; its value is copied to :func:`setting` on change."""
     return "_w." + setting(name)
 
+
+FRAME = _room("frame", "a11y")  # the frame's document-wide accessibility element (ui/widgets/a11y.py)
 
 # ------------------------------------------------------------------ the scenario every page shares
 SCENARIO_NAMES = ("tokens source mode embedding d_model qkv d_k d_v score d_a scale temperature causal pad blocked "

@@ -25,10 +25,12 @@ export default function (component) {
   svg.setAttribute("class", "lines");
   toks.forEach((t, i) => {
     const a = el("div", "tok", t);
+    a.tabIndex = 0;  // the keyboard: focusing a token shows its lines, as hovering does
     a.dataset.i = i;
     a.style.height = row + "px";
     left.appendChild(a);
     const b = el("div", "tok", t);
+    b.tabIndex = 0;
     b.dataset.j = i;
     b.style.height = row + "px";
     right.appendChild(b);
@@ -82,6 +84,11 @@ export default function (component) {
     if (tok) focus("j", +tok.dataset.j);
   });
   body.addEventListener("mouseleave", reset);
+  body.addEventListener("focusin", (e) => {
+    const tok = e.target.closest(".tok");
+    if (tok) focus(tok.dataset.i !== undefined ? "i" : "j", +(tok.dataset.i !== undefined ? tok.dataset.i : tok.dataset.j));
+  });
+  body.addEventListener("focusout", (e) => { if (!body.contains(e.relatedTarget)) reset(); });
   body.append(left, svg, right);
   root.replaceChildren(head, body);
   root.dataset.lines = String(lines.length);

@@ -4,6 +4,8 @@
 // learner typed is inserted with textContent (never as HTML). onCell([row, column]) is called
 // when a clickable cell is clicked.
 function drawMap(root, data, onCell) {
+  const a11y = data.a11y || {};
+  const keep = mapKeep(a11y.id || "");  // kept across redraws and remounts: the focused cell, the table toggle
   // a canvas map's colours and masked cells come as base64 bytes (r, g, b per cell; 0/1 per cell)
   if (typeof data.rgb === "string") data.rgb = base64Bytes(data.rgb);
   if (typeof data.masked === "string") data.masked = base64Bytes(data.masked);
@@ -20,15 +22,20 @@ function drawMap(root, data, onCell) {
   root.alToken = null;  // a newer draw cancels a pending redraw
   root.classList.toggle("present", !!data.present);  // presenter view: larger type and cells
   root.classList.toggle("compact", !!data.compact && !data.present);  // beside the controls: lower rows
+  root.classList.toggle("hc", !!data.hc);  // the high-contrast setting
   if (!data.text) {
     drawCanvas(root, data, onCell, true);
     return;
   }
   const table = el("table", data.clickable ? "clickable" : "");
+  const caption = el("caption", "sr-only", a11y.name || "");  // the map's accessible name: what it is, its shape
+  if (data.clickable && a11y.keys) caption.appendChild(el("span", null, " " + a11y.keys));
+  table.appendChild(caption);
   const head = el("tr");
   head.appendChild(el("th", "corner", data.y_title + " ↓  " + data.x_title + " →"));
   data.xs.forEach((x, j) => {
     const th = el("th", data.vertical ? "col vertical" : "col", x);
+    th.scope = "col";
     if (data.highlight_col === j) th.classList.add("hl");
     head.appendChild(th);
   });
@@ -37,9 +44,11 @@ function drawMap(root, data, onCell) {
   data.ys.forEach((y, i) => {
     const tr = el("tr");
     if (data.highlight_row === i) tr.className = "hl";
-    tr.appendChild(el("th", "row", y));
+    const rowHead = el("th", "row", y);
+    rowHead.scope = "row";
+    tr.appendChild(rowHead);
     data.text[i].forEach((t, j) => {
-      const td = el("td", null, data.show_text ? t : "");
+      const td = el("td", t === "−∞" ? "masked" : null, data.show_text ? t : "");
       td.style.background = data.bg[i][j];
       td.style.color = data.fg[i][j];
       td.dataset.i = i;
@@ -54,6 +63,8 @@ function drawMap(root, data, onCell) {
   root.replaceChildren(table);
   addExport(root, data);
   root.dataset.z = JSON.stringify(data.z);
+  if (data.clickable) gridKeys(table, data, onCell, keep);
+  focusableWhenScrolling(root, a11y.name);
   const tip = (e) => {
     const td = e.target.closest("td[data-i]");
     if (!td) return;
@@ -93,6 +104,10 @@ function drawCanvas(root, data, onCell, waitForFont) {
   canvas.style.width = W + "px";
   canvas.style.height = H + "px";
   canvas.className = data.clickable ? "clickable" : "";
+  const a11y = data.a11y || {}, keep = mapKeep(a11y.id || "");
+  canvas.tabIndex = 0;  // focusable: a keyboard reaches it, and with a clickable map moves a cell cursor
+  canvas.setAttribute("role", data.clickable ? "application" : "img");
+  canvas.setAttribute("aria-label", (a11y.name || "") + (data.clickable && a11y.keys ? " " + a11y.keys : ""));
   const ctx = canvas.getContext("2d");
   ctx.scale(dpr, dpr);
   ctx.font = "11px " + font;
@@ -106,6 +121,20 @@ function drawCanvas(root, data, onCell, waitForFont) {
       ctx.fillStyle = "rgb(" + rgb[k] + "," + rgb[k + 1] + "," + rgb[k + 2] + ")";
       ctx.fillRect(left + j * cell, top + i * cell, cell - gap, cell - gap);
     }
+  }
+  if (data.masked) {  // masked cells: hatched as well as grey, so colour is not the only sign
+    ctx.strokeStyle = "#475569";
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < m; j++) {
+        if (!data.masked[i * m + j] || cell < 5) continue;
+        const x = left + j * cell, y = top + i * cell, s = cell - gap;
+        ctx.moveTo(x, y + s);
+        ctx.lineTo(x + s, y);
+      }
+    }
+    ctx.stroke();
   }
   ctx.fillStyle = "#334155";
   ctx.textBaseline = "middle";
@@ -147,6 +176,7 @@ function drawCanvas(root, data, onCell, waitForFont) {
   }
   const info = document.createElement("div");
   info.className = "hover";
+  info.setAttribute("aria-live", "polite");  // the cell under the keyboard cursor is read out
   info.textContent = "\u00a0";
   const cellAt = (e) => {
     const r = canvas.getBoundingClientRect();
@@ -158,10 +188,11 @@ function drawCanvas(root, data, onCell, waitForFont) {
     if (v === null) return data.masked && data.masked[i * m + j] ? "−∞" : "NaN";
     return Number(v).toFixed(data.decimals);
   };
+  const describe = (c) => data.y_title + ": " + data.ys[c[0]] + "   " + data.x_title + ": " + data.xs[c[1]] +
+      "   " + valueText(c[0], c[1]) + (data.masked && data.masked[c[0] * m + c[1]] ? " (" + (a11y.masked || "") + ")" : "");
   canvas.addEventListener("mousemove", (e) => {
     const c = cellAt(e);
-    info.textContent = c ? data.y_title + ": " + data.ys[c[0]] + "   " + data.x_title + ": " + data.xs[c[1]] +
-      "   " + valueText(c[0], c[1]) : "\u00a0";
+    info.textContent = c ? describe(c) : "\u00a0";
   });
   if (data.clickable) {
     canvas.addEventListener("click", (e) => {
@@ -169,8 +200,13 @@ function drawCanvas(root, data, onCell, waitForFont) {
       if (c) onCell(c);
     });
   }
-  root.replaceChildren(canvas, info);
+  const cursor = document.createElement("div");  // the keyboard's cell, drawn over the canvas
+  cursor.className = "cursor";
+  cursor.style.width = cursor.style.height = Math.max(cell, 6) + "px";
+  root.replaceChildren(canvas, cursor, info);
+  canvasKeys(canvas, cursor, info, { n, m, left, top, cell, describe }, data, onCell, keep);
   addExport(root, data);
+  addTableToggle(root, data, keep);
   root.dataset.z = JSON.stringify(data.z);
   root.dataset.geom = JSON.stringify({ left, top, cell });  // where the cells are, for tests
   // canvas text does not re-render when a web font arrives: draw once more when the Korean font is in
@@ -181,6 +217,151 @@ function drawCanvas(root, data, onCell, waitForFont) {
       .then(() => { if (root.alToken === token) drawCanvas(root, data, onCell, false); })
       .catch(() => {});
   }
+}
+
+// ---- keyboard and screen readers (WCAG 2.1.1, 1.3.1, 4.1.2): the same paths for every map
+
+// per map (its registry key): the cell the keyboard is on, whether to focus it again after the
+// rerun its Enter caused, whether its table is shown. Kept on window: it outlives a remount.
+function mapKeep(id) {
+  const all = (window.__attentionLabMaps = window.__attentionLabMaps || {});
+  return (all[id] = all[id] || { cell: null, refocus: false, table: false });
+}
+
+const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+
+// the next cell for a key (arrows, Home, End), or null when the key is not a move
+function moved(key, c, n, m, ctrl) {
+  if (MOVES[key]) return [Math.max(0, Math.min(n - 1, c[0] + MOVES[key][0])), Math.max(0, Math.min(m - 1, c[1] + MOVES[key][1]))];
+  if (key === "Home") return ctrl ? [0, 0] : [c[0], 0];
+  if (key === "End") return ctrl ? [n - 1, m - 1] : [c[0], m - 1];
+  return null;
+}
+
+// A clickable table is an ARIA grid: one cell in the Tab order (roving tabindex), arrows move it,
+// Enter or Space does what a click does, Esc leaves the grid (focus goes to the map's box).
+function gridKeys(table, data, onCell, keep) {
+  table.setAttribute("role", "grid");
+  const n = data.ys.length, m = data.xs.length;
+  const cellEl = (c) => table.querySelector('td[data-i="' + c[0] + '"][data-j="' + c[1] + '"]');
+  let at = keep.cell && keep.cell[0] < n && keep.cell[1] < m ? keep.cell : (data.mark || [0, 0]);
+  if (!cellEl(at)) at = [0, 0];
+  table.querySelectorAll("td[data-i]").forEach((td) => { td.tabIndex = -1; });
+  cellEl(at).tabIndex = 0;
+  const go = (c) => {
+    cellEl(at).tabIndex = -1;
+    at = c;
+    keep.cell = c;
+    const td = cellEl(c);
+    td.tabIndex = 0;
+    td.focus();
+  };
+  table.addEventListener("keydown", (e) => {
+    const td = e.target.closest("td[data-i]");
+    if (!td) return;
+    const c = [+td.dataset.i, +td.dataset.j];
+    const next = moved(e.key, c, n, m, e.ctrlKey || e.metaKey);
+    if (next) go(next);
+    else if (e.key === "Enter" || e.key === " ") { keep.cell = c; keep.refocus = true; onCell(c); }
+    else if (e.key === "Escape") { const box = table.parentElement; box.tabIndex = -1; box.focus(); }
+    else return;
+    e.preventDefault();  // the page's step-through keys leave a handled key alone
+    e.stopPropagation();
+  });
+  table.addEventListener("click", (e) => {
+    const td = e.target.closest("td[data-i]");
+    if (td) keep.cell = [+td.dataset.i, +td.dataset.j];
+  });
+  if (keep.refocus) { keep.refocus = false; cellEl(at).focus({ preventScroll: true }); }
+}
+
+// A canvas map: focusable; on a clickable one the arrows move a drawn cell cursor, the live line
+// under the map reads the cell out, Enter does what a click does, Esc leaves.
+function canvasKeys(canvas, cursor, info, g, data, onCell, keep) {
+  let at = keep.cell && keep.cell[0] < g.n && keep.cell[1] < g.m ? keep.cell : (data.mark || [0, 0]);
+  const place = () => {
+    cursor.style.left = canvas.offsetLeft + g.left + at[1] * g.cell - 2 + "px";
+    cursor.style.top = canvas.offsetTop + g.top + at[0] * g.cell - 2 + "px";
+    info.textContent = g.describe(at);
+  };
+  canvas.addEventListener("focus", () => { if (data.clickable) { cursor.classList.add("on"); place(); } });
+  canvas.addEventListener("blur", () => cursor.classList.remove("on"));
+  if (!data.clickable) return;
+  canvas.addEventListener("keydown", (e) => {
+    const next = moved(e.key, at, g.n, g.m, e.ctrlKey || e.metaKey);
+    if (next) { at = next; keep.cell = next; place(); }
+    else if (e.key === "Enter" || e.key === " ") { keep.cell = at; keep.refocus = true; onCell(at); }
+    else if (e.key === "Escape") canvas.blur();
+    else return;
+    e.preventDefault();
+    e.stopPropagation();
+  });
+  canvas.addEventListener("click", (e) => {
+    const r = canvas.getBoundingClientRect();
+    const j = Math.floor((e.clientX - r.left - g.left) / g.cell), i = Math.floor((e.clientY - r.top - g.top) / g.cell);
+    if (i >= 0 && i < g.n && j >= 0 && j < g.m) keep.cell = [i, j];
+  });
+  if (keep.refocus) { keep.refocus = false; canvas.focus({ preventScroll: true }); }
+}
+
+// A box that scrolls sideways (a wide map on a phone) must be reachable from the keyboard (2.1.1).
+function focusableWhenScrolling(root, name) {
+  const check = () => {
+    const scrolls = root.scrollWidth > root.clientWidth + 1;
+    if (scrolls && !root.hasAttribute("tabindex")) {
+      root.tabIndex = 0;
+      root.setAttribute("role", "region");
+      root.setAttribute("aria-label", name || "");
+    } else if (!scrolls && root.getAttribute("role") === "region") {
+      root.removeAttribute("tabindex");
+      root.removeAttribute("role");
+      root.removeAttribute("aria-label");
+    }
+  };
+  check();
+  if (!root.alResize && window.ResizeObserver) {
+    root.alResize = new ResizeObserver(check);
+    root.alResize.observe(root);
+  }
+}
+
+// The values of a canvas map as a real table (token headers), shown by its "Table" button: a screen
+// reader's text alternative, and exact numbers for anyone. Built only when asked (up to 64 × 64 cells).
+function valuesTable(data) {
+  const table = text("table", "values");
+  table.appendChild(text("caption", "sr-only", (data.a11y && data.a11y.name) || ""));
+  const head = text("tr");
+  head.appendChild(text("th", "corner", data.y_title + " ↓  " + data.x_title + " →"));
+  data.xs.forEach((x) => { const th = text("th", null, x); th.scope = "col"; head.appendChild(th); });
+  table.appendChild(head);
+  data.ys.forEach((y, i) => {
+    const tr = text("tr");
+    const th = text("th", null, y);
+    th.scope = "row";
+    tr.appendChild(th);
+    data.xs.forEach((_, j) => tr.appendChild(text("td", null, cellText(data, i, j))));
+    table.appendChild(tr);
+  });
+  return table;
+}
+
+function addTableToggle(root, data, keep) {
+  const a11y = data.a11y || {};
+  let bar = root.querySelector(".export");
+  if (!bar) { bar = text("div", "export"); root.appendChild(bar); }
+  const b = text("button", "table-toggle", a11y.table || "Table");
+  b.type = "button";
+  b.title = a11y.table_help || "";
+  const box = text("div", "values-box");
+  const show = (on) => {
+    keep.table = on;
+    b.setAttribute("aria-pressed", on ? "true" : "false");
+    box.replaceChildren(...(on ? [valuesTable(data)] : []));
+  };
+  b.addEventListener("click", () => show(!keep.table));
+  bar.appendChild(b);
+  root.appendChild(box);
+  show(keep.table);
 }
 
 // ---- pictures for slides: the map as SVG (labels and values as text) or PNG, in one click

@@ -1,11 +1,16 @@
-// Attention Lab step-through keys: ← and → anywhere on the page (not while typing in a box)
-// report "prev" / "next". One listener per page: a newer mount replaces the older one.
+// Attention Lab step-through keys: ← and → anywhere on the page report "prev" / "next" — never while
+// the focus is in a text box or on a control or map that uses the arrows itself (WCAG 2.1.4).
+// One listener per page: a newer mount replaces the older one.
 export default function (component) {
   const { setTriggerValue } = component;
   if (window.__attentionLabKeys) document.removeEventListener("keydown", window.__attentionLabKeys);
   window.__attentionLabKeys = (e) => {
+    if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;  // a map or a widget used the key
     const path = e.composedPath ? e.composedPath() : [e.target];
-    if (path.some((n) => n && n.tagName && /^(INPUT|TEXTAREA|SELECT)$/.test(n.tagName))) return;
+    const own = (n) => n && n.tagName && (/^(INPUT|TEXTAREA|SELECT|CANVAS|TD)$/.test(n.tagName) || n.isContentEditable ||
+      /^(slider|radio|radiogroup|tab|tablist|listbox|option|combobox|spinbutton|textbox|grid|gridcell|menu|menuitem|application)$/
+        .test(n.getAttribute && n.getAttribute("role") || ""));
+    if (path.some(own)) return;  // text boxes, sliders, tabs, radios and the maps keep their own arrow keys
     if (e.key === "ArrowRight") setTriggerValue("key", "next");
     else if (e.key === "ArrowLeft") setTriggerValue("key", "prev");
   };

@@ -27,6 +27,7 @@ export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   const grid = ownRoot(parentElement, "almaps");
   grid.classList.toggle("present", !!data.present);
+  grid.classList.toggle("hc", !!data.hc);
   grid.style.gridTemplateColumns = "repeat(" + data.per_row + ", minmax(0, 1fr))";
   grid.replaceChildren();
   // the link of the scenario shown, put in the address bar in place (a rerun of the results alone)

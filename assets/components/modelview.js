@@ -114,7 +114,41 @@ export default function (component) {
     const c = at(e);
     if (c) setTriggerValue("head", [c[0], c[1]]);
   });
-  root.replaceChildren(axes, canvas, info);
+  // the keyboard: Tab in, arrows move a cursor from head to head, Enter opens it (as a click does),
+  // Esc leaves; the live line reads the head under the cursor (WCAG 2.1.1, 4.1.2)
+  const keep = (window.__attentionLabModelView = window.__attentionLabModelView || { cell: null, refocus: false });
+  let cur = keep.cell && keep.cell[0] < L && keep.cell[1] < H ? keep.cell : (data.selected || [0, 0]);
+  canvas.tabIndex = 0;
+  canvas.setAttribute("role", "application");
+  canvas.setAttribute("aria-label", (data.a11y && data.a11y.name) || "");
+  info.setAttribute("aria-live", "polite");
+  const cursor = document.createElement("div");
+  cursor.className = "cursor";
+  cursor.style.width = cursor.style.height = size + 8 + "px";
+  const place = () => {
+    cursor.style.left = canvas.offsetLeft + left + cur[1] * (size + gap) - 4 + "px";
+    cursor.style.top = canvas.offsetTop + top + cur[0] * (size + gap) - 4 + "px";
+    info.textContent = data.layer_word + " " + cur[0] + ", " + data.head_word + " " + cur[1];
+  };
+  canvas.addEventListener("focus", () => { cursor.classList.add("on"); place(); });
+  canvas.addEventListener("blur", () => cursor.classList.remove("on"));
+  const MOVE = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+  canvas.addEventListener("keydown", (e) => {
+    if (MOVE[e.key]) {
+      cur = [Math.max(0, Math.min(L - 1, cur[0] + MOVE[e.key][0])), Math.max(0, Math.min(H - 1, cur[1] + MOVE[e.key][1]))];
+      keep.cell = cur;
+      place();
+    } else if (e.key === "Enter" || e.key === " ") {
+      keep.cell = cur;
+      keep.refocus = true;
+      setTriggerValue("head", [cur[0], cur[1]]);
+    } else if (e.key === "Escape") canvas.blur();
+    else return;
+    e.preventDefault();
+    e.stopPropagation();
+  });
+  root.replaceChildren(axes, canvas, cursor, info);
+  if (keep.refocus) { keep.refocus = false; canvas.focus({ preventScroll: true }); }
   root.dataset.geom = JSON.stringify({ left, top, size, gap });  // where the maps are, for tests
   root.dataset.selected = JSON.stringify(data.selected);
   root.dataset.ms = (performance.now() - started).toFixed(1);  // decode + draw time, measured by the bench

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from .. import state
+from .. import settings, state
 from ..i18n import t
+from . import colours
 from .figures import PrebuiltFigure, show_chart
 
 CELL_TEXT_LIMIT = 16  # cell values are printed inside cells up to this many rows/columns
@@ -27,17 +28,9 @@ _MAPS_COMPONENT = st.components.v2.component(
     css=_CSS + (ASSETS / "maps.css").read_text(encoding="utf-8"))
 TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table; beyond, a plotly image
 
-# colour stops (display only): sequential for weights and masks, diverging for signed values
-_SEQ = ((0.0, (247, 251, 255)), (0.5, (107, 174, 214)), (1.0, (8, 48, 107)))
-_DIV = ((0.0, (33, 102, 172)), (0.5, (247, 247, 247)), (1.0, (178, 24, 43)))
-_MASKED_BG = "#e2e8f0"
-_MASKED_RGB = (226, 232, 240)  # the same grey
-
-
-def _rgb(t: np.ndarray, stops) -> np.ndarray:
-    """Colour of each value t ∈ [0, 1] by linear interpolation between the stops: (..., 3) ints."""
-    xs = [p for p, _ in stops]
-    return np.stack([np.interp(np.clip(t, 0, 1), xs, [c[ch] for _, c in stops]) for ch in range(3)], axis=-1).round()
+# colour scales (display only) and the contrast rule for the numbers in cells: ui/widgets/colours.py
+_SEQ, _DIV = colours.SEQ, colours.DIV
+_rgb = colours.rgb_at
 
 
 def heatmap(
@@ -110,20 +103,34 @@ def _cells(shown, ninf, isnan, lo, hi, stops, decimals) -> dict:
         return out
     rgb = _rgb((np.nan_to_num(shown) - lo) / (hi - lo), stops).astype(int)
     if not out["show_text"]:  # too many cells to print: a canvas paints the colours, values show on hover
-        rgb[ninf] = _MASKED_RGB
+        rgb[ninf] = colours.MASKED_RGB
         # flat bytes as base64 text: one short string instead of up to 3 × 4096 numbers per map
         # (a 64-token pipeline sent ~440 kB of JSON per change, parsed and hashed three times)
         masked = base64.b64encode(ninf.ravel().astype(np.uint8).tobytes()).decode("ascii") if ninf.any() else None
         return out | {"rgb": base64.b64encode(rgb.astype(np.uint8).tobytes()).decode("ascii"), "masked": masked}
     fmt = f"{{:.{decimals}f}}".format
-    dark = (rgb @ np.array([0.299, 0.587, 0.114]) < 140).ravel().tolist()
+    black = colours.text_on(rgb).ravel().tolist()  # the number's colour by computed contrast: ≥ 4.5 : 1 on every cell
     masked = ninf.ravel().tolist()
     flat_t = ["−∞" if m else ("NaN" if n else fmt(v))
               for v, m, n in zip(shown.ravel().tolist(), masked, isnan.ravel().tolist(), strict=True)]
-    flat_b = [_MASKED_BG if m else f"rgb({r},{g},{b})" for (r, g, b), m in zip(rgb.reshape(-1, 3).tolist(), masked, strict=True)]
-    flat_f = ["#475569" if m else ("#ffffff" if d else "#0f172a") for d, m in zip(dark, masked, strict=True)]
+    flat_b = [colours.MASKED_BG if m else f"rgb({r},{g},{b})"
+              for (r, g, b), m in zip(rgb.reshape(-1, 3).tolist(), masked, strict=True)]
+    flat_f = [colours.MASKED_FG if m else (colours.DARK if b else colours.LIGHT) for b, m in zip(black, masked, strict=True)]
     rows = lambda flat: [flat[i * n_cols:(i + 1) * n_cols] for i in range(n_rows)]  # noqa: E731
     return out | {"text": rows(flat_t), "bg": rows(flat_b), "fg": rows(flat_f)}
+
+
+def accessible(spec: dict, key: str) -> dict:
+    """The spec with what a keyboard and a screen reader need, in the current language: the map's
+    accessible name (what it is, its shape, its axes), the key help of a clickable map, the values
+    table's button, and the high-contrast setting."""
+    n_rows, n_cols = len(spec["ys"]), len(spec["xs"])
+    axes = {"rows": n_rows, "cols": n_cols, "y": spec["y_title"], "x": spec["x_title"]}
+    name = t("a11y.map.name", title=spec["title"], **axes) if spec["title"] else t("a11y.map.name.untitled", **axes)
+    spec["a11y"] = {"id": key, "name": name, "keys": t("a11y.map.keys"), "table": t("a11y.map.table"),
+                    "table_help": t("a11y.map.table.help"), "masked": t("a11y.map.masked")}
+    spec["hc"] = bool(settings.get("contrast"))
+    return spec
 
 
 def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> None:
@@ -133,6 +140,7 @@ def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> Non
     n_rows, n_cols = len(spec["ys"]), len(spec["xs"])
     # PNG / SVG buttons under the map: a picture for slides with its title, labels and values
     spec["export"] = {"file": key.replace(".", "-"), "help": t("export.help")}
+    accessible(spec, key)
     if max(n_rows, n_cols) <= TABLE_LIMIT:
         def clicked() -> None:
             state = st.session_state.get(key) or {}
@@ -172,6 +180,7 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
     keys = [p["key"] for p in panels]
     for p in panels:
         p["map"]["export"] = {"file": p["key"].replace(".", "-"), "help": t("export.help")}
+        accessible(p["map"], p["key"])
         p["css"] = state.css_class(p["key"])[1:]
 
     def clicked() -> None:
@@ -180,5 +189,6 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
         if click_queue and isinstance(cell, (list, tuple)) and len(cell) == 3 and 0 <= int(cell[0]) < len(keys):
             st.session_state.setdefault(click_queue, []).append((keys[int(cell[0])], (int(cell[1]), int(cell[2]))))
 
-    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "url": url}, key=key,
+    high_contrast = bool(settings.get("contrast"))
+    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "url": url, "hc": high_contrast}, key=key,
                     on_cell_change=clicked)

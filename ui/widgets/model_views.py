@@ -65,6 +65,7 @@ def show_model_view(spec: dict, *, key: str, click_queue: str) -> None:
         if isinstance(head, (list, tuple)) and len(head) == 2:
             st.session_state.setdefault(click_queue, []).append((key, (int(head[0]), int(head[1]))))
 
+    spec["a11y"] = {"name": t("a11y.mv.name", layers=spec["layers"], heads=spec["heads"])}  # its accessible name and keys
     _MODEL_VIEW(data=spec, key=key, on_head_change=clicked)
 
 

@@ -1,0 +1,125 @@
+"""WCAG 2.2 AA in a real browser, both languages: axe-core on every page (ui.nav's list, so pages added
+later are covered) at 1280×800 and 390×844, every tutorial lesson, and the Playground with the X
+editor and each setup tab open; <html lang> follows the language.
+
+Streamlit's own remaining violations (the sidebar navigation's list markup) are counted apart and
+may not grow (README, "Accessibility")."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from core import tutorial
+from ui import nav
+from ui.i18n import table
+
+from .a11y_audit import MAP_TABLES, SHOW_TABLES, audit, grown, settle, table_mismatches
+from .conftest import ARTIFACTS
+
+pytestmark = pytest.mark.browser
+
+WIDTHS = {1280: 800, 390: 844}
+TIMES: dict[str, float] = {}  # seconds per test, written to test-artifacts/a11y-times.txt
+
+
+def _context(chromium, width: int, lang: str):
+    return chromium.new_context(viewport={"width": width, "height": WIDTHS[width]},
+                                locale="ko-KR" if lang == "ko" else "en-US")
+
+
+def _record(name: str, started: float) -> None:
+    TIMES[name] = time.perf_counter() - started
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "a11y-times.txt").write_text("".join(f"{k}\t{v:.1f} s\n" for k, v in sorted(TIMES.items())),
+                                              encoding="utf-8")
+
+
+def _check(views: dict) -> None:
+    own = {name: found[0] for name, found in views.items() if found[0]}
+    more = {name: grown(found[1]) for name, found in views.items() if grown(found[1])}
+    assert not own, "the app's own serious/critical violations:\n" + "\n".join(
+        f"[{name}] {line}" for name, lines in own.items() for line in lines)
+    assert not more, f"Streamlit's own violations grew beyond the README's list: {more}"
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_axe_every_page(server_url, chromium, lang, width):
+    started = time.perf_counter()
+    ctx = _context(chromium, width, lang)
+    try:
+        page = ctx.new_page()
+        views = {}
+        tables = {}
+        for info in nav.PAGES:
+            page.goto(f"{server_url}/{info.url}?lang={lang}")
+            settle(page, lang)
+            views[info.name] = audit(page)
+            if width == 1280:  # every map's values as a table with token headers, equal to the map's numbers
+                page.evaluate(SHOW_TABLES)
+                tables[info.name] = table_mismatches(page.evaluate(MAP_TABLES))
+        _check(views)
+        assert not any(tables.values()), {k: v[:5] for k, v in tables.items() if v}
+    finally:
+        ctx.close()
+        _record(f"pages-{lang}-{width}", started)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_axe_every_tutorial_lesson(server_url, chromium, lang):
+    started = time.perf_counter()
+    ctx = _context(chromium, 1280, lang)
+    try:
+        page = ctx.new_page()
+        views = {}
+        for lesson in tutorial.LESSONS:
+            page.goto(f"{server_url}/Tutorial?lesson={lesson.id}&lang={lang}")
+            settle(page, lang)
+            views[lesson.id] = audit(page)
+        _check(views)
+    finally:
+        ctx.close()
+        _record(f"lessons-{lang}", started)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_axe_playground_with_the_x_editor_and_every_setup_tab_open(server_url, chromium, lang):
+    started = time.perf_counter()
+    strings = table(lang)
+    ctx = _context(chromium, 1280, lang)
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server_url}/Playground?lang={lang}")
+        settle(page, lang)
+        views = {}
+        page.get_by_text(strings["pg.edit_x.fold"], exact=True).click()
+        page.locator("[data-testid=stDataFrame]").first.wait_for(timeout=30_000)
+        settle(page, lang)
+        views["x-editor-open"] = audit(page)
+        for tab in ("qkv", "score", "mask", "share", "embed"):
+            label = strings[f"pg.tab.{tab}"]
+            page.get_by_role("tab", name=label).click()
+            page.wait_for_function("(label) => [...document.querySelectorAll('[role=tab]')].some((t) => "
+                                   "t.innerText.trim() === label && t.getAttribute('aria-selected') === 'true')", arg=label)
+            settle(page, lang)
+            views[f"tab-{tab}"] = audit(page)
+        _check(views)
+    finally:
+        ctx.close()
+        _record(f"playground-open-{lang}", started)
+
+
+def test_html_lang_follows_the_chosen_language(server_url, chromium):
+    ctx = _context(chromium, 1280, "en")
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server_url}/Masks?lang=ko")
+        settle(page, "ko")
+        assert page.evaluate("document.documentElement.lang") == "ko"
+        page.get_by_text("English", exact=True).click()  # the sidebar's language switch
+        settle(page, "en")
+        assert page.evaluate("document.documentElement.lang") == "en"
+    finally:
+        ctx.close()

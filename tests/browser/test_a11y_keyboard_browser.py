@@ -1,0 +1,195 @@
+"""Keyboard only (WCAG 2.1.1, 2.4.7, 2.1.4), in a real browser: pick a query and block a cell in the
+Playground, open a head of the trained model, answer a tutorial exercise — Tab, arrows, Enter, Esc,
+and no mouse. The step-through arrows never take a key from a text box."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+import core
+from core import pretrained, tokens
+from ui import state
+from ui.i18n import table
+from ui.state import css_class as css
+
+from .a11y_audit import settle
+from .helpers import PG_WEIGHTS, wait_z
+
+pytestmark = pytest.mark.browser
+
+
+def _model_installed() -> bool:
+    try:
+        pretrained.model_zip_path()
+    except pretrained.ModelNotInstalled:
+        return False
+    return True
+
+
+# the element that has the keyboard focus, through shadow roots (the maps are components)
+ACTIVE = """() => { let a = document.activeElement;
+  while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement; return a; }"""
+# the nearest registry key around it, across shadow roots (a map drawn by a component of its own)
+DESCRIBE = ("() => { const a = (" + ACTIVE + ")(); if (!a) return null; let panel = null;"
+            " for (let e = a; e && !panel; e = e.parentElement || (e.getRootNode() && e.getRootNode().host)) {"
+            "   if ([...(e.classList || [])].some((c) => c.startsWith('st-key-'))) panel = e; }"
+            " return {tag: a.tagName, i: a.dataset.i ?? null, j: a.dataset.j ?? null, role: a.getAttribute('role'),"
+            " text: (a.innerText || a.value || '').slice(0, 60), outline: getComputedStyle(a).outlineStyle,"
+            " outlineWidth: parseFloat(getComputedStyle(a).outlineWidth) || 0,"
+            " key: panel ? [...panel.classList].find((c) => c.startsWith('st-key-')) : null}; }")
+
+
+def _key_class(key: str) -> str:
+    return css(key)[1:]
+
+
+def focused(page) -> dict:
+    return page.evaluate(DESCRIBE) or {}
+
+
+def tab_until(page, predicate, *, limit: int = 200, shift: bool = False) -> dict:
+    """Press Tab until the focused element satisfies predicate(description); fail after `limit` presses."""
+    for _ in range(limit):
+        page.keyboard.press("Shift+Tab" if shift else "Tab")
+        now = focused(page)
+        if predicate(now):
+            return now
+    pytest.fail(f"Tab never reached the element after {limit} presses (last: {focused(page)})")
+
+
+def in_map(key: str, tag: str = "TD"):
+    """A predicate: the focus is on a cell (or the canvas) of the map with this registry key."""
+    cls = _key_class(key)
+    return lambda d: d.get("tag") == tag and d.get("key") == cls
+
+
+def wait_focus(page, predicate_js: str, timeout: int = 30_000) -> None:
+    page.wait_for_function("() => { const a = (" + ACTIVE + ")(); return !!a && (" + predicate_js + "); }", timeout=timeout)
+
+
+def test_playground_by_keyboard_pick_a_query_then_block_a_cell(server_url, chromium):
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server_url}/Playground?lang=en")
+        settle(page, "en")
+        wait_z(page, PG_WEIGHTS, "z.length === 4")
+        cell = tab_until(page, in_map(PG_WEIGHTS))  # Tab into the weights map: one cell is in the Tab order
+        assert (cell["i"], cell["j"]) == ("0", "0")
+        assert cell["outline"] != "none" and cell["outlineWidth"] >= 2  # the focus is visible
+        for key in ("ArrowDown", "ArrowDown", "ArrowRight"):
+            page.keyboard.press(key)
+        assert (focused(page)["i"], focused(page)["j"]) == ("2", "1")
+        page.keyboard.press("Enter")  # = a click: query 2 goes to the inspector
+        expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("2", timeout=30_000)
+        expect(page.locator(css(PG_WEIGHTS) + " tr.hl th.row")).to_have_text("2 사과를", timeout=30_000)
+        wait_focus(page, "a.tagName === 'TD' && a.dataset.i === '2' && a.dataset.j === '1'")  # focus kept through the rerun
+        page.keyboard.press("Escape")  # leaves the grid
+        assert focused(page).get("tag") != "TD"
+        # block a cell: the ④ Mask tab by keyboard, then its clickable mask map
+        tab = tab_until(page, lambda d: d.get("role") == "tab", shift=True)
+        for _ in range(6):
+            if tab["text"].startswith("④"):
+                break
+            page.keyboard.press("ArrowRight")
+            tab = focused(page)
+        assert tab["text"].startswith("④"), tab
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("tab", name="④ Mask")).to_have_attribute("aria-selected", "true")
+        mask = state.PLAYGROUND.chart_mask
+        page.locator(css(mask) + " td[data-i]").first.wait_for(timeout=30_000)
+        tab_until(page, in_map(mask))
+        page.keyboard.press("ArrowRight")  # query 0, key 1
+        page.keyboard.press("Enter")
+        W = wait_z(page, PG_WEIGHTS, "z[0][1] === 0")
+        X = tokens.c18_embedding()
+        blocked = np.ones((4, 4), dtype=bool)
+        blocked[0, 1] = False
+        np.testing.assert_allclose(W, core.attention(X, X, X, mask=blocked).weights, atol=6e-4)
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        ctx.close()
+
+
+def test_step_through_arrows_leave_text_boxes_alone(server_url, chromium):
+    label = table("en")["pg.steps.label"]
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server_url}/Playground?lang=en&step=2")
+        settle(page, "en")
+        expect(page.get_by_text(label.format(k=2, n=6), exact=False).first).to_be_visible(timeout=30_000)
+        box = page.locator(css(state.SCENARIO.tokens) + " input")
+        box.focus()  # in the token box the arrows move the caret, never the step
+        box.press("End")
+        box.press("ArrowLeft")
+        box.press("ArrowLeft")
+        box.press("ArrowRight")
+        page.keyboard.type("X")
+        assert box.input_value().endswith("먹었X다")
+        expect(page.get_by_text(label.format(k=2, n=6), exact=False).first).to_be_visible()
+        assert page.get_by_text(label.format(k=3, n=6), exact=False).count() == 0
+        box.press("Escape")
+        page.locator("[data-testid=stMain] h1").first.click()  # focus out of the box: now → steps
+        page.keyboard.press("ArrowRight")
+        expect(page.get_by_text(label.format(k=3, n=6), exact=False).first).to_be_visible(timeout=30_000)
+    finally:
+        ctx.close()
+
+
+@pytest.mark.skipif(not _model_installed(), reason="the model package is not installed")
+def test_trained_model_open_a_head_by_keyboard(server_url, chromium):
+    K = state.TRAINED_MODEL
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server_url}/Trained_model?lang=en")
+        settle(page, "en")
+        page.locator(css(K.grid) + " canvas").wait_for(timeout=60_000)
+        before = page.evaluate("() => document.querySelector('" + css(K.grid) + " [data-testid=stBidiComponentIsolated]')"
+                               ".shadowRoot.querySelector('.almv').dataset.selected")
+        got = tab_until(page, lambda d: d.get("tag") == "CANVAS" and d.get("role") == "application")
+        assert got["outline"] != "none"
+        start = [int(v) for v in before.strip("[]").split(",")]
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowRight")
+        want = [min(5, start[0] + 1), min(11, start[1] + 1)]
+        live = page.locator(css(K.grid) + " .hover")
+        expect(live).to_have_attribute("aria-live", "polite")
+        expect(live).to_have_text(f"layer {want[0]}, head {want[1]}")
+        page.keyboard.press("Enter")
+        expect(page.get_by_text(f"Layer {want[0]}, head {want[1]}", exact=True)).to_be_visible(timeout=60_000)
+        wait_focus(page, "a.tagName === 'CANVAS'")  # the focus stays on the model view
+    finally:
+        ctx.close()
+
+
+def test_tutorial_exercise_by_keyboard_with_the_feedback_in_a_live_region(server_url, chromium):
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server_url}/Tutorial?lesson=masks&lang=en")
+        settle(page, "en")
+        answer = css(state.item(state.TUTORIAL.answer, "masks.weight"))
+        page.locator(answer + " input").wait_for(timeout=30_000)
+        tab_until(page, lambda d: d.get("tag") == "INPUT" and d.get("key") == answer[1:])
+        X = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, 1, 1]], dtype=float)
+        z = np.where(np.tril(np.ones((4, 4), dtype=bool)), X @ X.T / math.sqrt(3), -np.inf)
+        w = np.exp(z - z.max(axis=1, keepdims=True))
+        w /= w.sum(axis=1, keepdims=True)
+        page.keyboard.type(f"{w[1, 0]:.2f}")
+        page.keyboard.press("Enter")
+        check = css(state.item(state.TUTORIAL.check, "masks.weight"))
+        tab_until(page, lambda d: d.get("tag") == "BUTTON" and d.get("key") == check[1:])
+        page.keyboard.press("Enter")
+        box = page.locator(css(state.item(state.TUTORIAL.panel, "exercise", "masks.weight")))
+        ok = box.locator("[data-testid=stAlertContentSuccess]")
+        expect(ok).to_be_visible(timeout=30_000)
+        # the feedback is announced: it sits in a live region (role=status)
+        assert box.locator("[role=status] [data-testid=stAlertContentSuccess]").count() == 1
+    finally:
+        ctx.close()

@@ -1,0 +1,123 @@
+"""200 % browser zoom at 1280 px (WCAG 1.4.4, 1.4.10), the high-contrast setting and reduced motion
+(2.3.3), in a real browser; screenshots of both languages in test-artifacts/.
+
+200 % zoom of a 1280×800 window is a 640×400 CSS-pixel viewport at device scale 2: the layout the
+browser gives it is the one a zoomed window shows."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from ui import nav
+from ui.i18n import table
+
+from .a11y_audit import settle
+from .conftest import ARTIFACTS
+
+pytestmark = pytest.mark.browser
+
+# text that reflows: no paragraph, heading, label, caption or message is wider than its box, and the
+# page itself never scrolls sideways. Maps, formulas, code and data grids may scroll inside their own
+# box (two-dimensional content, which 1.4.10 exempts).
+REFLOW = """() => {
+  const page = document.scrollingElement, main = document.querySelector('[data-testid=stMain]');
+  const out = [];
+  if (page.scrollWidth > window.innerWidth + 1) out.push('page scrolls sideways: ' + page.scrollWidth);
+  if (main && main.scrollWidth > main.clientWidth + 1) out.push('main scrolls sideways: ' + main.scrollWidth);
+  const exempt = '.katex-display, pre, [data-testid=stDataFrame], [data-testid=stTable], '
+    + '[data-testid=stBidiComponentIsolated], .js-plotly-plot';
+  const text = '[data-testid=stMain] :is(p, li, h1, h2, h3, label, [data-testid=stCaptionContainer], '
+    + '[data-testid=stAlertContainer])';
+  for (const el of document.querySelectorAll(text)) {
+    if (el.closest(exempt)) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0) continue;
+    if (el.scrollWidth > el.clientWidth + 2 && getComputedStyle(el).overflowX !== 'visible') {
+      out.push('clipped: ' + el.tagName + ' ' + (el.innerText || '').slice(0, 50));
+    } else if (r.right > window.innerWidth + 2) {
+      out.push('beyond the window: ' + el.tagName + ' ' + (el.innerText || '').slice(0, 50) + ' [' + Math.round(r.right) + ']');
+    }
+  }
+  return out;
+}"""
+
+
+def _zoomed(chromium, lang: str, **kw):
+    return chromium.new_context(viewport={"width": 640, "height": 400}, device_scale_factor=2,
+                                locale="ko-KR" if lang == "ko" else "en-US", **kw)
+
+
+def test_every_page_reflows_at_200_percent_zoom(server_url, chromium):
+    ctx = _zoomed(chromium, "en")
+    try:
+        page = ctx.new_page()
+        lost = {}
+        for info in nav.PAGES:
+            page.goto(f"{server_url}/{info.url}?lang=en")
+            settle(page, "en")
+            found = page.evaluate(REFLOW)
+            if found:
+                lost[info.name] = found[:8]
+        assert not lost, lost
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_screenshots_at_200_percent_zoom_and_with_high_contrast(server_url, chromium, lang):
+    """Artifacts: the Playground and a lesson at 200 % zoom, and with the high-contrast setting
+    (which the link keeps: hc=1), in both languages; the Korean is drawn with the app's web font."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    ctx = _zoomed(chromium, lang)
+    try:
+        page = ctx.new_page()
+        for name, path in (("playground", "Playground"), ("tutorial", "Tutorial?lesson=masks")):
+            sep = "&" if "?" in path else "?"
+            page.goto(f"{server_url}/{path}{sep}lang={lang}")
+            settle(page, lang)
+            assert page.evaluate(REFLOW) == []
+            page.screenshot(path=str(ARTIFACTS / f"a11y-zoom200-{name}-{lang}.png"))
+    finally:
+        ctx.close()
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 1000}, locale="ko-KR" if lang == "ko" else "en-US")
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server_url}/Playground?lang={lang}&hc=1")
+        settle(page, lang)
+        expect(page.locator("html")).to_have_class("al-hc")
+        toggle = page.get_by_role("checkbox", name=table(lang)["settings.contrast"])
+        expect(toggle).to_be_checked()
+        # the maps draw their cells outlined in black
+        assert page.evaluate("() => [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')]"
+                             ".some((h) => h.shadowRoot && h.shadowRoot.querySelector('.almaps.hc, .alhm.hc'))")
+        page.screenshot(path=str(ARTIFACTS / f"a11y-high-contrast-playground-{lang}.png"))
+        toggle.click()  # off again: the class and the link parameter go
+        expect(page.locator("html")).not_to_have_class("al-hc", timeout=30_000)
+        assert "hc=" not in page.url
+    finally:
+        ctx.close()
+
+
+PROBE = """() => { const d = document.createElement('div');
+  d.style.cssText = 'animation: al-probe 1s infinite; transition: opacity 1s'; document.body.appendChild(d);
+  const c = getComputedStyle(d); const out = [c.animationDuration, c.transitionDuration]; d.remove();
+  const running = document.getAnimations().filter((a) => { const t = a.effect && a.effect.getTiming();
+    return t && typeof t.duration === 'number' && t.duration > 1; }).length;
+  return {animation: out[0], transition: out[1], running}; }"""
+
+
+def test_no_animation_when_the_system_asks_for_reduced_motion(server_url, chromium):
+    seen = {}
+    for motion in ("reduce", "no-preference"):
+        ctx = chromium.new_context(viewport={"width": 1280, "height": 800}, reduced_motion=motion)
+        try:
+            page = ctx.new_page()
+            page.goto(f"{server_url}/Playground?lang=en")
+            settle(page, "en")
+            seen[motion] = page.evaluate(PROBE)
+        finally:
+            ctx.close()
+    assert seen["no-preference"]["animation"] == "1s"  # the probe itself animates without the request
+    assert float(seen["reduce"]["animation"].rstrip("s")) < 1e-3 and float(seen["reduce"]["transition"].rstrip("s")) < 1e-3
+    assert seen["reduce"]["running"] == 0, seen
