@@ -13,6 +13,7 @@ from . import (
     block,
     codegen,
     experiments,
+    kv_cache,
     lab,
     masks,
     pitfalls,
@@ -36,7 +37,17 @@ from .attention import (
     transpose_gap,
 )
 from .chunked import chunked_attention
-from .multihead import MultiHeadTrace, fuse_qkv_weights, fused_qkv, merge_heads, multi_head_attention, split_heads
+from .kv_cache import KVCache, attend_with_cache, cached_decode
+from .multihead import (
+    MultiHeadTrace,
+    fuse_qkv_weights,
+    fused_qkv,
+    kv_head_map,
+    merge_heads,
+    multi_head_attention,
+    repeat_kv,
+    split_heads,
+)
 from .paper import PaperTrace, paper_attention
 from .seeded import seeded_normal
 
@@ -46,6 +57,8 @@ __all__ = [
     "masked_softmax", "masks", "max_abs_diff", "merge_heads", "multi_head_attention", "paper_attention", "pitfalls", "positional",
     "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "tutorial", "vit",
 ]
+# attention as today's language models run it (issue 22)
+__all__ += ["KVCache", "attend_with_cache", "cached_decode", "kv_cache", "kv_head_map", "repeat_kv"]
 
 
 def available_devices() -> list[str]:

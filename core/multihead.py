@@ -1,8 +1,15 @@
-r"""Multi-head attention (C20, C21) and the fused QKV projection (C17), row convention.
+r"""Multi-head attention (C20, C21), grouped-query / multi-query attention and the fused QKV
+projection (C17), row convention.
 
     Q = X_q W_q + b_q,  K = X_kv W_k + b_k,  V = X_kv W_v + b_v
-    head_h = softmax(Q_h K_hᵀ / √d_k) V_h
+    head_h = softmax(Q_h K_{g(h)}ᵀ / √d_k) V_{g(h)}
     MHA(X) = Concat(head_1, …, head_H) W_o + b_o
+
+With ``n_kv_heads = G`` (G divides H) the queries have H heads but keys and values only G:
+query head h reads K/V head g(h) = ⌊h / (H/G)⌋, so each group of H/G consecutive query heads
+shares one K/V head (grouped-query attention). G = H is ordinary multi-head attention, G = 1
+is multi-query attention. This is what ``F.scaled_dot_product_attention(..., enable_gqa=True)``
+and Hugging Face's ``repeat_kv`` do (``repeat_interleave`` over the head axis).
 
 Weight layout follows the math (x @ W), so ``torch.nn.MultiheadAttention`` holds the
 transposes: ``in_proj_weight = cat(W_qᵀ, W_kᵀ, W_vᵀ)``, ``out_proj.weight = W_oᵀ``.
@@ -16,17 +23,21 @@ import torch
 
 from ._tensor import TensorLike, as_tensors, shape_str
 from .attention import AttentionTrace, attention
+from .positional import rope
 
 
 @dataclass(frozen=True, eq=False)
 class MultiHeadTrace:
-    """Every step of multi-head attention, with B = leading batch dims.
+    """Every step of multi-head attention, with B = leading batch dims, H query heads, G K/V heads.
 
     x_q (B, n_q, d_model), x_kv (B, n_k, d_kv)
-    q_proj (B, n_q, H·d_k), k_proj (B, n_k, H·d_k), v_proj (B, n_k, H·d_v)  — before the split
-    q (B, H, n_q, d_k), k (B, H, n_k, d_k), v (B, H, n_k, d_v)              — after split + transpose
-    heads: AttentionTrace with weights (B, H, n_q, n_k) and output (B, H, n_q, d_v)
+    q_proj (B, n_q, H·d_k), k_proj (B, n_k, G·d_k), v_proj (B, n_k, G·d_v)  — before the split
+    q (B, H, n_q, d_k), k (B, G, n_k, d_k), v (B, G, n_k, d_v)              — after split + transpose
+    heads: AttentionTrace with weights (B, H, n_q, n_k) and output (B, H, n_q, d_v); its k and v
+           are the K/V heads repeated for every query head, (B, H, n_k, d)
     concat (B, n_q, H·d_v), output (B, n_q, d_out)
+    kv_head_of: query head h reads K/V head ``kv_head_of[h]`` (length H; (0, 1, …) when G = H)
+    rope_base: RoPE's θ when q and k were rotated (then q and k are the rotated ones), else None
     """
 
     x_q: torch.Tensor
@@ -42,6 +53,14 @@ class MultiHeadTrace:
     output: torch.Tensor
     n_heads: int
     self_attention: bool
+    n_kv_heads: int | None = None
+    kv_head_of: tuple[int, ...] = ()
+    rope_base: float | None = None
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per K/V head, H / G (1 for multi-head, H for multi-query)."""
+        return self.n_heads // (self.n_kv_heads or self.n_heads)
 
     @property
     def weights(self) -> torch.Tensor:
@@ -92,6 +111,32 @@ def fused_qkv(x: TensorLike, W_qkv: TensorLike, b_qkv: TensorLike | None = None,
     return qkv.split([D_k, D_k, D_v], dim=-1)
 
 
+def kv_head_map(n_heads: int, n_kv_heads: int | None = None) -> tuple[int, ...]:
+    """Which K/V head each query head reads: g(h) = ⌊h / (H/G)⌋, a tuple of length H.
+
+    ``n_kv_heads=None`` means G = H (every query head has its own K/V head). Raises ValueError
+    unless 1 ≤ G ≤ H and G divides H.
+    """
+    H = _check_heads("n_heads", n_heads)
+    G = H if n_kv_heads is None else _check_heads("n_kv_heads", n_kv_heads)
+    if G > H or H % G:
+        raise ValueError(f"n_kv_heads={G} must divide n_heads={H} (1 ≤ G ≤ H); divisors of {H}: "
+                         + ", ".join(str(g) for g in range(1, H + 1) if H % g == 0))
+    return tuple(h // (H // G) for h in range(H))
+
+
+def repeat_kv(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(B, G, n, d) → (B, H, n, d): K/V head g repeated for its H/G query heads (``repeat_interleave``)."""
+    G = x.shape[-3]
+    return x if G == n_heads else x.repeat_interleave(n_heads // G, dim=-3)  # (B, H, n, d)
+
+
+def _check_heads(name: str, n) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n!r}")
+    return n
+
+
 def multi_head_attention(
     x_q: TensorLike,
     x_kv: TensorLike | None = None,
@@ -101,6 +146,7 @@ def multi_head_attention(
     W_v: TensorLike,
     W_o: TensorLike,
     n_heads: int,
+    n_kv_heads: int | None = None,
     b_q: TensorLike | None = None,
     b_k: TensorLike | None = None,
     b_v: TensorLike | None = None,
@@ -108,17 +154,24 @@ def multi_head_attention(
     mask: TensorLike | None = None,
     score: str = "scaled_dot",
     params=None,
+    rope_base: float | None = None,
+    rope_pairing: str = "adjacent",
     device=None,
     dtype=None,
 ) -> MultiHeadTrace:
     """Multi-head attention (row convention); ``x_kv=None`` is self-attention.
 
-    x_q (B, n_q, d_model), x_kv (B, n_k, d_kv); W_q (d_model, H·d_k), W_k (d_kv, H·d_k),
-    W_v (d_kv, H·d_v), W_o (H·d_v, d_out); biases are vectors of the matching widths.
+    x_q (B, n_q, d_model), x_kv (B, n_k, d_kv); W_q (d_model, H·d_k), W_k (d_kv, G·d_k),
+    W_v (d_kv, G·d_v), W_o (H·d_v, d_out); biases are vectors of the matching widths.
+    n_kv_heads = G K/V heads (None: G = H; 1: multi-query), G divides H; d_k = W_q's width / H.
     mask broadcasts to (B, H, n_q, n_k); True = may attend.
+    rope_base: rotate every head's q and k by position (:func:`core.positional.rope`, base θ, pairing
+    ``rope_pairing``) before the scores; keys sit at positions 0 … n_k−1, queries at the last n_q of
+    them (n_k − n_q … n_k − 1, as :func:`core.masks.causal` and a KV cache count). The trace's q and k
+    are then the rotated ones.
     """
-    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
-        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    head_of = kv_head_map(n_heads, n_kv_heads)
+    G = n_heads if n_kv_heads is None else n_kv_heads
     self_attn = x_kv is None
     named = {"x_q": x_q, "x_kv": x_q if self_attn else x_kv, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o}
     for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)):
@@ -133,15 +186,16 @@ def multi_head_attention(
         if t[name].dim() != 2:
             raise ValueError(f"{name} must be a matrix but has shape {shape_str(t[name].shape)}")
 
-    def project(x, xname, wname, bname):
+    def project(x, xname, wname, bname, heads):
         W = t[wname]
         if x.shape[-1] != W.shape[0]:
             raise ValueError(
                 f"{xname} has width {x.shape[-1]} but {wname} {shape_str(W.shape)} expects {W.shape[0]} rows"
             )
-        if W.shape[1] % n_heads:
-            raise ValueError(f"{wname} has {W.shape[1]} columns, not divisible by n_heads={n_heads}")
-        out = x @ W  # (B, n, H·d)
+        if W.shape[1] % heads:
+            what = "n_heads" if heads == n_heads else "n_kv_heads"
+            raise ValueError(f"{wname} has {W.shape[1]} columns, not divisible by {what}={heads}")
+        out = x @ W  # (B, n, heads·d)
         if bname in t:
             if t[bname].shape != (W.shape[1],):
                 raise ValueError(f"{bname} has shape {shape_str(t[bname].shape)} but needs ({W.shape[1]},)")
@@ -149,16 +203,25 @@ def multi_head_attention(
         return out
 
     # the three projections (fused_qkv does them as one matmul)
-    q_proj = project(xq, "x_q", "W_q", "b_q")  # (B, n_q, H·d_k)
-    k_proj = project(xkv, "x_kv", "W_k", "b_k")  # (B, n_k, H·d_k)
-    v_proj = project(xkv, "x_kv", "W_v", "b_v")  # (B, n_k, H·d_v)
-    if q_proj.shape[-1] != k_proj.shape[-1]:
-        raise ValueError(f"W_q {shape_str(t['W_q'].shape)} and W_k {shape_str(t['W_k'].shape)} need the same width")
+    q_proj = project(xq, "x_q", "W_q", "b_q", n_heads)  # (B, n_q, H·d_k)
+    k_proj = project(xkv, "x_kv", "W_k", "b_k", G)  # (B, n_k, G·d_k)
+    v_proj = project(xkv, "x_kv", "W_v", "b_v", G)  # (B, n_k, G·d_v)
+    if q_proj.shape[-1] // n_heads != k_proj.shape[-1] // G:
+        raise ValueError(
+            f"W_q {shape_str(t['W_q'].shape)} over {n_heads} heads and W_k {shape_str(t['W_k'].shape)} over "
+            f"{G} K/V heads need the same width per head (d_k)" if G != n_heads else
+            f"W_q {shape_str(t['W_q'].shape)} and W_k {shape_str(t['W_k'].shape)} need the same width")
 
-    # split into heads: (B, n, H·d) → (B, n, H, d) → (B, H, n, d)
-    q, k, v = (split_heads(p, n_heads) for p in (q_proj, k_proj, v_proj))
-    # every head at once: softmax(Q_h K_hᵀ/√d_k) V_h
-    heads = attention(q, k, v, score=score, mask=mask, params=params)  # weights (B, H, n_q, n_k)
+    # split into heads: (B, n, H·d) → (B, n, H, d) → (B, H, n, d); keys and values into G heads
+    q = split_heads(q_proj, n_heads)  # (B, H, n_q, d_k)
+    k, v = split_heads(k_proj, G), split_heads(v_proj, G)  # (B, G, n_k, d)
+    if rope_base is not None:  # RoPE: rotate q and k by their positions (shapes unchanged)
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        q = rope(q, positions=torch.arange(n_k - n_q, n_k), base=rope_base, pairing=rope_pairing)
+        k = rope(k, base=rope_base, pairing=rope_pairing)
+    # every head at once: softmax(Q_h K_g(h)ᵀ/√d_k) V_g(h), K/V head g repeated for its H/G query heads
+    heads = attention(q, repeat_kv(k, n_heads), repeat_kv(v, n_heads), score=score, mask=mask,
+                      params=params)  # weights (B, H, n_q, n_k)
     # concat: (B, H, n_q, d_v) → (B, n_q, H, d_v) → (B, n_q, H·d_v)
     concat = merge_heads(heads.output)
     W_o_t = t["W_o"]
@@ -170,6 +233,7 @@ def multi_head_attention(
     return MultiHeadTrace(
         x_q=xq, x_kv=xkv, q_proj=q_proj, k_proj=k_proj, v_proj=v_proj, q=q, k=k, v=v,
         heads=heads, concat=concat, output=output, n_heads=n_heads, self_attention=self_attn,
+        n_kv_heads=G, kv_head_of=head_of, rope_base=None if rope_base is None else float(rope_base),
     )
 
 

@@ -4,12 +4,18 @@ Sinusoidal encoding of the Transformer:
 
     PE[pos, 2i]   = sin(pos / 10000^{2i/d})
     PE[pos, 2i+1] = cos(pos / 10000^{2i/d})
+
+Rotary position embedding (RoPE) rotates q and k instead (:func:`rope`); ALiBi adds a linear bias
+to the scores (:func:`alibi_slopes`, :func:`alibi_bias`).
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 
+from ._tensor import TensorLike, as_tensor, as_tensors, shape_str
 from .seeded import seeded_normal
 
 
@@ -49,3 +55,115 @@ def concat(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
     if x.shape[:-1] != pe.shape[:-1]:
         raise ValueError(f"cannot concatenate positions {tuple(pe.shape)} to embeddings {tuple(x.shape)}")
     return torch.cat([x, pe], dim=-1)
+
+
+# ---------------------------------------------------------------------------
+# Rotary position embedding (RoPE, Su et al. 2021)
+# ---------------------------------------------------------------------------
+ROPE_PAIRINGS = ("adjacent", "half")
+
+
+def _check_rope(d: int, base: float, pairing: str) -> None:
+    if d % 2:
+        raise ValueError(f"RoPE needs an even width d, got d={d}")
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 0:
+        raise ValueError(f"the RoPE base θ must be a positive finite number, got {base!r}")
+    if pairing not in ROPE_PAIRINGS:
+        raise ValueError(f"unknown RoPE pairing '{pairing}'; choose 'adjacent' or 'half'")
+
+
+def rope_frequencies(d: int, *, base: float = 10000.0, device=None) -> torch.Tensor:
+    """θ_i = base^(−2i/d) for the d/2 pairs i = 0 … d/2 − 1, float64 (d/2,): pair i turns θ_i radians per position."""
+    _check(1, d)
+    _check_rope(d, base, "adjacent")
+    return float(base) ** (-torch.arange(0, d, 2, dtype=torch.float64, device=device) / d)  # (d/2,)
+
+
+def rope_angles(positions: TensorLike, d: int, *, base: float = 10000.0) -> torch.Tensor:
+    """Rotation angles m · θ_i (float64, on the CPU): positions (...,) → (..., d/2)."""
+    pos = as_tensor(positions, "positions", dtype=torch.float64, device="cpu")
+    return pos.unsqueeze(-1) * rope_frequencies(d, base=base)  # (..., d/2)
+
+
+def rope_permutation(d: int) -> torch.Tensor:
+    """The dimension order that turns the adjacent pairing into the half pairing, (d,) long.
+
+    ``perm = [0, 2, 4, …, d−2, 1, 3, …, d−1]``: pair i is dims (2i, 2i+1) in the adjacent layout and
+    dims (i, i + d/2) in the half layout, so for every x
+    ``rope(x[..., perm], pairing="half") == rope(x, pairing="adjacent")[..., perm]`` — the same
+    rotation with the dimensions permuted. (This is why GGUF files store W_q and W_k rows permuted
+    relative to Hugging Face's Llama checkpoints.)
+    """
+    _check(1, d)
+    _check_rope(d, 10000.0, "adjacent")
+    return torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])  # (d,)
+
+
+def rope(x: TensorLike, *, positions: TensorLike | None = None, base: float = 10000.0,
+         pairing: str = "adjacent") -> torch.Tensor:
+    r"""Rotate each pair of dimensions of x by the angle m·θ_i of its position m (RoPE).
+
+    x (..., n, d) with d even — queries or keys, per head; positions (n,) or broadcastable to
+    x.shape[:-1] (default 0 … n−1; any numbers, e.g. a cache offset t … t+n−1); base θ > 0.
+    Pair i (frequency θ_i = base^(−2i/d)) is rotated as a 2-D vector:
+
+        x'_a = x_a cos(mθ_i) − x_b sin(mθ_i),   x'_b = x_a sin(mθ_i) + x_b cos(mθ_i)
+
+    with (a, b) = (2i, 2i+1) for ``pairing="adjacent"`` (RoFormer, GGUF / llama.cpp) and
+    (a, b) = (i, i + d/2) for ``pairing="half"`` (Hugging Face's Llama ``rotate_half``).
+    Rotations keep lengths, and R(m)ᵀR(n) = R(n − m): the score q_mᵀ k_n after RoPE depends on the
+    positions only through m − n. Returns a tensor of x's shape, dtype and device (angles are
+    computed in float64, then rounded to x's dtype).
+    """
+    t = as_tensor(x, "x")
+    if t.dim() < 2:
+        raise ValueError(f"x must be (..., n, d) but has shape {shape_str(t.shape)}")
+    n, d = t.shape[-2], t.shape[-1]
+    _check_rope(d, base, pairing)
+    pos = torch.arange(n) if positions is None else as_tensor(positions, "positions", dtype=torch.float64, device="cpu")
+    try:
+        torch.broadcast_shapes(pos.shape, t.shape[:-1])
+    except RuntimeError:
+        raise ValueError(f"positions {shape_str(pos.shape)} do not match x {shape_str(t.shape)}: "
+                         f"give one position per row, ({n},)") from None
+    angle = rope_angles(pos, d, base=base)  # (..., n, d/2)
+    cos = torch.cos(angle).to(device=t.device, dtype=t.dtype)
+    sin = torch.sin(angle).to(device=t.device, dtype=t.dtype)
+    if pairing == "adjacent":
+        a, b = t[..., 0::2], t[..., 1::2]  # (..., n, d/2) each
+        return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)  # (..., n, d)
+    a, b = t[..., : d // 2], t[..., d // 2:]
+    return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)  # (..., n, d)
+
+
+def rope_pair_track(x: TensorLike, pair: int, positions: TensorLike, *, base: float = 10000.0,
+                    pairing: str = "adjacent") -> torch.Tensor:
+    """One 2-D pair of a vector x (d,) as RoPE turns it: its coordinates at each position, (len(positions), 2)."""
+    t = as_tensor(x, "x")
+    if t.dim() != 1:
+        raise ValueError(f"x must be one vector (d,) but has shape {shape_str(t.shape)}")
+    d = t.shape[0]
+    _check_rope(d, base, pairing)
+    if isinstance(pair, bool) or not isinstance(pair, int) or not 0 <= pair < d // 2:
+        raise ValueError(f"pair must be an integer in 0 … {d // 2 - 1}, got {pair!r}")
+    pos = as_tensor(positions, "positions", dtype=torch.float64, device="cpu").reshape(-1)  # (m,)
+    rotated = rope(t.expand(pos.shape[0], d), positions=pos, base=base, pairing=pairing)  # (m, d)
+    a, b = (2 * pair, 2 * pair + 1) if pairing == "adjacent" else (pair, pair + d // 2)
+    return rotated[:, [a, b]]  # (m, 2)
+
+
+def rope_scores_by_offset(q: TensorLike, k: TensorLike, offsets: TensorLike, *, base: float = 10000.0,
+                          pairing: str = "adjacent", start: float = 0.0) -> torch.Tensor:
+    """The score rope(q at start + m) · rope(k at start) for each offset m, (len(offsets),).
+
+    q, k (d,). The same numbers come out for every ``start`` (only m counts), which is RoPE's promise.
+    """
+    t = as_tensors({"q": q, "k": k})
+    if t["q"].dim() != 1 or t["q"].shape != t["k"].shape:
+        raise ValueError(f"q and k must be vectors of one width, got {shape_str(t['q'].shape)} and "
+                         f"{shape_str(t['k'].shape)}")
+    off = as_tensor(offsets, "offsets", dtype=torch.float64, device="cpu").reshape(-1)  # (m,)
+    d = t["q"].shape[0]
+    q_rot = rope(t["q"].expand(off.shape[0], d), positions=off + start, base=base, pairing=pairing)  # (m, d)
+    k_rot = rope(t["k"].unsqueeze(0), positions=torch.tensor([float(start)]), base=base, pairing=pairing)  # (1, d)
+    return q_rot @ k_rot[0]  # (m,)
