@@ -35,6 +35,8 @@ PAGES = (
     PageInfo("vision_transformer", "Vision_Transformer", ":material/image:", "C32"),
     PageInfo("trained_model", "Trained_model", ":material/psychology:", "C15, C17, C20, C23–C24 in a trained encoder",
              "models"),
+    PageInfo("language_model", "Language_model", ":material/edit_note:",
+             "C11, C20, C23–C24 in a trained decoder (causal masks, GQA, RoPE, KV cache)", "models"),
 )
 SECTIONS = ("start", "tutorial", "explore", "models")
 PAGE_BY_NAME = {p.name: p for p in PAGES}

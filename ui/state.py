@@ -99,3 +99,6 @@ TUTORIAL = _room("tutorial", "lesson progress answer tries reveal panel feedback
 CODE_EXPORT = _room("code_export", "download")  # "copy as code": one download button per key prefix
 TRAINED_MODEL = _room("trained_model", "text preset layer head grid head_view heatmap pipeline patterns sort clicks "
                       "open_top sentence")
+LANGUAGE_MODEL = _room("language_model", "prompt text preset temperature top_k top_p seed n_new max_new one run reset keys "
+                       "layer head grid heatmap pipeline heads sort open_top clicks gen_layer gen_maps bars_model "
+                       "bars_sampled off_heads off_layers window sinks bars_before bars_after measure lens running")
