@@ -82,7 +82,7 @@ def load(text: str) -> dict | None:
 def token_line(tr: dict) -> None:
     """The tokens as the model sees them (spaces as ␣, byte pieces as <EB 82>), and why Korean looks so."""
     tokens = tr["tokens"]
-    st.markdown(t("lm.tokens", n=len(tokens)) + "  " + " · ".join(f"`{md(tok)}`" for tok in tokens))
+    st.markdown(t("lm.tokens", n=len(tokens)) + "  " + " · ".join(md(tok) for tok in tokens))
     n_bytes = sum(tr["is_bytes"])
     if n_bytes:
         st.info(t("lm.bytes_note", n=n_bytes))
@@ -105,7 +105,7 @@ def next_token_bars(tr: dict, T: float, k: int | None, p: float | None, dec: int
     """The ten most likely next tokens: the model's probabilities, and after temperature, top-k and top-p."""
     st.subheader(t("lm.next"))
     s = compute.lm_sampling(tr["logits"], T, k, p)
-    labels = [md(x) for x in s["tokens"]]
+    labels = s["tokens"]  # drawn as text by the bars element
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**{t('lm.bars.model')}**")
@@ -114,7 +114,7 @@ def next_token_bars(tr: dict, T: float, k: int | None, p: float | None, dec: int
         st.markdown(f"**{t('lm.bars.sampled')}**")
         show_bars(weight_bars(labels, s["sampled"], min(dec, 3)), key=K.bars_sampled)
     mode = t("lm.greedy") if T == 0 else t("lm.kept", kept=s["kept"])
-    st.caption(t("lm.bars.caption", top=labels[0], p=f"{s['model'][0]:.1%}") + " " + mode)
+    st.caption(t("lm.bars.caption", top=md(labels[0]), p=f"{s['model'][0]:.1%}") + " " + mode)
 
 
 def _step(n: int) -> None:
@@ -303,10 +303,10 @@ def before_after(text: str, heads: tuple, layers: tuple, window: int | None, sin
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**{t('lm.before')}**")
-        show_bars(weight_bars([md(x) for x in before["tokens"]], before["probs"], min(dec, 3)), key=K.bars_before)
+        show_bars(weight_bars(before["tokens"], before["probs"], min(dec, 3)), key=K.bars_before)
     with c2:
         st.markdown(f"**{t('lm.after')}**")
-        show_bars(weight_bars([md(x) for x in after["tokens"]], after["probs"], min(dec, 3)), key=K.bars_after)
+        show_bars(weight_bars(after["tokens"], after["probs"], min(dec, 3)), key=K.bars_after)
     top = before["ids"][0]
     st.markdown(t("lm.change", tok=md(before["tokens"][0]), before=f"{before['probs'][0]:.1%}",
                   after=f"{after['all'][top]:.1%}", new=md(after["tokens"][0])))
