@@ -369,7 +369,7 @@ def lm_induction(device: str) -> dict:
     return {"scores": ind.scores.cpu().numpy(), "first": ind.loss_first, "second": ind.loss_second}
 
 
-@st.cache_data(max_entries=len(LM_WINDOWS) * 2 + 1, show_spinner=False)  # no ttl: one shipped text
+@st.cache_data(max_entries=7, show_spinner=False)  # no ttl: one shipped text; 7 = the full cache + 3 windows × (no sinks, sinks)
 def lm_text_loss(window: int | None, sinks: int, device: str) -> dict:
     """The next-token loss of the shipped text (Alice, ch. 1) with a KV window of the last ``window`` keys
     (and the first ``sinks``), or the full cache (window None)."""
