@@ -15,6 +15,7 @@ from . import (
     experiments,
     kv_cache,
     lab,
+    linear,
     masks,
     pitfalls,
     positional,
@@ -36,8 +37,9 @@ from .attention import (
     max_abs_diff,
     transpose_gap,
 )
-from .chunked import chunked_attention
-from .kv_cache import KVCache, attend_with_cache, cached_decode
+from .chunked import TiledTrace, chunked_attention, tiled_attention
+from .kv_cache import MODEL_PRESETS, KVCache, ModelShape, attend_with_cache, cached_decode, kv_cache_bytes
+from .linear import LinearAttentionTrace, linear_attention
 from .multihead import (
     MultiHeadTrace,
     fuse_qkv_weights,
@@ -58,7 +60,10 @@ __all__ = [
     "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "tutorial", "vit",
 ]
 # attention as today's language models run it (issue 22)
-__all__ += ["KVCache", "attend_with_cache", "cached_decode", "kv_cache", "kv_head_map", "repeat_kv"]
+__all__ += [
+    "KVCache", "MODEL_PRESETS", "ModelShape", "TiledTrace", "attend_with_cache", "cached_decode", "kv_cache", "kv_cache_bytes",
+    "LinearAttentionTrace", "kv_head_map", "linear", "linear_attention", "repeat_kv", "tiled_attention",
+]
 
 
 def available_devices() -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ._tensor import TensorLike, as_bool_mask, as_tensors, shape_str
+from ._tensor import TensorLike, as_bool_mask, as_tensor, as_tensors, shape_str
 
 SCORE_FUNCTIONS = ("dot", "scaled_dot", "general", "additive", "cosine")
 CONVENTIONS = ("row", "column")
@@ -41,7 +41,8 @@ class AttentionTrace:
     q, k, v:       the inputs as tensors            (..., n_q, d_k) (..., n_k, d_k) (..., n_k, d_v)
     scores:        raw compatibility f(Q, K)        (..., n_q, n_k)
     scaled:        scores · scale / temperature     (..., n_q, n_k)
-    logits:        ``scaled`` with −inf where the mask forbids
+    bias:          the additive bias (ALiBi, a relative-position table …) broadcast to (..., n_q, n_k), or None
+    logits:        ``scaled`` (+ ``bias``) with −inf where the mask forbids
     weights:       softmax of logits over keys      (..., n_q, n_k), sums to 1 per query
     output:        weights · V                      (..., n_q, d_v)
     mask:          boolean, True = may attend, broadcast to the weights' shape (or None)
@@ -63,6 +64,12 @@ class AttentionTrace:
     temperature: float
     convention: str
     params: Mapping[str, torch.Tensor]
+    bias: torch.Tensor | None = None
+
+    @property
+    def biased(self) -> torch.Tensor:
+        """``scaled + bias``: the logits before the mask (``scaled`` itself when there is no bias)."""
+        return self.scaled if self.bias is None else self.scaled + self.bias
 
     @property
     def query_axis(self) -> int:
@@ -106,6 +113,7 @@ class AttentionTrace:
             mask=None if self.mask is None else t(self.mask), fully_masked=self.fully_masked,
             score=self.score, scale=self.scale, temperature=self.temperature,
             convention="column" if self.convention == "row" else "row", params=self.params,
+            bias=None if self.bias is None else t(self.bias),
         )
 
 
@@ -221,6 +229,7 @@ def attention(
     convention: str = "row",
     device: str | torch.device | None = None,
     dtype: torch.dtype | None = None,
+    bias: TensorLike | None = None,
 ) -> AttentionTrace:
     r"""Attention of queries ``q`` over keys ``k`` and values ``v``; returns an :class:`AttentionTrace`.
 
@@ -234,6 +243,10 @@ def attention(
     w_a ``(d_a,)``), ``cosine`` qᵀk/(‖q‖‖k‖).
     scale: overrides the default scale (1/√d_k for ``scaled_dot``, else 1).
     mask: boolean, True = may attend, broadcastable to the weights' shape in ``convention``.
+    bias: an additive bias on the scaled scores, applied before the mask — logits = f(Q, K)·scale/T + bias,
+    then −∞ where masked. Row: (n_q, n_k) or broadcastable, e.g. (H, n_q, n_k) per head (ALiBi,
+    :func:`core.positional.alibi_bias`, or a learned relative-position table); column: its transpose.
+    Must be finite (forbid with ``mask``).
 
     Raises ValueError (naming the shapes) on any malformed input.
     """
@@ -277,6 +290,9 @@ def attention(
             f"K {shape_str(k_t.shape)} are too large for this precision"
         )
 
+    bias_r = _row_bias(bias, scaled, convention)  # (..., n_q, n_k) or None
+    biased = scaled if bias_r is None else scaled + bias_r
+
     mask_r = None
     if mask is not None:
         m = as_bool_mask(mask, device=scaled.device)
@@ -301,7 +317,7 @@ def attention(
         mask_r = m.expand(scaled.shape)  # (..., n_q, n_k)
 
     # masking: logits = scaled where allowed, −inf where forbidden
-    logits = scaled if mask_r is None else scaled.masked_fill(~mask_r, float("-inf"))
+    logits = biased if mask_r is None else biased.masked_fill(~mask_r, float("-inf"))
     # α = softmax over keys (a fully masked query gets zeros, never NaN)
     weights, fully = masked_softmax(logits, mask_r, dim=-1)  # (..., n_q, n_k)
     # output = α V: each output row is the convex combination Σ_i α_i v_i
@@ -310,9 +326,33 @@ def attention(
     trace = AttentionTrace(
         q=q_r, k=k_r, v=v_r, scores=scores, scaled=scaled, logits=logits, weights=weights,
         output=output, mask=mask_r, fully_masked=fully, score=score, scale=scale_f,
-        temperature=temp_f, convention="row", params=P,
+        temperature=temp_f, convention="row", params=P, bias=bias_r,
     )
     return trace.transposed() if convention == "column" else trace
+
+
+def _row_bias(bias: TensorLike | None, scaled: torch.Tensor, convention: str) -> torch.Tensor | None:
+    """The bias as a finite tensor of ``scaled``'s dtype and device, in rows, broadcast to (..., n_q, n_k)."""
+    if bias is None:
+        return None
+    b = as_tensor(bias, "bias", device=scaled.device, dtype=scaled.dtype)
+    if convention == "column":
+        if b.dim() < 2:
+            raise ValueError(f"a {b.dim()}-D bias {shape_str(b.shape)} is ambiguous in column convention; "
+                             f"give a (n_k, n_q) = {shape_str(_swap(scaled).shape[-2:])} bias")
+        b = _swap(b)  # (..., n_k, n_q) → (..., n_q, n_k)
+    try:
+        full = torch.broadcast_shapes(b.shape, scaled.shape)
+    except RuntimeError:
+        full = None
+    if full != scaled.shape:
+        want = scaled.shape if convention == "row" else _swap(scaled).shape
+        got = b.shape if convention == "row" else _swap(b).shape
+        raise ValueError(f"bias of shape {shape_str(got)} does not broadcast to the weights' shape {shape_str(want)}")
+    out = scaled + b
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("scores + bias overflow: the bias is too large for this precision")
+    return b.expand(scaled.shape)  # (..., n_q, n_k)
 
 
 def transpose_gap(row: AttentionTrace, column: AttentionTrace) -> dict[str, float]:

@@ -28,7 +28,7 @@ cache (a :class:`KVCache`, ``None`` before the first token)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -106,6 +106,7 @@ def attend_with_cache(
     rope_base: float | None = None,
     rope_pairing: str = "adjacent",
     scale: float | None = None,
+    bias: TensorLike | None = None,
 ) -> CachedAttentionStep:
     """Causal attention of s new tokens over the cache plus themselves; appends their keys and values.
 
@@ -114,6 +115,8 @@ def attend_with_cache(
     (0 for ``cache=None``); with ``rope_base`` q and k are rotated there (:func:`core.positional.rope`,
     ``rope_pairing`` "adjacent" or "half") and the rotated keys are cached. New token i sees every
     cached key and the new keys up to itself. ``scale`` defaults to 1/√d_k.
+    ``bias``: an additive bias before the mask, broadcastable to (..., H, s, t+s) (ALiBi's rows for
+    these positions: ``alibi_bias(H, s, t + s)``).
     Returns a :class:`CachedAttentionStep` (``.output``, ``.weights``, ``.cache``).
     """
     t = as_tensors({"q": q, "k": k, "v": v}) if cache is None else \
@@ -136,7 +139,7 @@ def attend_with_cache(
     n_k = new_cache.length
     mask = None if s == 1 else causal(s, n_k, device=Q.device)  # (s, t+s): new token i sees keys ≤ t + i
     trace = attention(Q, repeat_kv(new_cache.k, int(H)), repeat_kv(new_cache.v, int(H)), mask=mask,
-                      scale=scale)  # weights (..., H, s, t+s), output (..., H, s, d_v)
+                      scale=scale, bias=bias)  # weights (..., H, s, t+s), output (..., H, s, d_v)
     return CachedAttentionStep(q=Q, positions=positions, cache=new_cache, attention=trace, kv_head_of=head_of)
 
 
@@ -286,3 +289,110 @@ def _check_decode_weights(X: torch.Tensor, t: dict, H: int, G: int) -> tuple[int
     if t["W_o"].shape[0] != H * d_v:
         raise ValueError(f"W_o {shape_str(t['W_o'].shape)} needs H·d_v = {H * d_v} rows")
     return d_k, d_v, int(t["W_o"].shape[1])
+
+
+# ---------------------------------------------------------------------------
+# How big the cache gets
+# ---------------------------------------------------------------------------
+
+def _count(name: str, value, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+    return value
+
+
+def kv_cache_bytes(*, layers: int, n_kv_heads: int, d_head: int, tokens: int, batch: int = 1,
+                   bytes_per_value: float = 2) -> int | float:
+    """Bytes of a KV cache: 2 (keys and values) × layers × n_kv_heads × d_head × tokens × batch × bytes per value.
+
+    ``bytes_per_value`` 2 is float16/bfloat16, 4 float32, 1 int8, 0.5 a 4-bit cache. An int when every
+    factor is one.
+    """
+    for name, val, lo in (("layers", layers, 1), ("n_kv_heads", n_kv_heads, 1), ("d_head", d_head, 1),
+                          ("tokens", tokens, 0), ("batch", batch, 1)):
+        _count(name, val, minimum=lo)
+    if isinstance(bytes_per_value, bool) or not isinstance(bytes_per_value, (int, float)) or not bytes_per_value > 0 \
+            or bytes_per_value == float("inf"):
+        raise ValueError(f"bytes_per_value must be a positive number, got {bytes_per_value!r}")
+    return 2 * layers * n_kv_heads * d_head * tokens * batch * bytes_per_value
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The attention shape of a published model: what its KV cache and its positions depend on.
+
+    layers, n_heads (query heads H), n_kv_heads (G), d_head, d_model, context (the published maximum
+    length), window (sliding-window size, or None: every layer sees the whole context), rope_base
+    (RoPE's θ, None for learned positions), source (where the numbers are published).
+    """
+
+    name: str
+    layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_head: int
+    d_model: int
+    context: int
+    window: int | None = None
+    rope_base: float | None = None
+    source: str = ""
+
+    @property
+    def kind(self) -> str:
+        """'MHA' (G = H), 'MQA' (G = 1) or 'GQA'."""
+        return "MHA" if self.n_kv_heads == self.n_heads else "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    def cached_tokens(self, tokens: int, *, sinks: int = 0) -> int:
+        """Tokens the cache must hold for a context of ``tokens``: all of them, or with a window the last
+        ``window`` ones plus ``sinks`` first ones (StreamingLLM; :func:`core.masks.window`)."""
+        _count("tokens", tokens, minimum=0)
+        _count("sinks", sinks, minimum=0)
+        return tokens if self.window is None else min(tokens, self.window + sinks)
+
+    def kv_cache_bytes(self, tokens: int, *, batch: int = 1, bytes_per_value: float = 2, sinks: int = 0) -> int | float:
+        """:func:`kv_cache_bytes` of this model for a context of ``tokens`` (a window caps what is kept)."""
+        return kv_cache_bytes(layers=self.layers, n_kv_heads=self.n_kv_heads, d_head=self.d_head,
+                              tokens=self.cached_tokens(tokens, sinks=sinks), batch=batch, bytes_per_value=bytes_per_value)
+
+    def with_window(self, window: int | None) -> ModelShape:
+        """The same model with a sliding window of ``window`` keys per layer (None: the full context)."""
+        if window is not None:
+            _count("window", window)
+        return replace(self, window=window, name=self.name if window == self.window else f"{self.name} (window {window})")
+
+    def reach(self, *, window: int | None = None) -> int | None:
+        """How many tokens back the last layer can draw on through the stacked windows, layers·(window − 1)
+        (what :func:`core.masks.window_reach` computes from the masks); None without a window."""
+        w = self.window if window is None else window
+        return None if w is None else self.layers * (w - 1)
+
+    def with_kv_heads(self, n_kv_heads: int) -> ModelShape:
+        """The same model with G K/V heads instead (G divides H): its MHA (G = H) or MQA (G = 1) twin."""
+        kv_head_map(self.n_heads, n_kv_heads)
+        return replace(self, n_kv_heads=n_kv_heads, name=f"{self.name} (G = {n_kv_heads})")
+
+    def kv_cache_variants(self, tokens: int, *, batch: int = 1, bytes_per_value: float = 2) -> dict[str, int | float]:
+        """Cache bytes as MHA (G = H), as published, and as MQA (G = 1), keyed 'MHA', the model's kind, 'MQA'."""
+        out = {}
+        for G in (self.n_heads, self.n_kv_heads, 1):
+            shape = self.with_kv_heads(G)
+            out[shape.kind] = shape.kv_cache_bytes(tokens, batch=batch, bytes_per_value=bytes_per_value)
+        return out
+
+
+MODEL_PRESETS: dict[str, ModelShape] = {
+    "gpt2": ModelShape("GPT-2 small", layers=12, n_heads=12, n_kv_heads=12, d_head=64, d_model=768, context=1024,
+                       source="openai-community/gpt2 config.json: n_layer 12, n_head 12, n_embd 768, n_positions 1024"),
+    "smollm2-135m": ModelShape("SmolLM2-135M", layers=30, n_heads=9, n_kv_heads=3, d_head=64, d_model=576, context=8192,
+                               rope_base=100000.0,
+                               source="HuggingFaceTB/SmolLM2-135M config.json: 30 layers, 9 heads, 3 KV heads, "
+                                      "hidden 576, rope_theta 100000, max_position_embeddings 8192"),
+    "llama-3-8b": ModelShape("Llama-3-8B", layers=32, n_heads=32, n_kv_heads=8, d_head=128, d_model=4096, context=8192,
+                             rope_base=500000.0,
+                             source="meta-llama/Meta-Llama-3-8B config.json: 32 layers, 32 heads, 8 KV heads, "
+                                    "hidden 4096, rope_theta 500000, max_position_embeddings 8192"),
+    "mistral-7b": ModelShape("Mistral-7B", layers=32, n_heads=32, n_kv_heads=8, d_head=128, d_model=4096, context=32768,
+                             window=4096, rope_base=10000.0,
+                             source="mistralai/Mistral-7B-v0.1 config.json: 32 layers, 32 heads, 8 KV heads, "
+                                    "hidden 4096, sliding_window 4096, rope_theta 10000, max_position_embeddings 32768"),
+}

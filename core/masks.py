@@ -8,6 +8,8 @@ or ``|``. The additive form used inside softmax is :func:`additive` (0 / −∞)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from ._tensor import TensorLike, as_bool_mask, shape_str
@@ -58,17 +60,26 @@ def padding(key_valid: TensorLike, n_q: int, convention: str = "row", *, device=
     return (m if convention == "row" else m.transpose(-1, -2)).clone()
 
 
-def window(n: int, size: int, *, causal_only: bool = False, convention: str = "row", device=None) -> torch.Tensor:
+def window(n: int, size: int, *, causal_only: bool = False, sinks: int = 0, convention: str = "row",
+           device=None) -> torch.Tensor:
     """Sliding-window (local) mask ``(n, n)``: query i sees keys with |i − j| < size.
 
     With ``causal_only=True`` it sees only the ``size`` most recent keys, i − size < j ≤ i.
+    ``sinks`` = s keeps the first s keys visible to every query as well (StreamingLLM's attention
+    sinks), within causality when ``causal_only``: j < s (and j ≤ i). A decoder with this mask
+    caches at most size + s keys.
     Symmetric windows are their own transpose, so the convention matters only for causal ones.
     """
     n = _check_n("n", n)
     size = _check_n("size", size)
+    if isinstance(sinks, bool) or not isinstance(sinks, int) or sinks < 0:
+        raise ValueError(f"sinks must be an integer ≥ 0, got {sinks!r}")
     i = torch.arange(n, device=device).unsqueeze(1)
     j = torch.arange(n, device=device).unsqueeze(0)
     m = (j <= i) & (i - j < size) if causal_only else (i - j).abs() < size  # (n, n)
+    if sinks:
+        sink = (j < sinks) & (j <= i) if causal_only else (j < sinks).expand(n, n)  # (n, n)
+        m = m | sink
     return _orient(m, convention)
 
 
@@ -115,3 +126,60 @@ def combine(n_q: int, n_k: int | None = None, *, causal: bool = False, pad=(), b
     for i, j in blocked:
         m[i, j] = False
     return _orient(m, convention)
+
+
+# ---------------------------------------------------------------------------
+# What a stack of layers can reach
+# ---------------------------------------------------------------------------
+
+def reach(mask: TensorLike, layers: int) -> torch.Tensor:
+    """Which tokens can influence which after 1 … L layers with the same mask, ``(L, n, n)`` boolean (row).
+
+    Layer 1 is the mask itself; token i at layer l + 1 reads every j it may attend to, and j already
+    carries what it reached at layer l: R_{l+1} = (M · R_l > 0). Entry [l, i, k] is True when key k's
+    information can reach query i after l + 1 layers.
+    """
+    layers = _check_n("layers", layers)
+    m = as_bool_mask(mask, device=mask.device if isinstance(mask, torch.Tensor) else torch.device("cpu"))
+    if m.dim() != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"reach needs a square (n, n) self-attention mask, got {shape_str(m.shape)}")
+    step = m.to(torch.float32)  # (n, n)
+    out = [m]
+    for _ in range(layers - 1):
+        out.append((step @ out[-1].to(torch.float32)) > 0)  # (n, n): i → j → k
+    return torch.stack(out)  # (L, n, n)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowReach:
+    """A causal sliding window of ``size`` keys (plus ``sinks``) stacked ``layers`` times, for n tokens.
+
+    mask (n, n); reach (L, n, n) from :func:`reach`; for the last query (token n − 1), after each
+    layer: ``farthest[l]`` how many tokens back the window chain reaches (sinks aside: the oldest
+    reachable non-sink token), ``reachable[l]`` how many tokens it can draw on, ``all_reached_at``
+    the first layer count that reaches every token (None if L layers do not). Without sinks a layer
+    adds size − 1 tokens of reach, so L layers reach L·(size − 1) back (the "L × w" of the papers).
+    """
+
+    n: int
+    size: int
+    sinks: int
+    layers: int
+    mask: torch.Tensor
+    reach: torch.Tensor
+    farthest: tuple[int, ...]
+    reachable: tuple[int, ...]
+    all_reached_at: int | None
+
+
+def window_reach(n: int, size: int, layers: int, *, sinks: int = 0) -> WindowReach:
+    """What the last of n tokens can draw on through L layers of a causal window (computed from the masks)."""
+    m = window(n, size, causal_only=True, sinks=sinks)  # (n, n)
+    R = reach(m, layers)  # (L, n, n)
+    last = R[:, n - 1, :]  # (L, n): what the last token reaches after each layer
+    non_sink = last[:, min(sinks, n):]  # (L, n − s)
+    oldest = [int(row.nonzero()[0]) + min(sinks, n) if row.any() else n - 1 for row in non_sink]
+    counts = [int(row.sum()) for row in last]
+    full = next((l + 1 for l, c in enumerate(counts) if c == n), None)
+    return WindowReach(n=n, size=size, sinks=sinks, layers=layers, mask=m, reach=R,
+                       farthest=tuple(n - 1 - o for o in oldest), reachable=tuple(counts), all_reached_at=full)

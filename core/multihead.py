@@ -156,6 +156,7 @@ def multi_head_attention(
     params=None,
     rope_base: float | None = None,
     rope_pairing: str = "adjacent",
+    bias: TensorLike | None = None,
     device=None,
     dtype=None,
 ) -> MultiHeadTrace:
@@ -164,7 +165,8 @@ def multi_head_attention(
     x_q (B, n_q, d_model), x_kv (B, n_k, d_kv); W_q (d_model, H·d_k), W_k (d_kv, G·d_k),
     W_v (d_kv, G·d_v), W_o (H·d_v, d_out); biases are vectors of the matching widths.
     n_kv_heads = G K/V heads (None: G = H; 1: multi-query), G divides H; d_k = W_q's width / H.
-    mask broadcasts to (B, H, n_q, n_k); True = may attend.
+    mask broadcasts to (B, H, n_q, n_k); True = may attend. bias: an additive bias on the scaled scores
+    before the mask, broadcastable to (B, H, n_q, n_k) — e.g. ALiBi's (H, n_q, n_k).
     rope_base: rotate every head's q and k by position (:func:`core.positional.rope`, base θ, pairing
     ``rope_pairing``) before the scores; keys sit at positions 0 … n_k−1, queries at the last n_q of
     them (n_k − n_q … n_k − 1, as :func:`core.masks.causal` and a KV cache count). The trace's q and k
@@ -221,7 +223,7 @@ def multi_head_attention(
         k = rope(k, base=rope_base, pairing=rope_pairing)
     # every head at once: softmax(Q_h K_g(h)ᵀ/√d_k) V_g(h), K/V head g repeated for its H/G query heads
     heads = attention(q, repeat_kv(k, n_heads), repeat_kv(v, n_heads), score=score, mask=mask,
-                      params=params)  # weights (B, H, n_q, n_k)
+                      params=params, bias=bias)  # weights (B, H, n_q, n_k)
     # concat: (B, H, n_q, d_v) → (B, n_q, H, d_v) → (B, n_q, H·d_v)
     concat = merge_heads(heads.output)
     W_o_t = t["W_o"]

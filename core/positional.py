@@ -167,3 +167,66 @@ def rope_scores_by_offset(q: TensorLike, k: TensorLike, offsets: TensorLike, *, 
     q_rot = rope(t["q"].expand(off.shape[0], d), positions=off + start, base=base, pairing=pairing)  # (m, d)
     k_rot = rope(t["k"].unsqueeze(0), positions=torch.tensor([float(start)]), base=base, pairing=pairing)  # (1, d)
     return q_rot @ k_rot[0]  # (m,)
+
+
+# ---------------------------------------------------------------------------
+# ALiBi (Press et al. 2022): a linear bias on the scores instead of position vectors
+# ---------------------------------------------------------------------------
+
+def _power_of_two_slopes(n: int) -> list[float]:
+    start = 2.0 ** (-8.0 / n)  # 2^(−8/n), then geometric with the same ratio
+    return [start ** (h + 1) for h in range(n)]
+
+
+def alibi_slopes(n_heads: int, *, dtype=torch.float32, device=None) -> torch.Tensor:
+    """ALiBi's per-head slopes m_h, (H,).
+
+    H a power of two: the geometric sequence 2^(−8/H), 2^(−16/H), …, 2^(−8) (H = 8: 1/2, 1/4, …, 1/256).
+    Other H (the paper's rule): the slopes of the largest power of two P < H, then every other slope
+    of 2P for the remaining H − P heads.
+    """
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
+        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    if n_heads & (n_heads - 1) == 0:
+        slopes = _power_of_two_slopes(n_heads)
+    else:
+        P = 2 ** int(math.floor(math.log2(n_heads)))
+        slopes = _power_of_two_slopes(P) + _power_of_two_slopes(2 * P)[0::2][: n_heads - P]
+    return torch.tensor(slopes, dtype=torch.float64, device=device).to(dtype)  # (H,)
+
+
+def alibi_bias(n_heads: int, n_q: int, n_k: int | None = None, *, symmetric: bool = False,
+               dtype=torch.float32, device=None) -> torch.Tensor:
+    """ALiBi's bias −m_h·(i − j) for every head, query i and key j, (H, n_q, n_k).
+
+    Keys sit at positions 0 … n_k−1, queries at the last n_q of them (as :func:`core.masks.causal`
+    and a KV cache count). Meant with a causal mask: keys after the query (j > i) get a positive
+    bias that the mask removes. ``symmetric=True`` gives −m_h·|i − j| (the encoder variant).
+    Pass it as ``bias=`` to :func:`core.attention` or :func:`core.multi_head_attention`.
+    """
+    n_k = n_q if n_k is None else n_k
+    for name, val in (("n_q", n_q), ("n_k", n_k)):
+        if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+            raise ValueError(f"{name} must be a positive integer, got {val!r}")
+    if n_k < n_q:
+        raise ValueError(f"n_k={n_k} keys cannot be fewer than n_q={n_q} queries (queries are the last positions)")
+    m = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (H,)
+    i = torch.arange(n_k - n_q, n_k, dtype=torch.float64, device=device).unsqueeze(1)  # (n_q, 1)
+    j = torch.arange(n_k, dtype=torch.float64, device=device).unsqueeze(0)  # (1, n_k)
+    dist = (i - j).abs() if symmetric else i - j  # (n_q, n_k)
+    return (0.0 - m[:, None, None] * dist + 0.0).to(dtype)  # (H, n_q, n_k); + 0.0 turns −0 into 0
+
+
+def relative_position_bias(table: TensorLike, n: int) -> torch.Tensor:
+    """A learned relative-position bias: one number per offset j − i, spread over the (n, n) grid.
+
+    table (..., 2n − 1): entry r holds the bias of offset r − (n − 1) (from −(n−1) to n−1); returns
+    (..., n, n) with bias[..., i, j] = table[..., j − i + n − 1]. ALiBi is the table −m·(−offset).
+    """
+    _check(n, 1)
+    t = as_tensor(table, "table")
+    if t.dim() < 1 or t.shape[-1] != 2 * n - 1:
+        raise ValueError(f"table must be (..., {2 * n - 1}) for n={n} (one entry per offset), got {shape_str(t.shape)}")
+    i = torch.arange(n, device=t.device).unsqueeze(1)
+    j = torch.arange(n, device=t.device).unsqueeze(0)
+    return t[..., j - i + n - 1]  # (..., n, n)

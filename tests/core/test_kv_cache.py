@@ -171,3 +171,61 @@ def test_cached_decode_on_device(device):
     ref = core.cached_decode(x.cpu(), n_heads=4, n_kv_heads=2, rope_base=10000.0, **{k: v.cpu() for k, v in W.items()})
     assert dec.output.device.type == torch.device(device).type and dec.cache.k.device.type == dec.output.device.type
     torch.testing.assert_close(dec.output.cpu(), ref.output, atol=1e-5, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- cache size
+def test_kv_cache_bytes_equals_the_bytes_of_real_caches():
+    """SmolLM2-135M's shape: 30 layers of real float16 caches filled by attend_with_cache hold what the formula says."""
+    m = core.MODEL_PRESETS["smollm2-135m"]
+    tokens, batch = 5, 2
+    total = 0
+    for _ in range(m.layers):
+        q = torch.zeros(batch, m.n_heads, tokens, m.d_head, dtype=torch.float16)
+        kv = torch.zeros(batch, m.n_kv_heads, tokens, m.d_head, dtype=torch.float16)
+        total += attend_with_cache(q, kv, kv).cache.nbytes
+    assert total == core.kv_cache_bytes(layers=30, n_kv_heads=3, d_head=64, tokens=tokens, batch=batch, bytes_per_value=2)
+    assert m.kv_cache_bytes(tokens, batch=batch) == total
+
+
+def test_published_shapes_per_token():
+    P = core.MODEL_PRESETS
+    # bytes per token in float16: 2 · layers · G · d_head · 2
+    assert P["gpt2"].kv_cache_bytes(1) == 2 * 12 * 12 * 64 * 2 == 36_864
+    assert P["smollm2-135m"].kv_cache_bytes(1) == 2 * 30 * 3 * 64 * 2 == 23_040
+    assert P["llama-3-8b"].kv_cache_bytes(1) == 128 * 1024  # the often-quoted 128 KiB per token
+    assert P["llama-3-8b"].kv_cache_bytes(8192) == 2 ** 30  # 1 GiB at its full context
+    assert [P[k].kind for k in ("gpt2", "smollm2-135m", "llama-3-8b", "mistral-7b")] == ["MHA", "GQA", "GQA", "GQA"]
+
+
+def test_a_sliding_window_caps_the_cache():
+    mistral = core.MODEL_PRESETS["mistral-7b"]
+    llama = core.MODEL_PRESETS["llama-3-8b"]
+    assert mistral.cached_tokens(32768) == 4096 and mistral.cached_tokens(100) == 100
+    assert mistral.kv_cache_bytes(32768) == llama.kv_cache_bytes(4096)  # same shape otherwise
+    assert mistral.kv_cache_bytes(2000) == llama.kv_cache_bytes(2000)
+
+
+def test_mha_gqa_mqa_variants():
+    v = core.MODEL_PRESETS["llama-3-8b"].kv_cache_variants(4096, batch=8)
+    assert list(v) == ["MHA", "GQA", "MQA"]
+    assert v["MHA"] == 4 * v["GQA"] == 32 * v["MQA"]
+    assert core.MODEL_PRESETS["gpt2"].kv_cache_variants(10).keys() == {"MHA", "MQA"}  # published GPT-2 is MHA
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    (dict(layers=0), "layers must be an integer ≥ 1"),
+    (dict(tokens=-1), "tokens must be an integer ≥ 0"),
+    (dict(batch=1.5), "batch must be an integer"),
+    (dict(bytes_per_value=0), "positive number"),
+    (dict(bytes_per_value=float("nan")), "positive number"),
+])
+def test_bad_cache_size_input(kwargs, fragment):
+    with pytest.raises(ValueError) as err:
+        core.kv_cache_bytes(**dict(layers=2, n_kv_heads=2, d_head=4, tokens=3) | kwargs)
+    assert fragment in str(err.value)
+    with pytest.raises(ValueError, match="must divide"):
+        core.MODEL_PRESETS["smollm2-135m"].with_kv_heads(2)
+
+
+def test_half_and_4_bit_values():
+    assert core.kv_cache_bytes(layers=1, n_kv_heads=1, d_head=3, tokens=1, bytes_per_value=0.5) == 3.0
