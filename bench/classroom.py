@@ -17,6 +17,9 @@ A student (one session):
    - ``causal``: toggles the causal-mask checkbox (in the "Mask" setup tab);
    - ``score``: picks another score function (radio in the "Score function" tab);
    - ``page``: switches to one of ``--pages`` (full rerun of that page), or back to the Playground;
+   - ``write`` (only with ``--write W``, its weight beside tokens 4, causal 2, score 2, page 2): goes to the
+     language-model page (SmolLM2-135M) when elsewhere, then clicks "Write one token" (each click writes
+     one more token of the same seeded continuation, up to the page's 64);
    - ``tab``: not chosen by itself: the setup tabs draw only the open tab (``st.tabs(on_change="rerun")``),
      so when ``causal`` or ``score`` is not among the last deltas the student first clicks the tab
      whose label names it (then the other tabs), and that click is timed as ``tab``.
@@ -83,7 +86,9 @@ WIDGET_KEYS = {
     "causal": ("scenario.causal", "pg.causal"),
     "score": ("scenario.score", "pg.score"),
     "tab": ("playground.tab", "scenario.tab", "pg.tab"),  # the Playground's setup tabs (st.tabs with a key)
+    "write": ("language_model.one",),  # the language-model page's "Write one token" button
 }
+WRITE_PAGE = "Language_model"
 # the setup tab that draws a widget, by words in the tab's label (English, Korean); others are tried next
 TAB_WORDS = {"causal": ("mask", "마스크"), "score": ("score", "점수")}
 START_PAGE = "Playground"
@@ -435,8 +440,21 @@ class Student:
         text = sentence(self.rng)
         await self.run(action, widgets=[(w, "string_value", text)], fragment_id=w.fragment_id, typed=text)
 
+    async def write(self) -> None:
+        """The language-model page: one more token (a button click: trigger_value)."""
+        if self.client.page != WRITE_PAGE:
+            await self.run("page", page=WRITE_PAGE)
+        w = self.client.find("write") if self.alive else None
+        if w is None or getattr(w.proto, "disabled", False):
+            if self.alive:
+                self.rec.skipped["write: no enabled button"] += 1
+            return
+        await self.run("write", widgets=[(w, "trigger_value", True)], fragment_id=w.fragment_id)
+
     async def scenario_action(self, action: str) -> None:
-        if action == "tokens":
+        if action == "write":
+            await self.write()
+        elif action == "tokens":
             await self.tokens_change()
         elif action == "page":
             target = self.args.pages_list[self.rng.randrange(len(self.args.pages_list))] \
@@ -478,7 +496,8 @@ class Student:
         await self.run(f"poke:{w.kind}", widgets=[(w, fld, value)], fragment_id=w.fragment_id)
 
     async def lesson(self, deadline: float) -> None:
-        actions, weights = list(ACTION_WEIGHTS), list(ACTION_WEIGHTS.values())
+        mix = ACTION_WEIGHTS | ({"write": self.args.write} if self.args.write > 0 else {})
+        actions, weights = list(mix), list(mix.values())
         for _ in range(self.args.actions):
             if not self.alive or time.monotonic() >= deadline:
                 return
@@ -977,6 +996,8 @@ def parse(argv=None):
     ap.add_argument("--pages", default=None, help="comma-separated url paths for page switches (default "
                                                   f"{','.join(DEFAULT_PAGES)}; every page with --soak)")
     ap.add_argument("--soak", type=float, default=0.0, metavar="MINUTES")
+    ap.add_argument("--write", type=float, default=0.0, metavar="W",
+                    help="weight of the 'write one token' action on the language-model page (default 0: off)")
     ap.add_argument("--ramp", type=float, default=3.0, help="seconds over which the sessions open the page")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a rerun may take before it counts as failed")
     ap.add_argument("--linger", type=float, default=3.0, help="seconds after disconnecting before counting sessions")

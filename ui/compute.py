@@ -9,6 +9,8 @@ the training queue) use ``st.cache_resource`` — created once per server, never
 from __future__ import annotations
 
 import dataclasses
+import threading
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -21,6 +23,7 @@ from core.lab import PlaygroundTrace
 from . import training
 
 HOUR = 3600
+ASSETS_TEXTS = Path(__file__).resolve().parent.parent / "assets" / "texts"
 # one thread per computation: a class shares the server's cores, and the matrices here are small;
 # with torch's default of one thread per core, a 4×4 softmax waited tens of ms whenever the other
 # core was busy (measured, BENCHMARKS.md)
@@ -447,3 +450,108 @@ def attention_memory() -> dict:
     (core.block.complexity, measured once per server per hour)."""
     c = core.block.complexity()
     return {"ns": list(c.ns), "bytes_full": list(c.bytes_full), "bytes_chunked": list(c.bytes_chunked)}
+# ------------------------------------------------------------------ a language model writing: SmolLM2-135M (core.decoder)
+LM_MAX_TOKENS = 64  # the longest prompt the page runs (its model view draws 30 × 9 maps of n × n)
+LM_MAX_NEW = 64  # the most tokens one prompt may be continued by (core.decoder.MAX_NEW_TOKENS)
+LM_GENERATIONS = threading.BoundedSemaphore(2)  # generations running at once on this server; the others wait
+LM_WINDOWS = (16, 32, 64)  # the KV windows of the StreamingLLM experiment
+LM_SINKS = 4  # the first tokens kept beside a window
+
+
+@st.cache_resource(show_spinner=False)
+def language_model():
+    """SmolLM2-135M (core.pretrained.smollm2), loaded once per server and shared by every session (never mutated).
+
+    Raises core.decoder.ModelNotInstalled (not cached: an install is picked up on the next run)."""
+    from core import pretrained
+
+    return pretrained.smollm2()
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def lm_token_count(text: str) -> int:
+    """How many tokens ``text`` is (however long it is)."""
+    return len(language_model().encode(text))
+
+
+@st.cache_data(max_entries=6, ttl=HOUR, show_spinner=False)
+def lm_trace(text: str, device: str) -> dict:
+    """The prompt through the decoder, as numpy: tokens, byte flags, attentions (30, 9, n, n), q (30, 9, n, 64),
+    k, v (30, 3, n, 64), the last position's logits (vocab,), sinks / previous-token shares (30, 9) and the
+    logit lens at the last token. ValueError beyond LM_MAX_TOKENS.
+
+    6 entries of at most 64 tokens are at most ~75 MB (attentions and q ~4.4 MB each, k and v ~1.5 MB)."""
+    from core import decoder
+
+    m = language_model()
+    tr = m.trace(text, LM_MAX_TOKENS, device=device)
+    cpu = lambda x: x.detach().cpu().numpy()  # noqa: E731
+    stats = decoder.head_stats(tr.attentions) if tr.n_tokens >= 2 else None
+    lens = decoder.logit_lens(m, tr)
+    return {"tokens": list(tr.tokens), "is_bytes": list(tr.is_bytes), "attentions": cpu(tr.attentions),
+            "q": cpu(tr.q), "k": cpu(tr.k), "v": cpu(tr.v), "kv_head_of": tr.kv_head_of, "logits": cpu(tr.logits[-1]),
+            "sink": None if stats is None else cpu(stats.sink), "previous": None if stats is None else cpu(stats.previous),
+            "lens": {"tokens": [m.tokens(row) for row in lens.top_ids.tolist()], "probs": cpu(lens.top_probs),
+                     "final": m.token_text(lens.final_id), "final_prob": cpu(lens.final_prob)}}
+
+
+@st.cache_data(max_entries=64, ttl=HOUR, show_spinner=False)
+def lm_sampling(logits: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> dict:
+    """The ten most likely next tokens under the model and their probabilities after temperature, top-k, top-p."""
+    from core import decoder
+
+    x = torch.from_numpy(logits)
+    model_p = torch.softmax(x, -1)
+    top = torch.topk(model_p, decoder.TOP)
+    sampled = decoder.next_token_probs(x, temperature, top_k, top_p)
+    return {"ids": top.indices.tolist(), "tokens": language_model().tokens(top.indices.tolist()),
+            "model": top.values.numpy(), "sampled": sampled[top.indices].numpy(),
+            "kept": int((sampled > 0).sum())}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, top_p: float | None, seed: int,
+                device: str) -> dict:
+    """``n_new`` tokens written after ``text`` (seeded: the first n − 1 are those of the call for n − 1).
+
+    At most LM_GENERATIONS run at once on the server (the rest wait their turn). Per step: the token,
+    its probability, the attention rows (30, 9, c) of the position that predicted it, the cache's size."""
+    with LM_GENERATIONS:
+        g = language_model().generate(text, n_new, temperature, top_k, top_p, seed, max_tokens=LM_MAX_TOKENS,
+                                      device=device)
+    steps = [{"token": s.token, "prob": s.chosen_prob, "cache": s.cache_positions, "bytes": s.cache_bytes}
+             for s in g.steps]
+    last = g.steps[-1].attention.numpy() if g.steps else None
+    return {"steps": steps, "text": g.text, "stopped": g.stopped, "attention": last,
+            "context": list(g.prompt_tokens) + [s.token for s in g.steps[:-1]]}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def lm_next(text: str, heads_off: tuple[tuple[int, int], ...], layers_off: tuple[int, ...], window: int | None,
+            sinks: int, device: str) -> dict:
+    """The next-token distribution after ``text`` with the mechanism changed (heads / layers off, a KV window)."""
+    from core import decoder
+
+    mech = decoder.Mechanism(heads_off=frozenset(heads_off), layers_off=frozenset(layers_off), window=window, sinks=sinks)
+    nt = language_model().next_token(text, LM_MAX_TOKENS, mech=mech, device=device)
+    return {"tokens": nt.top_tokens, "probs": nt.top_probs.numpy(), "ids": nt.top_ids.tolist(), "all": nt.probs.numpy()}
+
+
+@st.cache_data(max_entries=1, show_spinner=False)  # no ttl: measured once per server
+def lm_induction(device: str) -> dict:
+    """Every head's induction score (30, 9) on 32 random tokens written twice (seed 0), and the two losses."""
+    from core import decoder
+
+    ind = decoder.induction(language_model(), 32, 0, device=device)
+    return {"scores": ind.scores.cpu().numpy(), "first": ind.loss_first, "second": ind.loss_second}
+
+
+@st.cache_data(max_entries=7, show_spinner=False)  # no ttl: one shipped text; 7 = the full cache + 3 windows × (no sinks, sinks)
+def lm_text_loss(window: int | None, sinks: int, device: str) -> dict:
+    """The next-token loss of the shipped text (Alice, ch. 1) with a KV window of the last ``window`` keys
+    (and the first ``sinks``), or the full cache (window None)."""
+    from core import decoder
+
+    text = (ASSETS_TEXTS / "alice.en.txt").read_text(encoding="utf-8")
+    r = decoder.text_loss(language_model(), text, decoder.Mechanism(window=window, sinks=sinks), device=device)
+    return {"loss": r.loss, "ppl": r.perplexity, "tokens": int(r.per_token.numel()) + 1}

@@ -45,6 +45,8 @@ PAGES = (
     PageInfo("tiled_attention", "Tiled_attention", ":material/grid_view:", "C28: online softmax, tiles", "modern"),
     PageInfo("linear_attention", "Linear_attention", ":material/linear_scale:", "C4, C28: kernelised attention",
              "modern"),
+    PageInfo("language_model", "Language_model", ":material/edit_note:",
+             "C11, C20, C23–C24 in a trained decoder (causal masks, GQA, RoPE, KV cache)", "models"),
 )
 SECTIONS = ("start", "tutorial", "explore", "models", "modern")
 PAGE_BY_NAME = {p.name: p for p in PAGES}

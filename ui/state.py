@@ -112,3 +112,6 @@ LONG_CONTEXT = _room("long_context", "n window sinks layers mask reach memory ch
 TILED_ATTENTION = _room("tiled_attention", "n block_q block_k step step_prev step_next arrow_keys tiles tile scores ml "
                         "partial output reference chart last")
 LINEAR_ATTENTION = _room("linear_attention", "causal quadratic associative softmax linear gap cost chart")
+LANGUAGE_MODEL = _room("language_model", "prompt text preset temperature top_k top_p seed n_new max_new one run reset keys "
+                       "layer head grid heatmap pipeline heads sort open_top clicks gen_layer gen_maps bars_model "
+                       "bars_sampled off_heads off_layers window sinks bars_before bars_after measure lens running")

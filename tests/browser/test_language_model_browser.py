@@ -1,0 +1,81 @@
+"""Real browser: the language-model page (SmolLM2-135M) on a real server — both languages at 1280×720 and
+on a 390×844 phone with nothing wider than the screen, writing by button and by the → key, HTML typed as text."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from core import decoder
+from ui import state
+from ui.i18n import table
+from ui.state import css_class as css
+
+from .conftest import ARTIFACTS, wait_idle
+
+pytestmark = pytest.mark.browser
+
+try:
+    decoder.gguf_path()
+except decoder.ModelNotInstalled:
+    pytest.skip(f"the model package is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
+
+K = state.LANGUAGE_MODEL
+
+
+def open_at(chromium, url: str, width: int, height: int, lang: str = "en"):
+    ctx = chromium.new_context(viewport={"width": width, "height": height}, locale="ko-KR" if lang == "ko" else "en-US")
+    page = ctx.new_page()
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.goto(url)
+    wait_idle(page, timeout=120_000)
+    expect(page.locator(css(K.bars_model)).get_by_text("␣Paris")).to_be_visible(timeout=120_000)
+    return ctx, page
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("width, height", [(1280, 720), (390, 844)])
+def test_both_languages_on_a_laptop_and_a_phone(server_url, chromium, width, height, lang):
+    ctx, page = open_at(chromium, f"{server_url}/Language_model?lang={lang}", width, height, lang)
+    try:
+        tr = table(lang)
+        expect(page.get_by_role("heading", name=tr["page.language_model.title"])).to_be_visible()
+        expect(page.get_by_role("tab", name=tr["lm.tab.heads"])).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS.joinpath(f"language-model-{width}x{height}-{lang}.png")))
+        overflow = page.evaluate("() => document.documentElement.scrollWidth")
+        assert overflow <= width + 1, overflow  # nothing cut off sideways: wide maps scroll in their own box
+        button = page.locator(css(K.one) + " button")
+        button.scroll_into_view_if_needed()
+        box = button.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width + 1, box
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        ctx.close()
+
+
+def test_writing_by_button_and_arrow_key_and_html_as_text(server_url, chromium):
+    ARTIFACTS.mkdir(exist_ok=True)
+    ctx, page = open_at(chromium, f"{server_url}/Language_model", 1500, 1600)
+    try:
+        page.get_by_role("slider", name="Temperature T").focus()
+        page.keyboard.press("Home")  # temperature 0: greedy
+        wait_idle(page)
+        page.locator(css(K.one) + " button").click()
+        code = page.locator("[data-testid=stCode]").first
+        expect(code).to_contain_text("The capital of France is Paris", timeout=120_000)
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")  # not in a text box
+        page.keyboard.press("ArrowRight")
+        expect(page.get_by_text(table("en")["lm.written"].replace("**", "").format(n=2))).to_be_visible(timeout=120_000)
+        page.screenshot(path=str(ARTIFACTS / "language-model-writing.png"))
+        box = page.locator(css(K.text) + " textarea")
+        box.fill("<b>bold</b> and <img src=x onerror=alert(1)>")
+        box.press("Control+Enter")
+        wait_idle(page, timeout=120_000)
+        expect(page.get_by_text("<img", exact=False).first).to_be_visible(timeout=120_000)
+        assert page.locator("[data-testid=stMain] b", has_text="bold").count() == 0
+        assert page.locator("[data-testid=stMain] img[src=x]").count() == 0
+        assert not page.dialogs
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        ctx.close()
