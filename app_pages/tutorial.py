@@ -18,7 +18,7 @@ from ui.code_export import code_panel
 from ui.i18n import current_lang, labeller, t
 from ui.inputs import Where, by_label, inputs, mask_controls, score_params
 from ui.pipeline import pipeline, weights_key
-from ui.text import md, shorts
+from ui.text import fill, md, shorts
 from ui.widgets.bars import show_bars, stacked_contributions, weight_bars
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge
@@ -357,6 +357,11 @@ def position_panel(tokens: list[str], dec: int) -> None:
 
 
 # ---------------------------------------------------------------------------- exercises
+def say(key: str, lang: str, **values) -> str:
+    """An exercise string with its values; Korean particles after them chosen by ui.text.fill."""
+    return fill(tut.text(key, lang), **values)
+
+
 def safe(values: dict) -> dict:
     """Feedback values for a message: text (which may be the learner's) escaped for markdown."""
     return {k: md(v) if isinstance(v, str) else v for k, v in values.items()}
@@ -416,7 +421,7 @@ def answer_widget(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
                  format_func=lambda i: md(toks[i]))
     elif ex.kind == "choice":
         st.radio(t("tu.choose"), ex.options, index=None, key=key,
-                 format_func=lambda o: tut.text(ex.option_key(o), lang, **safe(dict(ex.prompt_values))))
+                 format_func=lambda o: say(ex.option_key(o), lang, **safe(dict(ex.prompt_values))))
     else:
         st.caption(t("tu.make_it_so.help"))
 
@@ -426,22 +431,22 @@ def feedback(ex: tut.Exercise, lang: str) -> None:
     fb = st.session_state.get(state.item(K.feedback, ex.id))
     if fb is None:
         return
-    (st.success if fb.ok else st.error)(tut.text(fb.message_key, lang, **safe(fb.values)))
+    (st.success if fb.ok else st.error)(say(fb.message_key, lang, **safe(fb.values)))
     if not fb.ok and fb.hint_key:
-        st.info(t("tu.hint") + " " + tut.text(fb.hint_key, lang, **safe(fb.values)), icon=":material/lightbulb:")
+        st.info(t("tu.hint") + " " + say(fb.hint_key, lang, **safe(fb.values)), icon=":material/lightbulb:")
 
 
 def revealed(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
     if not st.session_state.get(state.item(K.reveal, ex.id)):
         return
     r = ex.reveal()
-    text = tut.text(r.message_key, lang, **safe(r.values))
+    text = say(r.message_key, lang, **safe(r.values))
     if ex.kind == "number":
         text = t("tu.revealed", answer=f"{r.answer:g}") + "\n\n" + text
     elif ex.kind == "predict":
         text = t("tu.revealed", answer=md(key_tokens(lesson)[r.answer])) + "\n\n" + text
     elif ex.kind == "choice":
-        text = t("tu.revealed", answer=tut.text(ex.option_key(r.answer), lang, **safe(dict(ex.prompt_values)))) + "\n\n" + text
+        text = t("tu.revealed", answer=say(ex.option_key(r.answer), lang, **safe(dict(ex.prompt_values)))) + "\n\n" + text
     st.info(text, icon=":material/visibility:")
     if ex.kind == "make_it_so":
         st.button(t("tu.apply"), key=state.item(K.apply, ex.id), on_click=on_apply, args=(lesson.id, ex.id))
@@ -451,7 +456,7 @@ def exercise_box(lesson: tut.Lesson, ex: tut.Exercise, n: int, lang: str) -> Non
     """One exercise: prompt, answer, Check and Reveal, the feedback, the hint and the answer."""
     with st.container(border=True, key=state.item(K.panel, "exercise", ex.id)):
         head = st.empty()  # filled last: a check in this run may have finished the exercise
-        st.markdown(tut.text(ex.prompt_key, lang, **safe(dict(ex.prompt_values))))
+        st.markdown(say(ex.prompt_key, lang, **safe(dict(ex.prompt_values))))
         if ex.scenario:
             st.button(t("tu.setup"), key=state.item(K.setup, ex.id), on_click=load,
                       args=(lesson.scenario_dict(ex), lesson.id), icon=":material/settings_backup_restore:")
