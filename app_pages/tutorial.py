@@ -301,8 +301,9 @@ def multihead_panel(tokens: list[str], dec: int) -> None:
         return
     n = len(tokens)
     shape_badge(f"d_model = {d}, H = {H}, d_k = d_model / H = {d // H}")
-    shape_badge(f"X (1, {n}, {d}) → Q, K, V (1, {H}, {n}, {d // H}) → α {tuple(tr.weights.shape)} → "
-                f"output {tuple(tr.output.shape)}")
+    shape_badge(t("tu.mh.shapes", x=f"(1, {n}, {d})", qkv=f"(1, {H}, {n}, {d // H})", w=str(tuple(tr.weights.shape)),
+                  o=str(tuple(tr.output.shape))))
+    st.caption(t("mh.random"))
     labels = shorts([f"{i} {s}" for i, s in enumerate(tokens)])
     shown = min(H, 4)
     for h, col in zip(range(shown), st.columns(shown), strict=True):
@@ -363,8 +364,12 @@ def say(key: str, lang: str, **values) -> str:
 
 
 def safe(values: dict) -> dict:
-    """Feedback values for a message: text (which may be the learner's) escaped for markdown."""
-    return {k: md(v) if isinstance(v, str) else v for k, v in values.items()}
+    """Feedback values for a message: text (which may be the learner's) escaped for markdown; the
+    names of changed controls (``changed``) as the page labels them."""
+    out = {k: md(v) if isinstance(v, str) else v for k, v in values.items()}
+    if "changed" in values:
+        out["changed"] = ", ".join(t(f"tu.control.{name}") for name in values["changed"]) or "—"
+    return out
 
 
 def key_tokens(lesson: tut.Lesson) -> list[str]:
@@ -521,4 +526,5 @@ def fragment() -> None:
 
 
 st.caption(t("tu.intro"))
+st.caption(t("tu.progress.where"))
 fragment()

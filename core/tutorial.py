@@ -28,6 +28,7 @@ Text lives in ``assets/lessons``: ``<lesson-id>.<lang>.md`` and ``exercises.<lan
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import re
@@ -49,7 +50,7 @@ from .attention import SCORE_FUNCTIONS, attention
 from .experiments import scaling_experiment
 from .lab import QKV_MODES, PlaygroundTrace, c18_lookup, permutation_check, playground
 from .multihead import multi_head_attention
-from .pitfalls import mask_after_softmax
+from .pitfalls import head_layouts, mask_after_softmax
 
 KINDS = ("number", "predict", "choice", "make_it_so")
 # The live panel a lesson wants; the page maps each to building blocks:
@@ -418,7 +419,9 @@ class Exercise:
     ``query`` the query row it asks about (predict: the page hides the weights until answered
     when ``hide_weights``), ``tolerance`` the accepted error of a number, ``needs`` the state
     names a make_it_so task lets the learner change. ``message_keys`` lists every exercise
-    key (besides ``common.*``) that check/reveal may return."""
+    key (besides ``common.*``) that check/reveal may return. ``concepts`` names what the learner
+    must already know to answer (ids of :data:`CONCEPTS`): each is taught by this lesson or an
+    earlier one (a test holds the order)."""
 
     id: str
     kind: str
@@ -432,6 +435,7 @@ class Exercise:
     query: int | None = None
     needs: tuple[str, ...] = ()
     hide_weights: bool = False
+    concepts: tuple[str, ...] = ()
 
     @property
     def prompt_key(self) -> str:
@@ -469,12 +473,15 @@ class Exercise:
 class Lesson:
     """One lesson: ``id`` (a stable slug, also the name of its markdown files), ``panel`` (one of
     :data:`PANELS`), ``scenario`` (frozen; only the values that differ from the defaults, plus
-    ``matrices`` where the lesson fixes numbers) and its exercises."""
+    ``matrices`` where the lesson fixes numbers), its exercises and the concepts its text
+    ``teaches`` (ids of :data:`CONCEPTS`). An exercise's id keeps the lesson it was written for
+    (its text keys and progress bit); :func:`lesson_of` says where it is asked now."""
 
     id: str
     panel: str
     scenario: Mapping[str, Any]
     exercises: tuple[Exercise, ...]
+    teaches: tuple[str, ...] = ()
 
     def scenario_dict(self, exercise: Exercise | None = None) -> dict:
         """A fresh plain dict (lists, not tuples) for ui.scenario.validate: the lesson's scenario,
@@ -617,7 +624,7 @@ def _make_it_so(ex_id: str, lesson_scenario: Mapping, needs: tuple[str, ...], ju
         if check_tokens and (lt.q_tokens != base_tokens.q_tokens or lt.k_tokens != base_tokens.k_tokens):
             return Feedback(False, "common.wrong_tokens", {"sentence": " ".join(base_tokens.q_tokens)})
         if compare and not _same_numbers(lt, scenario_trace(_with_needs(lesson_scenario, state, needs))):
-            return Feedback(False, "common.changed_other")
+            return Feedback(False, "common.changed_other", {"changed": tuple(_changed(lesson_scenario, state, needs))})
         return judge(state, lt)
 
     def reveal() -> Reveal:
@@ -626,6 +633,25 @@ def _make_it_so(ex_id: str, lesson_scenario: Mapping, needs: tuple[str, ...], ju
 
     keys = tuple(f"{ex_id}.{s}" for s in ("ok", *slugs))
     return Exercise(ex_id, "make_it_so", check, reveal, message_keys=keys, needs=needs, **kw)
+
+
+def _changed(lesson_scenario: Mapping, state: Mapping, needs: Sequence[str]) -> list[str]:
+    """The state names outside ``needs`` that change the numbers: each one, taken from ``state``
+    on top of the lesson's scenario (with ``needs`` from the state), gives other numbers."""
+    base = scenario_trace(_with_needs(lesson_scenario, state, needs))
+    mats = state.get("matrices") or {}
+    names = [n for n in SCENARIO_DEFAULTS if n not in needs and n in state]
+    names += [f"matrices.{m}" for m in (mats if isinstance(mats, Mapping) else ()) if f"matrices.{m}" not in needs]
+    out = []
+    for name in names:
+        try:
+            lt = scenario_trace(_with_needs(lesson_scenario, state, (*needs, name)))
+        except ValueError:
+            out.append(name)
+            continue
+        if not _same_numbers(lt, base):
+            out.append(name)
+    return out
 
 
 def _cached_trace(scenario: Mapping) -> LessonTrace:
@@ -938,10 +964,21 @@ def _l7_dhead():
                                                              "heads": float(MH_H)}
 
 
+def _shape_text(t: torch.Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
 def _l7_shape():
     tr = _mh(L7, MH_D, MH_H)
     B, H, n_q, n_k = tr.weights.shape
-    return "x".join(str(s) for s in tr.weights.shape), {"B": B, "H": H, "n": n_q, "d_k": tr.q.shape[-1]}
+    seed = 0
+    X = _tokens.embed(_token_list(_get(L7, "tokens"), "tokens"), MH_D, seed=seed)[None]
+    W = {name: _tokens.projection(MH_D, MH_D, seed=seed, name=f"mh.{name}") for name in ("W_q", "W_k")}
+    lay = head_layouts(X, W["W_q"], W["W_k"], MH_H)  # what each wrong option is (or is not) made by
+    return "x".join(str(s) for s in tr.weights.shape), {
+        "B": B, "H": H, "n": n_q, "d_k": tr.q.shape[-1], "heads_last": _shape_text(lay.heads_last),
+        "no_transpose": _shape_text(lay.no_transpose), "averaged": _shape_text(lay.averaged),
+        "view_only": _shape_text(lay.view_only), "view_gap": lay.view_gap}
 
 
 def _l7_judge(state: Mapping, lt: LessonTrace) -> Feedback:
@@ -1056,8 +1093,27 @@ def _l9_outputs():
 
 
 # --------------------------------------------------------------------------- the registry
+# What each lesson's text teaches, in the tutorial's order; exercises declare what they need.
+CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "weighted-average": ("weighted_average", "weights", "weights_sum_to_one", "query_key_value"),
+    "dot-product": ("dot_product", "score_matrix"),
+    "softmax-temperature": ("softmax", "scale_sqrt_dk", "temperature"),
+    "weighted-sum": ("output", "convex_combination"),
+    "masks": ("causal_mask", "padding_mask", "mask_before_softmax"),
+    "projections": ("projections", "matrix_shapes"),
+    "multi-head": ("heads", "head_width", "head_shapes"),
+    "position": ("permutation", "positional_encoding"),
+    "cross-attention": ("cross_attention",),
+})
+
+
 def _lesson(lesson_id: str, panel: str, scenario: Mapping, exercises: list[Exercise]) -> Lesson:
-    return Lesson(lesson_id, panel, _freeze(scenario), tuple(exercises))
+    return Lesson(lesson_id, panel, _freeze(scenario), tuple(exercises), CONCEPTS[lesson_id])
+
+
+def _needs(ex: Exercise, *concepts: str) -> Exercise:
+    """``ex`` with the concepts it needs declared."""
+    return dataclasses.replace(ex, concepts=tuple(concepts))
 
 
 def _pv(**values) -> Mapping:
@@ -1066,80 +1122,90 @@ def _pv(**values) -> Mapping:
 
 def _build() -> tuple[Lesson, ...]:
     weight = "common.weight_range"
+    N_ = _needs
     return (
         _lesson("weighted-average", "inspector", L1, [
-            _number("weighted-average.weight", _l1_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
-                    diagnoses=("no_sum", "score", "scaled", "no_scale", "uniform", "self"),
-                    prompt_values=_pv(query=C18[M], key=C18[S], tol=0.01), query=M),
-            _predict("weighted-average.top", L1, N, prompt_values=_pv(query=C18[N])),
-            _choice_ex("weighted-average.row-sum", ("one", "tokens", "depends"), _l1_rowsum,
-                       prompt_values=_pv(query=C18[M]), query=M),
+            # the prediction first: its map stays hidden until it is answered, so the text's "look at the panel" follows it
+            N_(_predict("weighted-average.top", L1, N, prompt_values=_pv(query=C18[N])), "weights", "query_key_value"),
+            N_(_choice_ex("weighted-average.row-sum", ("one", "tokens", "depends"), _l1_rowsum,
+                          prompt_values=_pv(query=C18[M]), query=M), "weights", "weights_sum_to_one"),
         ]),
         _lesson("dot-product", "pipeline", L2, [
-            _number("dot-product.score", _l2_score, tolerance=0.01, range_key="dot-product.score.outside",
-                    diagnoses=("scaled", "weight", "self"),
-                    prompt_values=_pv(query=C18[M], key=C18[N], tol=0.01), query=M),
-            _predict("dot-product.top-score", L2, M, prompt_values=_pv(query=C18[M])),
-            _make_it_so("dot-product.edit-k", L2, ("matrices.K",), _l2_judge, _l2_example,
-                        ("no_change", "many_cells", "tie", "not_top"), prompt_values=_pv(query=C18[S], key=C18[N]),
-                        query=S),
+            N_(_number("dot-product.score", _l2_score, tolerance=0.01, range_key="dot-product.score.outside",
+                       diagnoses=("scaled", "weight", "self"),
+                       prompt_values=_pv(query=C18[M], key=C18[N], tol=0.01), query=M), "dot_product"),
+            N_(_predict("dot-product.top-score", L2, M, prompt_values=_pv(query=C18[M])), "dot_product", "weights"),
+            N_(_make_it_so("dot-product.edit-k", L2, ("matrices.K",), _l2_judge, _l2_example,
+                           ("no_change", "many_cells", "tie", "not_top"), prompt_values=_pv(query=C18[S], key=C18[N]),
+                           query=S), "dot_product", "score_matrix"),
         ]),
         _lesson("softmax-temperature", "pipeline", L3, [
-            _number("softmax-temperature.no-scale", _l3_no_scale, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
-                    diagnoses=("kept_scale", "no_sum", "uniform", "score"), scenario=_freeze(L3_NO_SCALE),
-                    prompt_values=_pv(query=C18[M], tol=0.01), query=M),
-            _make_it_so("softmax-temperature.sharp", L3, ("temperature",), _l3_sharp_judge, _l3_sharp_example,
-                        ("flatter", "not_yet"), prompt_values=_pv(query=C18[M], target=SHARP), query=M),
-            _choice_ex("softmax-temperature.tie", ("half", "one", "quarter"), _l3_tie,
-                       prompt_values=_pv(query=C18[N], key=C18[M]), query=N),
-            _choice_ex("softmax-temperature.sqrt-dk", ("variance", "sum", "length"), _l3_sqrt_dk),
+            # asked here, not in lesson 1: computing α needs the dot product, √d_k and softmax (L1 = L3's scenario)
+            N_(_number("weighted-average.weight", _l1_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("no_sum", "score", "scaled", "no_scale", "uniform", "self"),
+                       prompt_values=_pv(query=C18[M], key=C18[S], tol=0.01), query=M),
+               "dot_product", "scale_sqrt_dk", "softmax"),
+            N_(_number("softmax-temperature.no-scale", _l3_no_scale, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("kept_scale", "no_sum", "uniform", "score"), scenario=_freeze(L3_NO_SCALE),
+                       prompt_values=_pv(query=C18[M], tol=0.01), query=M), "softmax", "scale_sqrt_dk"),
+            N_(_make_it_so("softmax-temperature.sharp", L3, ("temperature",), _l3_sharp_judge, _l3_sharp_example,
+                           ("flatter", "not_yet"), prompt_values=_pv(query=C18[M], target=SHARP), query=M), "temperature"),
+            N_(_choice_ex("softmax-temperature.tie", ("half", "one", "quarter"), _l3_tie,
+                          prompt_values=_pv(query=C18[N], key=C18[M]), query=N), "temperature", "softmax"),
+            N_(_choice_ex("softmax-temperature.sqrt-dk", ("variance", "sum", "length"), _l3_sqrt_dk), "scale_sqrt_dk"),
         ]),
         _lesson("weighted-sum", "inspector", L4, [
-            _number("weighted-sum.output", _l4_output, tolerance=0.01, lo=0.0, hi=1.0,
-                    range_key="weighted-sum.output.outside", diagnoses=("mean", "sum_v", "only_self", "sum_w"),
-                    prompt_values=_pv(query=C18[M], tol=0.01), query=M),
-            _choice_ex("weighted-sum.convex", ("no", "yes-sharp", "yes-negative"), _l4_convex,
-                       prompt_values=_pv(query=C18[M]), query=M),
-            _make_it_so("weighted-sum.edit-v", L4, ("matrices.V",), _l4_judge, _l4_example, ("no_change", "not_yet"),
-                        prompt_values=_pv(query=C18[M], target=OUTPUT_TARGET), query=M),
+            N_(_number("weighted-sum.output", _l4_output, tolerance=0.01, lo=0.0, hi=1.0,
+                       range_key="weighted-sum.output.outside", diagnoses=("mean", "sum_v", "only_self", "sum_w"),
+                       prompt_values=_pv(query=C18[M], tol=0.01), query=M), "output"),
+            N_(_choice_ex("weighted-sum.convex", ("no", "yes-sharp", "yes-negative"), _l4_convex,
+                          prompt_values=_pv(query=C18[M]), query=M), "convex_combination", "softmax"),
+            N_(_make_it_so("weighted-sum.edit-v", L4, ("matrices.V",), _l4_judge, _l4_example, ("no_change", "not_yet"),
+                           prompt_values=_pv(query=C18[M], target=OUTPUT_TARGET), query=M), "output"),
         ]),
         _lesson("masks", "masks", L5, [
-            _make_it_so("masks.causal", L5, ("causal", "pad", "blocked"), _l5_judge, _l5_example, ("future", "past")),
-            _number("masks.weight", _l5_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
-                    diagnoses=("unmasked", "half", "self"), scenario=_freeze(L5_CAUSAL),
-                    prompt_values=_pv(query=C18[O], key=C18[N], tol=0.01), query=O),
-            _choice_ex("masks.order", ("before", "after", "zero"), _l5_order),
+            N_(_make_it_so("masks.causal", L5, ("causal", "pad", "blocked"), _l5_judge, _l5_example, ("future", "past")),
+               "causal_mask"),
+            N_(_number("masks.weight", _l5_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("unmasked", "half", "self"), scenario=_freeze(L5_CAUSAL),
+                       prompt_values=_pv(query=C18[O], key=C18[N], tol=0.01), query=O),
+               "causal_mask", "softmax", "scale_sqrt_dk", "dot_product"),
+            N_(_choice_ex("masks.order", ("before", "after", "zero"), _l5_order), "mask_before_softmax", "softmax"),
         ]),
         _lesson("projections", "pipeline", L6, [
-            _number("projections.score", _l6_score, tolerance=0.01, range_key="projections.score.outside",
-                    diagnoses=("raw", "scaled"),
-                    prompt_values=_pv(query=C18[S], key=C18[M], tol=0.01), query=S),
-            _predict("projections.top", L6, M, prompt_values=_pv(query=C18[M])),
-            _choice_ex("projections.k-shape", ("4x2", "3x2", "4x3", "2x4"), _l6_shape),
-            _make_it_so("projections.symmetric", L6, ("matrices.W_q", "matrices.W_k", "matrices.W_v"), _l6_judge,
-                        _l6_example, ("flat", "asymmetric")),
+            N_(_number("projections.score", _l6_score, tolerance=0.01, range_key="projections.score.outside",
+                       diagnoses=("raw", "scaled"),
+                       prompt_values=_pv(query=C18[S], key=C18[M], tol=0.01), query=S), "projections", "dot_product"),
+            N_(_predict("projections.top", L6, M, prompt_values=_pv(query=C18[M])), "projections", "dot_product"),
+            N_(_choice_ex("projections.k-shape", ("4x2", "3x2", "4x3", "2x4"), _l6_shape), "matrix_shapes"),
+            N_(_make_it_so("projections.symmetric", L6, ("matrices.W_q", "matrices.W_k", "matrices.W_v"), _l6_judge,
+                           _l6_example, ("flat", "asymmetric")), "projections", "score_matrix"),
         ]),
         _lesson("multi-head", "multihead", L7, [
-            _number("multi-head.d-head", _l7_dhead, tolerance=0.0, lo=1, hi=MH_D, integer=True, decimals=0,
-                    diagnoses=("times", "d_model", "heads"), prompt_values=_pv(d=MH_D, H=MH_H)),
-            _choice_ex("multi-head.weights-shape", ("1x2x4x4", "1x4x4", "1x4x2x4", "2x4x4x1"), _l7_shape,
-                       prompt_values=_pv(H=MH_H, n=len(C18))),
-            _make_it_so("multi-head.heads", L7, (MH_D_MODEL, MH_HEADS), _l7_judge, _l7_example, ("keep_d", "wrong_dk"),
-                        check_tokens=False, compare=False, prompt_values=_pv(d=MH_D, target=MH_TARGET)),
+            N_(_number("multi-head.d-head", _l7_dhead, tolerance=0.0, lo=1, hi=MH_D, integer=True, decimals=0,
+                       diagnoses=("times", "d_model", "heads"), prompt_values=_pv(d=MH_D, H=MH_H)), "head_width"),
+            N_(_choice_ex("multi-head.weights-shape", ("1x2x4x4", "1x4x4", "1x4x2x4", "2x4x4x1"), _l7_shape,
+                          prompt_values=_pv(H=MH_H, n=len(C18))), "head_shapes"),
+            N_(_make_it_so("multi-head.heads", L7, (MH_D_MODEL, MH_HEADS), _l7_judge, _l7_example, ("keep_d", "wrong_dk"),
+                           check_tokens=False, compare=False, prompt_values=_pv(d=MH_D, target=MH_TARGET)), "head_width"),
         ]),
         _lesson("position", "position", L8, [
-            _choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[M])),
-            _number("position.pe-value", _l8_pe, tolerance=0.01, lo=-1.0, hi=1.0, range_key="position.pe-value.outside",
-                    diagnoses=("degrees", "cosine", "pos0"), prompt_values=_pv(pos=1, dim=0, tol=0.01)),
-            _make_it_so("position.move", L8, (PS_PERM, PS_D_KEY), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
-                        compare=False, prompt_values=_pv(token=C18[M])),
+            N_(_choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[M])),
+               "permutation"),
+            N_(_number("position.pe-value", _l8_pe, tolerance=0.01, lo=-1.0, hi=1.0, range_key="position.pe-value.outside",
+                       diagnoses=("degrees", "cosine", "pos0"), prompt_values=_pv(pos=1, dim=0, tol=0.01)),
+               "positional_encoding"),
+            N_(_make_it_so("position.move", L8, (PS_PERM, PS_D_KEY), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
+                           compare=False, prompt_values=_pv(token=C18[M])), "permutation", "positional_encoding"),
         ]),
         _lesson("cross-attention", "weights", L9, [
-            _choice_ex("cross-attention.shape", ("3x4", "4x3", "4x4", "3x3"), _l9_shape),
-            _predict("cross-attention.cielo", L9, 2, prompt_values=_pv(query=L9_TARGET[2])),
-            _predict("cross-attention.vediamo", L9, 0, prompt_values=_pv(query=L9_TARGET[0])),
-            _number("cross-attention.outputs", _l9_outputs, tolerance=0.0, lo=1, hi=_MAX_TOKENS, integer=True, decimals=0,
-                    diagnoses=("keys", "pairs")),
+            N_(_choice_ex("cross-attention.shape", ("3x4", "4x3", "4x4", "3x3"), _l9_shape), "cross_attention"),
+            N_(_predict("cross-attention.cielo", L9, 2, prompt_values=_pv(query=L9_TARGET[2])), "cross_attention",
+               "dot_product"),
+            N_(_predict("cross-attention.vediamo", L9, 0, prompt_values=_pv(query=L9_TARGET[0])), "cross_attention",
+               "dot_product"),
+            N_(_number("cross-attention.outputs", _l9_outputs, tolerance=0.0, lo=1, hi=_MAX_TOKENS, integer=True, decimals=0,
+                       diagnoses=("keys", "pairs")), "cross_attention", "output"),
         ]),
     )
 
@@ -1149,9 +1215,17 @@ _BY_ID: dict[str, Lesson] = {lesson.id: lesson for lesson in LESSONS}
 _EX_BY_ID: dict[str, Exercise] = {ex.id: ex for lesson in LESSONS for ex in lesson.exercises}
 
 
+_LESSON_OF: dict[str, Lesson] = {ex.id: lesson for lesson in LESSONS for ex in lesson.exercises}
+
+
 def lesson(lesson_id: str) -> Lesson:
     """The lesson with this id (KeyError if none)."""
     return _BY_ID[lesson_id]
+
+
+def lesson_of(exercise_id: str) -> Lesson:
+    """The lesson that asks this exercise now (KeyError if none)."""
+    return _LESSON_OF[exercise_id]
 
 
 def exercise(exercise_id: str) -> Exercise:

@@ -138,8 +138,7 @@ def fill(template: str, /, **values) -> str:
         chosen = particle(shown, m.group("p"))
         return "{" + name + (conv or "") + (":" + spec if spec else "") + "}" + m.group("between") + chosen
 
-    text = _PARTICLE_AFTER_FIELD.sub(one, template)
     try:
-        return text.format(**values)
+        return _PARTICLE_AFTER_FIELD.sub(one, template).format(**values)
     except (KeyError, IndexError, ValueError, AttributeError):
-        return text
+        return template

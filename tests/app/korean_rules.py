@@ -41,7 +41,7 @@ CLOSERS = r"[*”’\"'_`]*"  # not ) or ]: in "값({x})은" the particle belong
 BARE_PARTICLE = re.compile(
     FIELD + CLOSERS
     + r"(은|는|이|가|을|를|과|와|으로|로|이나|나|이라는|라는|이라고|라고|이라|라|이랑|랑|으로서|로서|으로는|로는|과의|와의)"
-    + r"(?=$|[^가-힣])"
+    + r"(?=$|[^가-힣(])"  # "을(를)": the two-way form is the helper's
 )
 HELPER_FORMS = tuple(PARTICLES)
 
