@@ -358,7 +358,7 @@ def position_panel(tokens: list[str], dec: int) -> None:
 
 
 # ---------------------------------------------------------------------------- exercises
-def say(key: str, lang: str, **values) -> str:
+def say(key: str, lang: str, /, **values) -> str:
     """An exercise string with its values; Korean particles after them chosen by ui.text.fill."""
     return fill(tut.text(key, lang), **values)
 
