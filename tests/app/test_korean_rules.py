@@ -110,3 +110,16 @@ def test_the_term_scan_finds_a_planted_variant():
     planted = {"i18n:x": "이 예제를 플레이그라운드에서 열기", "i18n:y": "값 벡터를 더합니다"}
     hits = {key for term in TERMS for variant in term["not"] for key, text in planted.items() if re.search(variant, text)}
     assert hits == set(planted)
+
+
+# ------------------------------------------------------------------ words inside formulas
+def test_no_english_word_inside_a_korean_formula():
+    from ui.widgets import formulas as f
+
+    shown = [*f.WHOLE.values(), *f.SHORT["weights"].values(), *f.MATHML_SHORT["weights"].values(),
+             *(f.qkv_formula(m, c) for m in ("identity", "projection", "direct") for c in (False, True)),
+             *(f.scale_text(s) for s in ("auto", "sqrt_dk", "none"))]
+    words = re.compile(r"\\text\{([^}]*[A-Za-z]{2,}[^}]*)\}|<mtext>([^<]*[A-Za-z]{2,}[^<]*)</mtext>")
+    left = [(s, m.group(0)) for s in shown for m in words.finditer(f.localize(s, "ko"))]
+    assert not left, left
+    assert f.localize(f.WHOLE["row"], "en") == f.WHOLE["row"]
