@@ -352,9 +352,9 @@ def position_panel(tokens: list[str], dec: int) -> None:
                 st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
                 show_heatmap(heatmap(c[name], x_labels=dim_labels(d, "v"), y_labels=permuted, x_title=t("axis.dim"),
                                      y_title=t("axis.query"), decimals=min(dec, 2)), key=state.item(key, with_pe))
-        equal = c["max_diff"] < 1e-5
+        equal = core.lab.within_rounding(c["max_diff"])
         box = st.info if with_pe and equal else (st.success if equal != with_pe else st.warning)  # info: nothing moved
-        box(t("ps.diff", gap=f"{c['max_diff']:.3g}") + " — " + t("ps.equal" if equal else "ps.differ"))
+        box(t("ps.diff", gap=core.lab.gap_text(c["max_diff"])) + " — " + t("ps.equal" if equal else "ps.differ"))
 
 
 # ---------------------------------------------------------------------------- exercises

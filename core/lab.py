@@ -200,6 +200,19 @@ def permutation_check(X: TensorLike, perm, *, W_q: TensorLike, W_k: TensorLike, 
                             max_diff=float((sa_px - p_sa_x).abs().max()))
 
 
+EQUAL_TOL = 1e-5  # two float32 results this close are equal up to rounding (every page and exercise uses it)
+
+
+def within_rounding(diff: float) -> bool:
+    """Whether a max |difference| counts as equal up to float32 rounding (:data:`EQUAL_TOL`)."""
+    return abs(float(diff)) < EQUAL_TOL
+
+
+def gap_text(diff: float) -> str:
+    """A max |difference| as every page and exercise prints it: "< 1e-05" within rounding, else 3 digits."""
+    return f"< {EQUAL_TOL:g}" if within_rounding(diff) else f"{float(diff):.3g}"
+
+
 def rank_keys(trace: AttentionTrace, query: int) -> torch.Tensor:
     """Key indices ordered by the query's score, best match first (C14's retrieval view)."""
     row = trace if trace.convention == "row" else trace.transposed()

@@ -48,7 +48,7 @@ from . import positional as _positional
 from . import tokens as _tokens
 from .attention import SCORE_FUNCTIONS, attention
 from .experiments import scaling_experiment
-from .lab import QKV_MODES, PlaygroundTrace, c18_lookup, permutation_check, playground
+from .lab import QKV_MODES, PlaygroundTrace, c18_lookup, gap_text, permutation_check, playground, within_rounding
 from .multihead import multi_head_attention
 from .pitfalls import head_layouts, mask_after_softmax
 
@@ -1024,7 +1024,8 @@ def _l8_shuffle():
     perm = (3, 2, 1, 0)
     diff = _token_diff(_ps(L8, perm, PS_D, False), M)
     diff_pe = _token_diff(_ps(L8, perm, PS_D, True), M)
-    return ("same" if diff < 1e-5 else "changes"), {"diff": diff, "diff_pe": diff_pe, "token": C18[M]}
+    return ("same" if within_rounding(diff) else "changes"), {"diff": diff, "diff_pe": diff_pe, "token": C18[M],
+                                                             "gap": gap_text(diff), "gap_pe": gap_text(diff_pe)}
 
 
 def _l8_pe():
@@ -1052,10 +1053,11 @@ def _l8_judge(state: Mapping, lt: LessonTrace) -> Feedback:
         return _fb(False, "position.move.bad_perm", last=n - 1)
     diff = _token_diff(_ps(state, perm, d, False), M)
     diff_pe = _token_diff(_ps(state, perm, d, True), M)
-    vals = {"token": C18[M], "diff": diff, "diff_pe": diff_pe, "order": " ".join(C18[i] for i in perm)}
-    if diff_pe <= 1e-4:
+    vals = {"token": C18[M], "diff": diff, "diff_pe": diff_pe, "order": " ".join(C18[i] for i in perm),
+            "gap": gap_text(diff), "gap_pe": gap_text(diff_pe)}
+    if within_rounding(diff_pe):
         return Feedback(False, "position.move.same", vals)
-    if diff < 1e-5:
+    if within_rounding(diff):
         return Feedback(True, "position.move.ok", vals)
     return Feedback(False, "position.move.no_set", vals)  # pragma: no cover — self-attention is permutation-equivariant
 
@@ -1065,7 +1067,8 @@ def _l8_example():
     diff = _token_diff(_ps(L8, perm, PS_D, False), M)
     diff_pe = _token_diff(_ps(L8, perm, PS_D, True), M)
     return {PS_PERM: "3 0 1 2", PS_D_KEY: PS_D}, {"token": C18[M], "diff": diff, "diff_pe": diff_pe,
-                                                  "order": " ".join(C18[i] for i in perm)}
+                                                  "order": " ".join(C18[i] for i in perm), "gap": gap_text(diff),
+                                                  "gap_pe": gap_text(diff_pe)}
 
 
 # ---- 9. cross attention --------------------------------------------------------------------
