@@ -1110,6 +1110,21 @@ CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
 })
 
 
+# The curriculum concepts (../shared/CURRICULUM.md) each lesson's text and exercises cover: the
+# teachers' table on Home lists their union for the Tutorial.
+CURRICULUM: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "weighted-average": ("C2", "C4", "C15", "C18"),
+    "dot-product": ("C3", "C5"),
+    "softmax-temperature": ("C6", "C10"),
+    "weighted-sum": ("C4",),
+    "masks": ("C11", "C12"),
+    "projections": ("C13",),
+    "multi-head": ("C20", "C21", "C36"),
+    "position": ("C23", "C24"),
+    "cross-attention": ("C16", "C27"),
+})
+
+
 def _lesson(lesson_id: str, panel: str, scenario: Mapping, exercises: list[Exercise]) -> Lesson:
     return Lesson(lesson_id, panel, _freeze(scenario), tuple(exercises), CONCEPTS[lesson_id])
 

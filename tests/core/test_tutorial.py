@@ -691,3 +691,14 @@ def test_the_multi_head_shape_options_are_explained_by_what_makes_them():
     assert vals["averaged"] == "(1, 4, 4)" and vals["view_only"] == "(1, 2, 4, 4)" and vals["view_gap"] > 1e-3
     text = T.text("multi-head.weights-shape.why.1x4x2x4", "en", **vals)
     assert "(1, 4, 2, 2)" in text and "missing transpose gives something else" in text
+
+
+def test_the_teachers_table_lists_what_the_lessons_cover():
+    from ui import nav
+
+    assert set(T.CURRICULUM) == {lesson.id for lesson in T.LESSONS}
+    listed = nav.PAGE_BY_NAME["tutorial"].curriculum
+    assert listed == nav.id_ranges(c for ids in T.CURRICULUM.values() for c in ids)
+    for missing in ("C7", "C8", "C9", "C14", "C17", "C19", "C22", "C25", "C26"):  # the list: not taught
+        assert missing not in {c for ids in T.CURRICULUM.values() for c in ids}
+    assert "C1–C27" not in listed and nav.id_ranges(["C1", "C2", "C3", "C5", "C7", "C8"]) == "C1–C3, C5, C7–C8"
