@@ -238,16 +238,14 @@ def inspector(A, inp, dec: int) -> None:
 
 
 def mask_maps(A, inp, dec: int) -> None:
-    """The masked logits (−∞ where hidden) beside the weights."""
+    """The masked logits (−∞ where hidden) above the weights: one under the other, because side by side in the
+    panel's column (3/5 of the page) a map lost its last column and the weights their Σ column at 1280 px."""
     neg = np.isneginf(A.logits.numpy())
-    c1, c2 = st.columns([5, 6])  # the weights carry their row sums
-    with c1:
-        st.markdown(f"**{t('tu.logits')}**")
-        show_heatmap(heatmap(np.where(neg, 0.0, A.logits.numpy()), x_labels=shorts(inp.k_labels),
-                             y_labels=shorts(inp.q_labels), x_title=t("axis.key"), y_title=t("axis.query"),
-                             decimals=dec, neg_inf=neg), key=K.logits)
-    with c2:
-        weights_map(A, inp, dec)
+    st.markdown(f"**{t('tu.logits')}**")
+    show_heatmap(heatmap(np.where(neg, 0.0, A.logits.numpy()), x_labels=shorts(inp.k_labels),
+                         y_labels=shorts(inp.q_labels), x_title=t("axis.key"), y_title=t("axis.query"),
+                         decimals=dec, neg_inf=neg), key=K.logits)
+    weights_map(A, inp, dec)
 
 
 def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
