@@ -3,6 +3,7 @@ shape by shape, the wrong transpose, and the math-paper form."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -81,6 +82,15 @@ def _use_english() -> None:
     ss.put("tokens", scenario.PRESETS[ENGLISH]["tokens"])
 
 
+def model_caption(patterns: dict, layer: int) -> str:
+    """What this layer's heads look at, measured on this sentence (core.pretrained.head_patterns)."""
+    vals = {"l": layer}
+    for name in ("previous", "sep", "cls"):
+        row = np.nan_to_num(patterns[name][layer], nan=-1.0)  # (H,)
+        vals |= {f"h_{name}": int(np.argmax(row)), name: f"{max(float(row.max()), 0.0):.0%}"}
+    return t("mh.model.measured", **vals) + " " + t("mh.model.caption")
+
+
 def _maps_per_row(n: int) -> int:
     """How many n × n maps fit side by side: tables with printed values up to 16 tokens, canvases beyond."""
     return 4 if n <= 5 else 3 if n <= 7 else 2 if n <= 11 else 1 if n <= 16 else 3
@@ -110,7 +120,7 @@ def model_heads(tokens: list[str], dec: int) -> None:
                 show_heatmap(heatmap(A[layer, h], x_labels=labels, y_labels=labels, x_title=t("axis.key"),
                                      y_title=t("axis.query"), decimals=min(dec, 2), sequential=True),
                              key=state.item(K.model_grid, h))
-    st.caption(t("mh.model.caption"))
+    st.caption(model_caption(tr["patterns"], layer))
     st.subheader(t("mh.detail"))
     lang = current_lang()  # bound now: AppTest formats the options after the run
     h = st.selectbox(t("mh.pick"), list(range(H)), key=K.model_pick, format_func=lambda i: t("mh.head", lang, h=i))

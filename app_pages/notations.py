@@ -9,7 +9,7 @@ import streamlit as st
 import core
 from ui import page, settings, state
 from ui import scenario_state as ss
-from ui.i18n import labeller, t
+from ui.i18n import current_lang, labeller, t
 from ui.inputs import causal_checkbox, inputs, score_params
 from ui.text import md, shorts
 from ui.widgets import formulas
@@ -52,7 +52,7 @@ def formulas_side_by_side() -> None:
     for col, conv, code in ((left, "row", ROW_CODE), (right, "column", COL_CODE)):
         with col:
             st.subheader(t("nt.row.title" if conv == "row" else "nt.col.title"))
-            st.latex(formulas.WHOLE[conv])
+            st.latex(formulas.localize(formulas.WHOLE[conv], current_lang()))
             st.code(code, language="python", wrap_lines=True)
 
 

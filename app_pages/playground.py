@@ -119,6 +119,19 @@ def view_controls(v: view.View) -> None:
     arrow_keys(key=K.arrow_keys, on_key=on_step_key)
 
 
+def step_key(name: str, f) -> str:
+    """The sentence for step ``name``, chosen from the computed facts (core.lab.step_facts)."""
+    if name == "scores":
+        return "pg.steps.say.scores" + (".dot" if f.dot_products else "")
+    if name == "scaled":
+        return f"pg.steps.say.scaled.{f.spread}"
+    if name == "masked":
+        return "pg.steps.say.masked" + ("" if f.masked else ".none")
+    if name in ("weights", "output"):
+        return f"pg.steps.say.{name}.{f.convention}"
+    return f"pg.steps.say.{name}"
+
+
 def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
     """One spoken-style sentence about what the step just did to the numbers."""
     if not v.step:
@@ -127,11 +140,14 @@ def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
     name = view.PANELS[v.step - 1]
     dec = settings.get("precision")
     vals = {"n_q": f.n_q, "n_k": f.n_k, "d_v": f.d_v, "s": f"{f.scale:.{dec}g}", "T": f"{f.temperature:g}",
-            "top": f"{f.top_score[0]:.{dec}f}", "q": md(q_labels[f.top_score[1]]), "k": md(k_labels[f.top_score[2]]),
-            "scaled": f"{f.top_scaled:.{dec}f}", "m": f.masked, "pairs": f.pairs, "w": f"{f.top_weight[0]:.{dec}f}",
-            "wq": md(q_labels[f.top_weight[1]]), "wk": md(k_labels[f.top_weight[2]])}
-    key = f"pg.steps.say.{name}" + (".none" if name == "masked" and not f.masked else "")
-    st.info(f"**{t('pg.steps.label', k=v.step, n=view.STEPS)}** — " + t(key, **vals))
+            "f": f"{f.factor:.{dec}g}", "top": f"{f.top_score[0]:.{dec}f}", "q": md(q_labels[f.top_score[1]]),
+            "k": md(k_labels[f.top_score[2]]), "scaled": f"{f.top_scaled:.{dec}f}", "m": f.masked, "pairs": f.pairs,
+            "w": f"{f.top_weight[0]:.{dec}f}", "wq": md(q_labels[f.top_weight[1]]), "wk": md(k_labels[f.top_weight[2]]),
+            "none": f.fully_masked}
+    text = t(step_key(name, f), **vals)
+    if name in ("weights", "output") and f.fully_masked:
+        text += " " + t(f"pg.steps.say.{name}.fully_masked", **vals)
+    st.info(f"**{t('pg.steps.label', k=v.step, n=view.STEPS)}** — " + text)
 
 
 # ---------------------------------------------------------------------------- the score tab

@@ -75,10 +75,11 @@ def experiment(X, W: dict, perm, labels, d: int, dec: int) -> None:
                 st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
                 show_heatmap(heatmap(c[name], x_labels=dl, y_labels=permuted, x_title=t("axis.dim"),
                                      y_title=t("axis.query"), decimals=dec), key=state.item(key, with_pe))
-        equal = c["max_diff"] < 1e-5
-        (st.success if equal != with_pe else st.warning)(
-            t("ps.diff", gap=f"{c['max_diff']:.3g}") + " — " + t("ps.equal" if equal else "ps.differ") + ". "
-            + t("ps.explain.pe" if with_pe else "ps.explain.set"))
+        equal = core.lab.within_rounding(c["max_diff"])
+        explain = ("ps.explain.pe.same" if equal else "ps.explain.pe") if with_pe else "ps.explain.set"
+        (st.info if with_pe and equal else st.success if equal != with_pe else st.warning)(
+            t("ps.diff", gap=core.lab.gap_text(c["max_diff"])) + " — " + t("ps.equal" if equal else "ps.differ") + ". "
+            + t(explain))
 
 
 def encodings(n: int, d: int, dec: int, seed: int) -> None:

@@ -10,9 +10,10 @@ import streamlit as st
 import core
 from ui import compute, page, settings, state
 from ui import scenario_state as ss
-from ui.i18n import t
+from ui.i18n import current_lang, t
 from ui.inputs import inputs, score_params
 from ui.text import shorts
+from ui.widgets import formulas
 from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
@@ -26,8 +27,7 @@ def where_from(inp, A, dec: int) -> None:
     st.info(t("sx.cross" if inp.cross else "sx.self", n_q=n_q, n_k=n_k))
     c1, c2 = st.columns([1, 1])
     with c1:
-        st.latex(r"Q = X_{\text{target}} W_Q,\quad K = X_{\text{source}} W_K,\quad V = X_{\text{source}} W_V"
-                 if inp.cross else r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
+        st.latex(formulas.localize(formulas.qkv_formula(inp.qkv, inp.cross), current_lang()))
         shape_badge(f"Q ({n_q}×{inp.d_k}) · Kᵀ ({inp.d_k}×{n_k}) → ({n_q}×{n_k})")
         shape_badge(f"α ({n_q}×{n_k}) · V ({n_k}×{inp.d_v}) → ({n_q}×{inp.d_v})")
         st.success(t("sx.count", n=n_q, m=A.output.shape[0]))

@@ -69,8 +69,8 @@ def model_panel(task: str, att: str, seed: int) -> tuple[seq2seq.Trained | None,
                  s=f"{model.seconds:.1f}", n=model.cfg.steps))
     loss_chart(model.losses, K.loss)
     if not own and (handle is None or handle.done):
-        st.button(t("s2.train", seed=seed), key=K.train, on_click=train_here, args=(task, att, seed),
-                  help=t("s2.train.help"))
+        st.button(t("s2.train", seed=seed, s=f"{model.seconds:.0f}"), key=K.train, on_click=train_here,
+                  args=(task, att, seed), help=t("s2.train.help"))
     return model, own
 
 
@@ -100,8 +100,24 @@ def try_it(task_name: str, att: str, seed: int, own: bool, problems: list, dec: 
     shape_badge(t("s2.map.shape", m=len(out_labels), n=len(in_labels)))
     show_heatmap(heatmap(run["map"], x_labels=in_labels, y_labels=out_labels, x_title=t("s2.axis.in"),
                          y_title=t("s2.axis.out"), decimals=min(dec, 2), sequential=True), key=K.map)
-    st.caption(t(f"s2.pattern.{task_name}"))
+    st.caption(pattern_caption(task_name, run, words, seed))
     decoder_steps(run["steps"], att, in_labels, dec)
+
+
+def pattern_caption(task_name: str, run: dict, words: list[str], seed: int) -> str:
+    """What this map shows, measured on it (core.seq2seq_store.map_facts), and for the toy translation
+    how well the model without attention does on the same task."""
+    f = seq2seq_store.map_facts(run["map"])
+    if task_name != "translate":
+        share = f.diagonal if task_name == "copy" else f.anti_diagonal
+        return t(f"s2.pattern.{task_name}", share=f"{100 * share:.0f}%")
+    (i1, w1), (i2, w2) = (f.spread_inputs + ((f.spread_inputs[0][0], 0.0),))[:2]
+    text = t("s2.pattern.translate", out=md(run["pred"][f.spread_step]), in1=md(words[i1]), w1=f"{w1:.2f}",
+             in2=md(words[i2]), w2=f"{w2:.2f}")
+    plain = compute.seq2seq_model(task_name, "none", seed, False)
+    if plain is not None:
+        text += " " + t("s2.pattern.translate.none", acc=f"{100 * plain.accuracy:.0f}")
+    return text
 
 
 def decoder_steps(steps: list[dict], att: str, in_labels, dec: int) -> None:
@@ -147,7 +163,23 @@ def bottleneck(task_name: str) -> None:
         "annotations": [{"x": (cfg.min_len + cfg.max_len) / 2, "y": 1.05, "yanchor": "bottom", "showarrow": False,
                          "text": t("s2.trained_range", a=cfg.min_len, b=cfg.max_len)}]}}),
         key=K.curve, title=t("s2.bottleneck"))
-    st.caption(t("s2.bottleneck.caption", task=t(f"s2.task.{task}"), a=cfg.min_len, b=cfg.max_len))
+    st.caption(curve_caption(seq2seq_store.curve_facts(curves, cfg.min_len, cfg.max_len), task_name, cfg))
+
+
+def curve_caption(f, task_name: str, cfg) -> str:
+    """The chart's caption, written from its own curves: the trained lengths, longer, shorter."""
+    pct = lambda x: f"{100 * x:.0f}%"  # noqa: E731
+    parts = [t("s2.bottleneck.caption", task=t(f"s2.task.{f.task}"), a=cfg.min_len, b=cfg.max_len),
+             t("s2.curve.trained", att=pct(f.trained[0]), none=pct(f.trained[1]))]
+    if f.longer is not None:
+        parts.append(t(f"s2.curve.longer.{seq2seq_store.compare(*f.longer)}", att=pct(f.longer[0]), none=pct(f.longer[1]),
+                       L=f.last[0], att_L=pct(f.last[1]), none_L=pct(f.last[2])))
+    if f.shorter is not None:
+        parts.append(t(f"s2.curve.shorter.{seq2seq_store.compare(*f.shorter)}", att=pct(f.shorter[0]),
+                       none=pct(f.shorter[1])))
+    if task_name == "translate":
+        parts.append(t("s2.curve.translate_note"))
+    return " ".join(parts)
 
 
 def main() -> None:

@@ -164,9 +164,19 @@ def patterns_table(tr: dict) -> None:
     st.button(t("tm.patterns.open", l=layer, h=head), key=K.open_top, on_click=_open_top, args=(layer, head))
 
 
-def caution() -> None:
+def caution(experiment: bool = True) -> None:
+    """Both sides of the literature, then the experiment the caution asks for, measured here."""
     st.subheader(t("tm.caution"))
     st.warning(t("tm.caution.text"))
+    if not experiment:
+        return
+    e = page.guarded([], lambda: compute.pretrained_swap(PRESETS["tired"], PRESETS["wide"], "it", "animal",
+                                                        settings.get("device")))
+    if e is None:
+        return
+    key = "tm.swap.same" if e["still_on_key"] else "tm.swap.moved"
+    st.info(t("tm.swap.title") + " " + t(key, l=e["layer"], h=e["head"], wa=f"{e['weight_a']:.2f}", wb=f"{e['weight_b']:.2f}",
+                                            top=md(e["top_b"])))
 
 
 def main() -> None:
@@ -175,7 +185,7 @@ def main() -> None:
     text = sentence_box()
     tr = load_trace(text)
     if tr is None:
-        caution()
+        caution(experiment=False)
         return
     token_line(tr["tokens"])
     layer, head = chosen_head(*tr["attentions"].shape[:2])

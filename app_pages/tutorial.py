@@ -18,7 +18,7 @@ from ui.code_export import code_panel
 from ui.i18n import current_lang, labeller, t
 from ui.inputs import Where, by_label, inputs, mask_controls, score_params
 from ui.pipeline import pipeline, weights_key
-from ui.text import md, shorts
+from ui.text import fill, md, shorts
 from ui.widgets.bars import show_bars, stacked_contributions, weight_bars
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge
@@ -238,16 +238,14 @@ def inspector(A, inp, dec: int) -> None:
 
 
 def mask_maps(A, inp, dec: int) -> None:
-    """The masked logits (−∞ where hidden) beside the weights."""
+    """The masked logits (−∞ where hidden) above the weights: one under the other, because side by side in the
+    panel's column (3/5 of the page) a map lost its last column and the weights their Σ column at 1280 px."""
     neg = np.isneginf(A.logits.numpy())
-    c1, c2 = st.columns([5, 6])  # the weights carry their row sums
-    with c1:
-        st.markdown(f"**{t('tu.logits')}**")
-        show_heatmap(heatmap(np.where(neg, 0.0, A.logits.numpy()), x_labels=shorts(inp.k_labels),
-                             y_labels=shorts(inp.q_labels), x_title=t("axis.key"), y_title=t("axis.query"),
-                             decimals=dec, neg_inf=neg), key=K.logits)
-    with c2:
-        weights_map(A, inp, dec)
+    st.markdown(f"**{t('tu.logits')}**")
+    show_heatmap(heatmap(np.where(neg, 0.0, A.logits.numpy()), x_labels=shorts(inp.k_labels),
+                         y_labels=shorts(inp.q_labels), x_title=t("axis.key"), y_title=t("axis.query"),
+                         decimals=dec, neg_inf=neg), key=K.logits)
+    weights_map(A, inp, dec)
 
 
 def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
@@ -301,8 +299,9 @@ def multihead_panel(tokens: list[str], dec: int) -> None:
         return
     n = len(tokens)
     shape_badge(f"d_model = {d}, H = {H}, d_k = d_model / H = {d // H}")
-    shape_badge(f"X (1, {n}, {d}) → Q, K, V (1, {H}, {n}, {d // H}) → α {tuple(tr.weights.shape)} → "
-                f"output {tuple(tr.output.shape)}")
+    shape_badge(t("tu.mh.shapes", x=f"(1, {n}, {d})", qkv=f"(1, {H}, {n}, {d // H})", w=str(tuple(tr.weights.shape)),
+                  o=str(tuple(tr.output.shape))))
+    st.caption(t("mh.random"))
     labels = shorts([f"{i} {s}" for i, s in enumerate(tokens)])
     shown = min(H, 4)
     for h, col in zip(range(shown), st.columns(shown), strict=True):
@@ -351,15 +350,24 @@ def position_panel(tokens: list[str], dec: int) -> None:
                 st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
                 show_heatmap(heatmap(c[name], x_labels=dim_labels(d, "v"), y_labels=permuted, x_title=t("axis.dim"),
                                      y_title=t("axis.query"), decimals=min(dec, 2)), key=state.item(key, with_pe))
-        equal = c["max_diff"] < 1e-5
+        equal = core.lab.within_rounding(c["max_diff"])
         box = st.info if with_pe and equal else (st.success if equal != with_pe else st.warning)  # info: nothing moved
-        box(t("ps.diff", gap=f"{c['max_diff']:.3g}") + " — " + t("ps.equal" if equal else "ps.differ"))
+        box(t("ps.diff", gap=core.lab.gap_text(c["max_diff"])) + " — " + t("ps.equal" if equal else "ps.differ"))
 
 
 # ---------------------------------------------------------------------------- exercises
+def say(key: str, lang: str, /, **values) -> str:
+    """An exercise string with its values; Korean particles after them chosen by ui.text.fill."""
+    return fill(tut.text(key, lang), **values)
+
+
 def safe(values: dict) -> dict:
-    """Feedback values for a message: text (which may be the learner's) escaped for markdown."""
-    return {k: md(v) if isinstance(v, str) else v for k, v in values.items()}
+    """Feedback values for a message: text (which may be the learner's) escaped for markdown; the
+    names of changed controls (``changed``) as the page labels them."""
+    out = {k: md(v) if isinstance(v, str) else v for k, v in values.items()}
+    if "changed" in values:
+        out["changed"] = ", ".join(t(f"tu.control.{name}") for name in values["changed"]) or "—"
+    return out
 
 
 def key_tokens(lesson: tut.Lesson) -> list[str]:
@@ -416,7 +424,7 @@ def answer_widget(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
                  format_func=lambda i: md(toks[i]))
     elif ex.kind == "choice":
         st.radio(t("tu.choose"), ex.options, index=None, key=key,
-                 format_func=lambda o: tut.text(ex.option_key(o), lang, **safe(dict(ex.prompt_values))))
+                 format_func=lambda o: say(ex.option_key(o), lang, **safe(dict(ex.prompt_values))))
     else:
         st.caption(t("tu.make_it_so.help"))
 
@@ -426,22 +434,22 @@ def feedback(ex: tut.Exercise, lang: str) -> None:
     fb = st.session_state.get(state.item(K.feedback, ex.id))
     if fb is None:
         return
-    (st.success if fb.ok else st.error)(tut.text(fb.message_key, lang, **safe(fb.values)))
+    (st.success if fb.ok else st.error)(say(fb.message_key, lang, **safe(fb.values)))
     if not fb.ok and fb.hint_key:
-        st.info(t("tu.hint") + " " + tut.text(fb.hint_key, lang, **safe(fb.values)), icon=":material/lightbulb:")
+        st.info(t("tu.hint") + " " + say(fb.hint_key, lang, **safe(fb.values)), icon=":material/lightbulb:")
 
 
 def revealed(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
     if not st.session_state.get(state.item(K.reveal, ex.id)):
         return
     r = ex.reveal()
-    text = tut.text(r.message_key, lang, **safe(r.values))
+    text = say(r.message_key, lang, **safe(r.values))
     if ex.kind == "number":
         text = t("tu.revealed", answer=f"{r.answer:g}") + "\n\n" + text
     elif ex.kind == "predict":
         text = t("tu.revealed", answer=md(key_tokens(lesson)[r.answer])) + "\n\n" + text
     elif ex.kind == "choice":
-        text = t("tu.revealed", answer=tut.text(ex.option_key(r.answer), lang, **safe(dict(ex.prompt_values)))) + "\n\n" + text
+        text = t("tu.revealed", answer=say(ex.option_key(r.answer), lang, **safe(dict(ex.prompt_values)))) + "\n\n" + text
     st.info(text, icon=":material/visibility:")
     if ex.kind == "make_it_so":
         st.button(t("tu.apply"), key=state.item(K.apply, ex.id), on_click=on_apply, args=(lesson.id, ex.id))
@@ -451,7 +459,7 @@ def exercise_box(lesson: tut.Lesson, ex: tut.Exercise, n: int, lang: str) -> Non
     """One exercise: prompt, answer, Check and Reveal, the feedback, the hint and the answer."""
     with st.container(border=True, key=state.item(K.panel, "exercise", ex.id)):
         head = st.empty()  # filled last: a check in this run may have finished the exercise
-        st.markdown(tut.text(ex.prompt_key, lang, **safe(dict(ex.prompt_values))))
+        st.markdown(say(ex.prompt_key, lang, **safe(dict(ex.prompt_values))))
         if ex.scenario:
             st.button(t("tu.setup"), key=state.item(K.setup, ex.id), on_click=load,
                       args=(lesson.scenario_dict(ex), lesson.id), icon=":material/settings_backup_restore:")
@@ -516,4 +524,5 @@ def fragment() -> None:
 
 
 st.caption(t("tu.intro"))
+st.caption(t("tu.progress.where"))
 fragment()

@@ -200,6 +200,19 @@ def permutation_check(X: TensorLike, perm, *, W_q: TensorLike, W_k: TensorLike, 
                             max_diff=float((sa_px - p_sa_x).abs().max()))
 
 
+EQUAL_TOL = 1e-5  # two float32 results this close are equal up to rounding (every page and exercise uses it)
+
+
+def within_rounding(diff: float) -> bool:
+    """Whether a max |difference| counts as equal up to float32 rounding (:data:`EQUAL_TOL`)."""
+    return abs(float(diff)) < EQUAL_TOL
+
+
+def gap_text(diff: float) -> str:
+    """A max |difference| as every page and exercise prints it: "< 1e-05" within rounding, else 3 digits."""
+    return f"< {EQUAL_TOL:g}" if within_rounding(diff) else f"{float(diff):.3g}"
+
+
 def rank_keys(trace: AttentionTrace, query: int) -> torch.Tensor:
     """Key indices ordered by the query's score, best match first (C14's retrieval view)."""
     row = trace if trace.convention == "row" else trace.transposed()
@@ -222,7 +235,11 @@ class StepFacts:
 
     Row convention whatever the trace's notation; indices are (query, key). ``top_score`` and
     ``top_weight`` are the largest entries (ties: the first in reading order); ``masked`` counts
-    the blocked (query, key) pairs of ``pairs``."""
+    the blocked (query, key) pairs of ``pairs``. ``factor`` = s / T is what step 2 multiplies every
+    score by: the order of a row is kept (factor > 0) and its spread max − min is multiplied by it
+    (``spread`` says "smaller", "same" or "larger"). ``dot_products`` is True for the score
+    functions whose score is a dot product (dot, scaled dot); ``convention`` is the trace's
+    notation (weights sum to 1 along a row, or a column in the column notation)."""
 
     n_q: int
     n_k: int
@@ -235,6 +252,14 @@ class StepFacts:
     pairs: int
     fully_masked: int
     top_weight: tuple[float, int, int]
+    score: str = "scaled_dot"
+    factor: float = 1.0
+    spread: str = "same"
+    dot_products: bool = True
+    convention: str = "row"
+
+
+SPREAD_TOL = 1e-9  # s / T this close to 1 leaves the spread as it was
 
 
 def step_facts(trace: AttentionTrace) -> StepFacts:
@@ -247,7 +272,10 @@ def step_facts(trace: AttentionTrace) -> StepFacts:
     i, j = divmod(int(torch.argmax(S)), n_k)
     wi, wj = divmod(int(torch.argmax(W)), n_k)
     blocked = 0 if row.mask is None else int((~row.mask.bool()).sum())
+    factor = float(row.scale) / float(row.temperature)
+    spread = "same" if abs(factor - 1.0) <= SPREAD_TOL else ("smaller" if factor < 1.0 else "larger")
     return StepFacts(n_q=n_q, n_k=n_k, d_v=row.output.shape[-1], top_score=(float(S[i, j]), i, j),
                      top_scaled=float(row.scaled.max()), scale=float(row.scale), temperature=float(row.temperature),
                      masked=blocked, pairs=n_q * n_k, fully_masked=int(row.fully_masked.sum()),
-                     top_weight=(float(W[wi, wj]), wi, wj))
+                     top_weight=(float(W[wi, wj]), wi, wj), score=row.score, factor=factor, spread=spread,
+                     dot_products=row.score in ("dot", "scaled_dot"), convention=trace.convention)

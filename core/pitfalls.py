@@ -144,3 +144,48 @@ def multi_head_without_transpose(x: TensorLike, *, W_q: TensorLike, W_k: TensorL
     *lead, h, n, d = heads.shape
     concat = heads.reshape(*lead, n, h * d)  # the same bug on the way back
     return concat @ t["W_o"]
+
+
+@dataclass(frozen=True, eq=False)
+class HeadLayouts:
+    """The attention weights of one multi-head layer laid out four ways (C21, C36), for x (B, n, d):
+
+    ``right``        (B, H, n, n): split (B, n, H, d_k) → transpose → QKᵀ per head
+    ``heads_last``   (B, n, H, n): the same numbers as einsum("bnhd,bmhd->bnhm") lays them out
+    ``no_transpose`` (B, n, H, H): split to (B, n, H, d_k) and QKᵀ without the transpose — each
+                     token's heads scored against each other
+    ``view_only``    (B, H, n, n): view(B, H, n, d_k) straight away: the right shape, wrong numbers
+    ``averaged``     (B, n, n): averaged over the heads (nn.MultiheadAttention's default output)
+    ``view_gap``     max |view_only − right|."""
+
+    right: torch.Tensor
+    heads_last: torch.Tensor
+    no_transpose: torch.Tensor
+    view_only: torch.Tensor
+    averaged: torch.Tensor
+    view_gap: float
+
+
+def head_layouts(x: TensorLike, W_q: TensorLike, W_k: TensorLike, n_heads: int) -> HeadLayouts:
+    """Scaled-dot attention weights of x (B, n, d) with x @ W_q, x @ W_k (d, H·d_k) in the layouts
+    of :class:`HeadLayouts`."""
+    t = as_tensor(x, "x")
+    Wq, Wk = as_tensor(W_q, "W_q").to(t), as_tensor(W_k, "W_k").to(t)
+    B, n, _ = t.shape
+    hd = Wq.shape[1]
+    if n_heads < 1 or hd % n_heads:
+        raise ValueError(f"width {hd} is not divisible by n_heads={n_heads}")
+    d_k = hd // n_heads
+    q, k = t @ Wq, t @ Wk  # (B, n, H·d_k)
+    q4, k4 = q.reshape(B, n, n_heads, d_k), k.reshape(B, n, n_heads, d_k)  # (B, n, H, d_k)
+
+    def soft(s):
+        return torch.softmax(s / d_k**0.5, dim=-1)
+
+    right = soft(q4.transpose(1, 2) @ k4.transpose(1, 2).transpose(-2, -1))  # (B, H, n, n)
+    heads_last = soft(torch.einsum("bnhd,bmhd->bnhm", q4, k4))  # (B, n, H, n)
+    no_transpose = soft(q4 @ k4.transpose(-2, -1))  # (B, n, H, d_k)(B, n, d_k, H) → (B, n, H, H)
+    qv, kv = q.view(B, n_heads, n, d_k), k.view(B, n_heads, n, d_k)  # scrambled (B, H, n, d_k)
+    view_only = soft(qv @ kv.transpose(-2, -1))  # (B, H, n, n)
+    return HeadLayouts(right=right, heads_last=heads_last, no_transpose=no_transpose, view_only=view_only,
+                       averaged=right.mean(dim=1), view_gap=float((view_only - right).abs().max()))

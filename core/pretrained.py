@@ -465,3 +465,41 @@ def smollm2():
 
 
 __all__ += ["smollm2"]
+@dataclass(frozen=True)
+class SwapExperiment:
+    """The experiment a claim such as "this head resolves *it*" needs: the head (layer, head) that
+    puts the most weight from ``query`` on ``key`` in sentence A, and the weight that same head puts
+    there in sentence B (one word changed, e.g. "tired" → "wide"), with each sentence's strongest
+    key of that head from ``query``. Layers and heads count from 0."""
+
+    query: str
+    key: str
+    layer: int
+    head: int
+    weight_a: float
+    weight_b: float
+    top_a: str
+    top_b: str
+
+    @property
+    def still_on_key(self) -> bool:
+        """Whether the head still puts more weight on ``key`` than on any other token in B."""
+        return self.top_b == self.key
+
+
+def _token_pos(trace: BertTrace, word: str) -> int:
+    if word not in trace.tokens:
+        raise ValueError(f"'{word}' is not a token of: {trace.text}")
+    return trace.tokens.index(word)
+
+
+def swap_experiment(a: BertTrace, b: BertTrace, query: str = "it", key: str = "animal") -> SwapExperiment:
+    """Find the head of sentence ``a`` with the largest weight ``query`` → ``key`` and read the same
+    head on sentence ``b`` (both traces of the same model; the first occurrence of each word)."""
+    qa, ka, qb, kb = _token_pos(a, query), _token_pos(a, key), _token_pos(b, query), _token_pos(b, key)
+    w = a.attentions[:, :, qa, ka]  # (L, H)
+    layer, head = divmod(int(torch.argmax(w)), w.shape[1])
+    row_a, row_b = a.attentions[layer, head, qa], b.attentions[layer, head, qb]  # (n,)
+    return SwapExperiment(query=query, key=key, layer=layer, head=head, weight_a=float(row_a[ka]),
+                          weight_b=float(row_b[kb]), top_a=a.tokens[int(torch.argmax(row_a))],
+                          top_b=b.tokens[int(torch.argmax(row_b))])

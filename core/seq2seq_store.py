@@ -290,3 +290,71 @@ def reference(task: str | seq2seq.Task, words: Sequence[str]) -> list[str]:
         if w == "of" and (i + 1 == len(words) or words[i + 1] != "the"):
             raise ValueError("'of' must be followed by 'the' (the toy translation turns 'of the' into 'du')")
     return seq2seq.translate_words(words)
+
+
+# ---------------------------------------------------------------------------- facts the page states in words
+@dataclass(frozen=True)
+class CurveFacts:
+    """What a task's bottleneck curves show, region by region (lengths below, inside and above
+    the trained range [min_len, max_len]): the mean accuracy of each model (None where the
+    region has no length), the longest length and both accuracies there, and the shortest."""
+
+    task: str
+    trained: tuple[float, float]  # (with attention, without) mean over the trained lengths
+    longer: tuple[float, float] | None  # mean over the lengths above the trained range
+    shorter: tuple[float, float] | None  # mean over the lengths below it
+    last: tuple[int, float, float]  # (longest length, with, without)
+    first: tuple[int, float, float]  # (shortest length, with, without)
+
+
+def curve_facts(curves: LengthCurves, min_len: int, max_len: int) -> CurveFacts:
+    """The facts of :class:`CurveFacts` from shipped or measured curves (additive vs none)."""
+    L = list(curves.lengths)
+    att, none = list(curves["additive"]), list(curves["none"])
+
+    def mean(pick) -> tuple[float, float] | None:
+        idx = [i for i, n in enumerate(L) if pick(n)]
+        if not idx:
+            return None
+        return (sum(att[i] for i in idx) / len(idx), sum(none[i] for i in idx) / len(idx))
+
+    return CurveFacts(task=curves.task, trained=mean(lambda n: min_len <= n <= max_len) or (float("nan"),) * 2,
+                      longer=mean(lambda n: n > max_len), shorter=mean(lambda n: n < min_len),
+                      last=(L[-1], att[-1], none[-1]), first=(L[0], att[0], none[0]))
+
+
+SAME = 0.02  # accuracies this close count as equal in a sentence
+
+
+def compare(with_att: float, without: float) -> str:
+    """'better', 'same' or 'worse': the model with attention against the one without."""
+    if abs(with_att - without) <= SAME:
+        return "same"
+    return "better" if with_att > without else "worse"
+
+
+@dataclass(frozen=True)
+class MapFacts:
+    """What one attention map A (m outputs × n inputs) shows: the share of weight on the diagonal
+    (output t → input t) and on the anti-diagonal (t → n−1−t), both over min(m, n) steps, and the
+    output step whose weight is most spread (the lowest largest weight) with its two strongest inputs."""
+
+    diagonal: float
+    anti_diagonal: float
+    spread_step: int
+    spread_inputs: tuple[tuple[int, float], ...]
+
+
+def map_facts(A) -> MapFacts:
+    """:class:`MapFacts` of an attention map A (m, n) (rows: output steps, summing to 1)."""
+    import torch
+
+    a = torch.as_tensor(A, dtype=torch.float64)
+    m, n = a.shape
+    k = min(m, n)
+    diag = float(sum(a[t, t] for t in range(k))) / k
+    anti = float(sum(a[t, n - 1 - t] for t in range(k))) / k
+    t = int(torch.argmin(a.max(dim=1).values))
+    top = torch.topk(a[t], min(2, n))
+    return MapFacts(diagonal=diag, anti_diagonal=anti, spread_step=t,
+                    spread_inputs=tuple((int(i), float(w)) for w, i in zip(top.values, top.indices, strict=True)))

@@ -29,6 +29,7 @@ Text lives in ``assets/lessons``: ``<lesson-id>.<lang>.md`` and ``exercises.<lan
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import re
@@ -49,9 +50,9 @@ from . import tokens as _tokens
 from .attention import SCORE_FUNCTIONS, attention
 from .experiments import scaling_experiment
 from .kv_cache import MODEL_PRESETS, cached_decode, kv_cache_bytes
-from .lab import QKV_MODES, PlaygroundTrace, c18_lookup, permutation_check, playground
+from .lab import QKV_MODES, PlaygroundTrace, c18_lookup, gap_text, permutation_check, playground, within_rounding
 from .multihead import kv_head_map, multi_head_attention
-from .pitfalls import mask_after_softmax
+from .pitfalls import head_layouts, mask_after_softmax
 
 KINDS = ("number", "predict", "choice", "make_it_so")
 # The live panel a lesson wants; the page maps each to building blocks:
@@ -420,7 +421,9 @@ class Exercise:
     ``query`` the query row it asks about (predict: the page hides the weights until answered
     when ``hide_weights``), ``tolerance`` the accepted error of a number, ``needs`` the state
     names a make_it_so task lets the learner change. ``message_keys`` lists every exercise
-    key (besides ``common.*``) that check/reveal may return."""
+    key (besides ``common.*``) that check/reveal may return. ``concepts`` names what the learner
+    must already know to answer (ids of :data:`CONCEPTS`): each is taught by this lesson or an
+    earlier one (a test holds the order)."""
 
     id: str
     kind: str
@@ -434,6 +437,7 @@ class Exercise:
     query: int | None = None
     needs: tuple[str, ...] = ()
     hide_weights: bool = False
+    concepts: tuple[str, ...] = ()
 
     @property
     def prompt_key(self) -> str:
@@ -471,12 +475,15 @@ class Exercise:
 class Lesson:
     """One lesson: ``id`` (a stable slug, also the name of its markdown files), ``panel`` (one of
     :data:`PANELS`), ``scenario`` (frozen; only the values that differ from the defaults, plus
-    ``matrices`` where the lesson fixes numbers) and its exercises."""
+    ``matrices`` where the lesson fixes numbers), its exercises and the concepts its text
+    ``teaches`` (ids of :data:`CONCEPTS`). An exercise's id keeps the lesson it was written for
+    (its text keys and progress bit); :func:`lesson_of` says where it is asked now."""
 
     id: str
     panel: str
     scenario: Mapping[str, Any]
     exercises: tuple[Exercise, ...]
+    teaches: tuple[str, ...] = ()
 
     def scenario_dict(self, exercise: Exercise | None = None) -> dict:
         """A fresh plain dict (lists, not tuples) for ui.scenario.validate: the lesson's scenario,
@@ -619,7 +626,7 @@ def _make_it_so(ex_id: str, lesson_scenario: Mapping, needs: tuple[str, ...], ju
         if check_tokens and (lt.q_tokens != base_tokens.q_tokens or lt.k_tokens != base_tokens.k_tokens):
             return Feedback(False, "common.wrong_tokens", {"sentence": " ".join(base_tokens.q_tokens)})
         if compare and not _same_numbers(lt, scenario_trace(_with_needs(lesson_scenario, state, needs))):
-            return Feedback(False, "common.changed_other")
+            return Feedback(False, "common.changed_other", {"changed": tuple(_changed(lesson_scenario, state, needs))})
         return judge(state, lt)
 
     def reveal() -> Reveal:
@@ -628,6 +635,25 @@ def _make_it_so(ex_id: str, lesson_scenario: Mapping, needs: tuple[str, ...], ju
 
     keys = tuple(f"{ex_id}.{s}" for s in ("ok", *slugs))
     return Exercise(ex_id, "make_it_so", check, reveal, message_keys=keys, needs=needs, **kw)
+
+
+def _changed(lesson_scenario: Mapping, state: Mapping, needs: Sequence[str]) -> list[str]:
+    """The state names outside ``needs`` that change the numbers: each one, taken from ``state``
+    on top of the lesson's scenario (with ``needs`` from the state), gives other numbers."""
+    base = scenario_trace(_with_needs(lesson_scenario, state, needs))
+    mats = state.get("matrices") or {}
+    names = [n for n in SCENARIO_DEFAULTS if n not in needs and n in state]
+    names += [f"matrices.{m}" for m in (mats if isinstance(mats, Mapping) else ()) if f"matrices.{m}" not in needs]
+    out = []
+    for name in names:
+        try:
+            lt = scenario_trace(_with_needs(lesson_scenario, state, (*needs, name)))
+        except ValueError:
+            out.append(name)
+            continue
+        if not _same_numbers(lt, base):
+            out.append(name)
+    return out
 
 
 def _cached_trace(scenario: Mapping) -> LessonTrace:
@@ -940,10 +966,21 @@ def _l7_dhead():
                                                              "heads": float(MH_H)}
 
 
+def _shape_text(t: torch.Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
 def _l7_shape():
     tr = _mh(L7, MH_D, MH_H)
     B, H, n_q, n_k = tr.weights.shape
-    return "x".join(str(s) for s in tr.weights.shape), {"B": B, "H": H, "n": n_q, "d_k": tr.q.shape[-1]}
+    seed = 0
+    X = _tokens.embed(_token_list(_get(L7, "tokens"), "tokens"), MH_D, seed=seed)[None]
+    W = {name: _tokens.projection(MH_D, MH_D, seed=seed, name=f"mh.{name}") for name in ("W_q", "W_k")}
+    lay = head_layouts(X, W["W_q"], W["W_k"], MH_H)  # what each wrong option is (or is not) made by
+    return "x".join(str(s) for s in tr.weights.shape), {
+        "B": B, "H": H, "n": n_q, "d_k": tr.q.shape[-1], "heads_last": _shape_text(lay.heads_last),
+        "no_transpose": _shape_text(lay.no_transpose), "averaged": _shape_text(lay.averaged),
+        "view_only": _shape_text(lay.view_only), "view_gap": lay.view_gap}
 
 
 def _l7_judge(state: Mapping, lt: LessonTrace) -> Feedback:
@@ -989,7 +1026,8 @@ def _l8_shuffle():
     perm = (3, 2, 1, 0)
     diff = _token_diff(_ps(L8, perm, PS_D, False), M)
     diff_pe = _token_diff(_ps(L8, perm, PS_D, True), M)
-    return ("same" if diff < 1e-5 else "changes"), {"diff": diff, "diff_pe": diff_pe, "token": C18[M]}
+    return ("same" if within_rounding(diff) else "changes"), {"diff": diff, "diff_pe": diff_pe, "token": C18[M],
+                                                             "gap": gap_text(diff), "gap_pe": gap_text(diff_pe)}
 
 
 def _l8_pe():
@@ -1017,10 +1055,11 @@ def _l8_judge(state: Mapping, lt: LessonTrace) -> Feedback:
         return _fb(False, "position.move.bad_perm", last=n - 1)
     diff = _token_diff(_ps(state, perm, d, False), M)
     diff_pe = _token_diff(_ps(state, perm, d, True), M)
-    vals = {"token": C18[M], "diff": diff, "diff_pe": diff_pe, "order": " ".join(C18[i] for i in perm)}
-    if diff_pe <= 1e-4:
+    vals = {"token": C18[M], "diff": diff, "diff_pe": diff_pe, "order": " ".join(C18[i] for i in perm),
+            "gap": gap_text(diff), "gap_pe": gap_text(diff_pe)}
+    if within_rounding(diff_pe):
         return Feedback(False, "position.move.same", vals)
-    if diff < 1e-5:
+    if within_rounding(diff):
         return Feedback(True, "position.move.ok", vals)
     return Feedback(False, "position.move.no_set", vals)  # pragma: no cover — self-attention is permutation-equivariant
 
@@ -1030,7 +1069,8 @@ def _l8_example():
     diff = _token_diff(_ps(L8, perm, PS_D, False), M)
     diff_pe = _token_diff(_ps(L8, perm, PS_D, True), M)
     return {PS_PERM: "3 0 1 2", PS_D_KEY: PS_D}, {"token": C18[M], "diff": diff, "diff_pe": diff_pe,
-                                                  "order": " ".join(C18[i] for i in perm)}
+                                                  "order": " ".join(C18[i] for i in perm), "gap": gap_text(diff),
+                                                  "gap_pe": gap_text(diff_pe)}
 
 
 # ---- 9. cross attention --------------------------------------------------------------------
@@ -1121,8 +1161,46 @@ def _l11_length():
 
 
 # --------------------------------------------------------------------------- the registry
+# What each lesson's text teaches, in the tutorial's order; exercises declare what they need.
+CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "weighted-average": ("weighted_average", "weights", "weights_sum_to_one", "query_key_value"),
+    "dot-product": ("dot_product", "score_matrix"),
+    "softmax-temperature": ("softmax", "scale_sqrt_dk", "temperature"),
+    "weighted-sum": ("output", "convex_combination"),
+    "masks": ("causal_mask", "padding_mask", "mask_before_softmax"),
+    "projections": ("projections", "matrix_shapes"),
+    "multi-head": ("heads", "head_width", "head_shapes"),
+    "position": ("permutation", "positional_encoding"),
+    "cross-attention": ("cross_attention",),
+    "kv-cache": ("kv_cache", "grouped_query"),
+    "rope": ("rope",),
+})
+
+
+# The curriculum concepts (../shared/CURRICULUM.md) each lesson's text and exercises cover: the
+# teachers' table on Home lists their union for the Tutorial.
+CURRICULUM: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "weighted-average": ("C2", "C4", "C15", "C18"),
+    "dot-product": ("C3", "C5"),
+    "softmax-temperature": ("C6", "C10"),
+    "weighted-sum": ("C4",),
+    "masks": ("C11", "C12"),
+    "projections": ("C13",),
+    "multi-head": ("C20", "C21", "C36"),
+    "position": ("C23", "C24"),
+    "cross-attention": ("C16", "C27"),
+    "kv-cache": ("C11", "C20", "C21"),
+    "rope": ("C23", "C24"),
+})
+
+
 def _lesson(lesson_id: str, panel: str, scenario: Mapping, exercises: list[Exercise]) -> Lesson:
-    return Lesson(lesson_id, panel, _freeze(scenario), tuple(exercises))
+    return Lesson(lesson_id, panel, _freeze(scenario), tuple(exercises), CONCEPTS[lesson_id])
+
+
+def _needs(ex: Exercise, *concepts: str) -> Exercise:
+    """``ex`` with the concepts it needs declared."""
+    return dataclasses.replace(ex, concepts=tuple(concepts))
 
 
 def _pv(**values) -> Mapping:
@@ -1131,95 +1209,106 @@ def _pv(**values) -> Mapping:
 
 def _build() -> tuple[Lesson, ...]:
     weight = "common.weight_range"
+    N_ = _needs
     return (
         _lesson("weighted-average", "inspector", L1, [
-            _number("weighted-average.weight", _l1_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
-                    diagnoses=("no_sum", "score", "scaled", "no_scale", "uniform", "self"),
-                    prompt_values=_pv(query=C18[M], key=C18[S], tol=0.01), query=M),
-            _predict("weighted-average.top", L1, N, prompt_values=_pv(query=C18[N])),
-            _choice_ex("weighted-average.row-sum", ("one", "tokens", "depends"), _l1_rowsum,
-                       prompt_values=_pv(query=C18[M]), query=M),
+            # the prediction first: its map stays hidden until it is answered, so the text's "look at the panel" follows it
+            N_(_predict("weighted-average.top", L1, N, prompt_values=_pv(query=C18[N])), "weights", "query_key_value"),
+            N_(_choice_ex("weighted-average.row-sum", ("one", "tokens", "depends"), _l1_rowsum,
+                          prompt_values=_pv(query=C18[M]), query=M), "weights", "weights_sum_to_one"),
         ]),
         _lesson("dot-product", "pipeline", L2, [
-            _number("dot-product.score", _l2_score, tolerance=0.01, range_key="dot-product.score.outside",
-                    diagnoses=("scaled", "weight", "self"),
-                    prompt_values=_pv(query=C18[M], key=C18[N], tol=0.01), query=M),
-            _predict("dot-product.top-score", L2, M, prompt_values=_pv(query=C18[M])),
-            _make_it_so("dot-product.edit-k", L2, ("matrices.K",), _l2_judge, _l2_example,
-                        ("no_change", "many_cells", "tie", "not_top"), prompt_values=_pv(query=C18[S], key=C18[N]),
-                        query=S),
+            N_(_number("dot-product.score", _l2_score, tolerance=0.01, range_key="dot-product.score.outside",
+                       diagnoses=("scaled", "weight", "self"),
+                       prompt_values=_pv(query=C18[M], key=C18[N], tol=0.01), query=M), "dot_product"),
+            N_(_predict("dot-product.top-score", L2, M, prompt_values=_pv(query=C18[M])), "dot_product", "weights"),
+            N_(_make_it_so("dot-product.edit-k", L2, ("matrices.K",), _l2_judge, _l2_example,
+                           ("no_change", "many_cells", "tie", "not_top"), prompt_values=_pv(query=C18[S], key=C18[N]),
+                           query=S), "dot_product", "score_matrix"),
         ]),
         _lesson("softmax-temperature", "pipeline", L3, [
-            _number("softmax-temperature.no-scale", _l3_no_scale, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
-                    diagnoses=("kept_scale", "no_sum", "uniform", "score"), scenario=_freeze(L3_NO_SCALE),
-                    prompt_values=_pv(query=C18[M], tol=0.01), query=M),
-            _make_it_so("softmax-temperature.sharp", L3, ("temperature",), _l3_sharp_judge, _l3_sharp_example,
-                        ("flatter", "not_yet"), prompt_values=_pv(query=C18[M], target=SHARP), query=M),
-            _choice_ex("softmax-temperature.tie", ("half", "one", "quarter"), _l3_tie,
-                       prompt_values=_pv(query=C18[N], key=C18[M]), query=N),
-            _choice_ex("softmax-temperature.sqrt-dk", ("variance", "sum", "length"), _l3_sqrt_dk),
+            # asked here, not in lesson 1: computing α needs the dot product, √d_k and softmax (L1 = L3's scenario)
+            N_(_number("weighted-average.weight", _l1_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("no_sum", "score", "scaled", "no_scale", "uniform", "self"),
+                       prompt_values=_pv(query=C18[M], key=C18[S], tol=0.01), query=M),
+               "dot_product", "scale_sqrt_dk", "softmax"),
+            N_(_number("softmax-temperature.no-scale", _l3_no_scale, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("kept_scale", "no_sum", "uniform", "score"), scenario=_freeze(L3_NO_SCALE),
+                       prompt_values=_pv(query=C18[M], tol=0.01), query=M), "softmax", "scale_sqrt_dk"),
+            N_(_make_it_so("softmax-temperature.sharp", L3, ("temperature",), _l3_sharp_judge, _l3_sharp_example,
+                           ("flatter", "not_yet"), prompt_values=_pv(query=C18[M], target=SHARP), query=M), "temperature"),
+            N_(_choice_ex("softmax-temperature.tie", ("half", "one", "quarter"), _l3_tie,
+                          prompt_values=_pv(query=C18[N], key=C18[M]), query=N), "temperature", "softmax"),
+            N_(_choice_ex("softmax-temperature.sqrt-dk", ("variance", "sum", "length"), _l3_sqrt_dk), "scale_sqrt_dk"),
         ]),
         _lesson("weighted-sum", "inspector", L4, [
-            _number("weighted-sum.output", _l4_output, tolerance=0.01, lo=0.0, hi=1.0,
-                    range_key="weighted-sum.output.outside", diagnoses=("mean", "sum_v", "only_self", "sum_w"),
-                    prompt_values=_pv(query=C18[M], tol=0.01), query=M),
-            _choice_ex("weighted-sum.convex", ("no", "yes-sharp", "yes-negative"), _l4_convex,
-                       prompt_values=_pv(query=C18[M]), query=M),
-            _make_it_so("weighted-sum.edit-v", L4, ("matrices.V",), _l4_judge, _l4_example, ("no_change", "not_yet"),
-                        prompt_values=_pv(query=C18[M], target=OUTPUT_TARGET), query=M),
+            N_(_number("weighted-sum.output", _l4_output, tolerance=0.01, lo=0.0, hi=1.0,
+                       range_key="weighted-sum.output.outside", diagnoses=("mean", "sum_v", "only_self", "sum_w"),
+                       prompt_values=_pv(query=C18[M], tol=0.01), query=M), "output"),
+            N_(_choice_ex("weighted-sum.convex", ("no", "yes-sharp", "yes-negative"), _l4_convex,
+                          prompt_values=_pv(query=C18[M]), query=M), "convex_combination", "softmax"),
+            N_(_make_it_so("weighted-sum.edit-v", L4, ("matrices.V",), _l4_judge, _l4_example, ("no_change", "not_yet"),
+                           prompt_values=_pv(query=C18[M], target=OUTPUT_TARGET), query=M), "output"),
         ]),
         _lesson("masks", "masks", L5, [
-            _make_it_so("masks.causal", L5, ("causal", "pad", "blocked"), _l5_judge, _l5_example, ("future", "past")),
-            _number("masks.weight", _l5_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
-                    diagnoses=("unmasked", "half", "self"), scenario=_freeze(L5_CAUSAL),
-                    prompt_values=_pv(query=C18[O], key=C18[N], tol=0.01), query=O),
-            _choice_ex("masks.order", ("before", "after", "zero"), _l5_order),
+            N_(_make_it_so("masks.causal", L5, ("causal", "pad", "blocked"), _l5_judge, _l5_example, ("future", "past")),
+               "causal_mask"),
+            N_(_number("masks.weight", _l5_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("unmasked", "half", "self"), scenario=_freeze(L5_CAUSAL),
+                       prompt_values=_pv(query=C18[O], key=C18[N], tol=0.01), query=O),
+               "causal_mask", "softmax", "scale_sqrt_dk", "dot_product"),
+            N_(_choice_ex("masks.order", ("before", "after", "zero"), _l5_order), "mask_before_softmax", "softmax"),
         ]),
         _lesson("projections", "pipeline", L6, [
-            _number("projections.score", _l6_score, tolerance=0.01, range_key="projections.score.outside",
-                    diagnoses=("raw", "scaled"),
-                    prompt_values=_pv(query=C18[S], key=C18[M], tol=0.01), query=S),
-            _predict("projections.top", L6, M, prompt_values=_pv(query=C18[M])),
-            _choice_ex("projections.k-shape", ("4x2", "3x2", "4x3", "2x4"), _l6_shape),
-            _make_it_so("projections.symmetric", L6, ("matrices.W_q", "matrices.W_k", "matrices.W_v"), _l6_judge,
-                        _l6_example, ("flat", "asymmetric")),
+            N_(_number("projections.score", _l6_score, tolerance=0.01, range_key="projections.score.outside",
+                       diagnoses=("raw", "scaled"),
+                       prompt_values=_pv(query=C18[S], key=C18[M], tol=0.01), query=S), "projections", "dot_product"),
+            N_(_predict("projections.top", L6, M, prompt_values=_pv(query=C18[M])), "projections", "dot_product"),
+            N_(_choice_ex("projections.k-shape", ("4x2", "3x2", "4x3", "2x4"), _l6_shape), "matrix_shapes"),
+            N_(_make_it_so("projections.symmetric", L6, ("matrices.W_q", "matrices.W_k", "matrices.W_v"), _l6_judge,
+                           _l6_example, ("flat", "asymmetric")), "projections", "score_matrix"),
         ]),
         _lesson("multi-head", "multihead", L7, [
-            _number("multi-head.d-head", _l7_dhead, tolerance=0.0, lo=1, hi=MH_D, integer=True, decimals=0,
-                    diagnoses=("times", "d_model", "heads"), prompt_values=_pv(d=MH_D, H=MH_H)),
-            _choice_ex("multi-head.weights-shape", ("1x2x4x4", "1x4x4", "1x4x2x4", "2x4x4x1"), _l7_shape,
-                       prompt_values=_pv(H=MH_H, n=len(C18))),
-            _make_it_so("multi-head.heads", L7, (MH_D_MODEL, MH_HEADS), _l7_judge, _l7_example, ("keep_d", "wrong_dk"),
-                        check_tokens=False, compare=False, prompt_values=_pv(d=MH_D, target=MH_TARGET)),
+            N_(_number("multi-head.d-head", _l7_dhead, tolerance=0.0, lo=1, hi=MH_D, integer=True, decimals=0,
+                       diagnoses=("times", "d_model", "heads"), prompt_values=_pv(d=MH_D, H=MH_H)), "head_width"),
+            N_(_choice_ex("multi-head.weights-shape", ("1x2x4x4", "1x4x4", "1x4x2x4", "2x4x4x1"), _l7_shape,
+                          prompt_values=_pv(H=MH_H, n=len(C18))), "head_shapes"),
+            N_(_make_it_so("multi-head.heads", L7, (MH_D_MODEL, MH_HEADS), _l7_judge, _l7_example, ("keep_d", "wrong_dk"),
+                           check_tokens=False, compare=False, prompt_values=_pv(d=MH_D, target=MH_TARGET)), "head_width"),
         ]),
         _lesson("position", "position", L8, [
-            _choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[M])),
-            _number("position.pe-value", _l8_pe, tolerance=0.01, lo=-1.0, hi=1.0, range_key="position.pe-value.outside",
-                    diagnoses=("degrees", "cosine", "pos0"), prompt_values=_pv(pos=1, dim=0, tol=0.01)),
-            _make_it_so("position.move", L8, (PS_PERM, PS_D_KEY), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
-                        compare=False, prompt_values=_pv(token=C18[M])),
+            N_(_choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[M])),
+               "permutation"),
+            N_(_number("position.pe-value", _l8_pe, tolerance=0.01, lo=-1.0, hi=1.0, range_key="position.pe-value.outside",
+                       diagnoses=("degrees", "cosine", "pos0"), prompt_values=_pv(pos=1, dim=0, tol=0.01)),
+               "positional_encoding"),
+            N_(_make_it_so("position.move", L8, (PS_PERM, PS_D_KEY), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
+                           compare=False, prompt_values=_pv(token=C18[M])), "permutation", "positional_encoding"),
         ]),
         _lesson("cross-attention", "weights", L9, [
-            _choice_ex("cross-attention.shape", ("3x4", "4x3", "4x4", "3x3"), _l9_shape),
-            _predict("cross-attention.cielo", L9, 2, prompt_values=_pv(query=L9_TARGET[2])),
-            _predict("cross-attention.vediamo", L9, 0, prompt_values=_pv(query=L9_TARGET[0])),
-            _number("cross-attention.outputs", _l9_outputs, tolerance=0.0, lo=1, hi=_MAX_TOKENS, integer=True, decimals=0,
-                    diagnoses=("keys", "pairs")),
+            N_(_choice_ex("cross-attention.shape", ("3x4", "4x3", "4x4", "3x3"), _l9_shape), "cross_attention"),
+            N_(_predict("cross-attention.cielo", L9, 2, prompt_values=_pv(query=L9_TARGET[2])), "cross_attention",
+               "dot_product"),
+            N_(_predict("cross-attention.vediamo", L9, 0, prompt_values=_pv(query=L9_TARGET[0])), "cross_attention",
+               "dot_product"),
+            N_(_number("cross-attention.outputs", _l9_outputs, tolerance=0.0, lo=1, hi=_MAX_TOKENS, integer=True, decimals=0,
+                       diagnoses=("keys", "pairs")), "cross_attention", "output"),
         ]),
         _lesson("kv-cache", "masks", L10, [
-            _number("kv-cache.bytes", _l10_bytes, tolerance=0.5, lo=0.0, hi=1e6, diagnoses=("mha", "keys_only", "fp32"),
-                    decimals=0, prompt_values=_pv(model=MODEL_PRESETS[KV_MODEL].name, L=MODEL_PRESETS[KV_MODEL].layers,
-                                                  G=MODEL_PRESETS[KV_MODEL].n_kv_heads,
-                                                  d_head=MODEL_PRESETS[KV_MODEL].d_head)),
-            _choice_ex("kv-cache.group", ("0", "1", "2", "5"), _l10_group, prompt_values=_pv(H=KV_H, G=KV_G, h=KV_HEAD)),
-            _number("kv-cache.keys", _l10_keys, tolerance=0.0, lo=1, hi=_MAX_TOKENS, integer=True, decimals=0,
-                    diagnoses=("all", "before"), prompt_values=_pv(token=C18[S], t=S + 1)),
+            N_(_number("kv-cache.bytes", _l10_bytes, tolerance=0.5, lo=0.0, hi=1e6, diagnoses=("mha", "keys_only", "fp32"),
+                       decimals=0, prompt_values=_pv(model=MODEL_PRESETS[KV_MODEL].name, L=MODEL_PRESETS[KV_MODEL].layers,
+                                                     G=MODEL_PRESETS[KV_MODEL].n_kv_heads,
+                                                     d_head=MODEL_PRESETS[KV_MODEL].d_head)), "kv_cache", "grouped_query"),
+            N_(_choice_ex("kv-cache.group", ("0", "1", "2", "5"), _l10_group, prompt_values=_pv(H=KV_H, G=KV_G, h=KV_HEAD)),
+               "grouped_query", "heads"),
+            N_(_number("kv-cache.keys", _l10_keys, tolerance=0.0, lo=1, hi=_MAX_TOKENS, integer=True, decimals=0,
+                       diagnoses=("all", "before"), prompt_values=_pv(token=C18[S], t=S + 1)), "kv_cache", "causal_mask"),
         ]),
         _lesson("rope", "position", L11, [
-            _choice_ex("rope.shift", ("same", "changes", "grows"), _l11_shift),
-            _number("rope.angle", _l11_angle, tolerance=0.005, lo=0.0, hi=1.0, diagnoses=("pair0", "odd", "last"),
-                    decimals=3, prompt_values=_pv(i=ROPE_PAIR, d=ROPE_D, base=int(ROPE_BASE), tol=0.005)),
-            _choice_ex("rope.length", ("same", "grows", "shrinks"), _l11_length),
+            N_(_choice_ex("rope.shift", ("same", "changes", "grows"), _l11_shift), "rope", "dot_product"),
+            N_(_number("rope.angle", _l11_angle, tolerance=0.005, lo=0.0, hi=1.0, diagnoses=("pair0", "odd", "last"),
+                       decimals=3, prompt_values=_pv(i=ROPE_PAIR, d=ROPE_D, base=int(ROPE_BASE), tol=0.005)), "rope"),
+            N_(_choice_ex("rope.length", ("same", "grows", "shrinks"), _l11_length), "rope"),
         ]),
     )
 
@@ -1229,9 +1318,17 @@ _BY_ID: dict[str, Lesson] = {lesson.id: lesson for lesson in LESSONS}
 _EX_BY_ID: dict[str, Exercise] = {ex.id: ex for lesson in LESSONS for ex in lesson.exercises}
 
 
+_LESSON_OF: dict[str, Lesson] = {ex.id: lesson for lesson in LESSONS for ex in lesson.exercises}
+
+
 def lesson(lesson_id: str) -> Lesson:
     """The lesson with this id (KeyError if none)."""
     return _BY_ID[lesson_id]
+
+
+def lesson_of(exercise_id: str) -> Lesson:
+    """The lesson that asks this exercise now (KeyError if none)."""
+    return _LESSON_OF[exercise_id]
 
 
 def exercise(exercise_id: str) -> Exercise:

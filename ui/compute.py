@@ -218,6 +218,19 @@ def pretrained_trace(text: str, device: str) -> dict:
             "patterns": {name: cpu(x) for name, x in pats.as_dict().items()}, "rows": dict(pats.rows)}
 
 
+@st.cache_data(max_entries=4, ttl=HOUR, show_spinner=False)
+def pretrained_swap(text_a: str, text_b: str, query: str, key: str, device: str) -> dict:
+    """core.pretrained.swap_experiment on two sentences (one word changed), as a plain dict."""
+    import dataclasses
+
+    from core import pretrained
+
+    m = pretrained_model()
+    e = pretrained.swap_experiment(m.trace(text_a, MODEL_MAX_TOKENS, device=device),
+                                   m.trace(text_b, MODEL_MAX_TOKENS, device=device), query, key)
+    return dataclasses.asdict(e) | {"still_on_key": e.still_on_key}
+
+
 # ------------------------------------------------------------------ a ViT trained on generated shapes (core.vit_trained)
 SHAPES_SEED = 2024  # the page's generated sample images: seed SHAPES_SEED + k for the k-th "new images"
 SCORE_IMAGES = 300  # fresh images for the accuracy and attention-focus measures (once per server)

@@ -14,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from . import state
+from .text import fill
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 LANGS = ("en", "ko")
@@ -36,15 +37,12 @@ def current_lang() -> str:
 
 
 def t(key: str, lang: str | None = None, **fmt) -> str:
-    """The string for ``key``; falls back to English, then to the key itself (never raises)."""
+    """The string for ``key``; falls back to English, then to the key itself (never raises). A Korean
+    particle written after a placeholder in its two-way form ("{q}을(를)") is chosen from the value
+    (:func:`ui.text.fill`)."""
     lang = lang or current_lang()
     text = table(lang).get(key) or table("en").get(key) or key
-    if fmt:
-        try:
-            return text.format(**fmt)
-        except (KeyError, IndexError, ValueError):
-            return text
-    return text
+    return fill(text, **fmt) if fmt else text
 
 
 def labeller(prefix: str, *, empty_key: str | None = None):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.tutorial import CURRICULUM as _LESSON_CURRICULUM
+
 
 @dataclass(frozen=True)
 class PageInfo:
@@ -20,9 +22,23 @@ class PageInfo:
         return f"app_pages/{self.name}.py"
 
 
+def id_ranges(ids) -> str:
+    """Curriculum ids as a short list with ranges: {C1, C2, C3, C5} → "C1–C3, C5"."""
+    nums = sorted({int(str(i).lstrip("C")) for i in ids})
+    out, start = [], None
+    for a, b in zip(nums, nums[1:] + [None], strict=True):
+        start = a if start is None else start
+        if b != a + 1:
+            out.append(f"C{start}" if start == a else f"C{start}–C{a}")
+            start = None
+    return ", ".join(out)
+
+
+TUTORIAL_CURRICULUM = id_ranges(c for ids in _LESSON_CURRICULUM.values() for c in ids)
+
 PAGES = (
     PageInfo("home", "", ":material/home:", "C1, C2, C4", "start"),
-    PageInfo("tutorial", "Tutorial", ":material/school:", "C1–C27 (the self-study path, with exercises)", "tutorial"),
+    PageInfo("tutorial", "Tutorial", ":material/school:", TUTORIAL_CURRICULUM, "tutorial"),
     PageInfo("playground", "Playground", ":material/tune:", "C1–C2, C4–C9, C11, C13–C16, C18–C19, C33, C39"),
     PageInfo("notations", "Notations", ":material/swap_horiz:", "C1, C2, C11, C34"),
     PageInfo("score_functions", "Score_functions", ":material/functions:", "C3, C5–C10, C19, C40"),

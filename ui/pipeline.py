@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from . import state
-from .i18n import t
+from .i18n import current_lang, t
 from .inputs import qk_axes
 from .text import md, shorts
 from .widgets import formulas
@@ -63,7 +63,7 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
     A = trace.attn
     if header:
         st.subheader(t("pg.pipeline"))
-        st.latex(formulas.WHOLE[conv])
+        st.latex(formulas.localize(formulas.WHOLE[conv], current_lang()))
         st.caption(t("pg.pipeline.values", scale=f"{A.scale:.{dec}f}", T=f"{A.temperature:g}"))
     n_max = max(len(q_labels), len(k_labels))
     # three maps side by side while every column fits at 1280 pixels (a cell is about 7 px per printed character)
@@ -100,7 +100,7 @@ class Panel:
 
 def _draw(v: View, p: Panel) -> None:
     """A panel as Streamlit elements: header, notes, map, warning."""
-    panel_header(p.title, p.latex, p.shape, compact=v.compact)
+    panel_header(p.title, formulas.localize(p.latex, current_lang()), p.shape, compact=v.compact)
     for note in p.before:
         st.caption(note)
     show_heatmap(p.spec, key=v.key(p.step), click_queue=v.clicks if p.step == "weights" else None)
@@ -113,7 +113,8 @@ def _draw(v: View, p: Panel) -> None:
 def _as_dict(v: View, p: Panel) -> dict:
     """A panel for :func:`show_maps` (plain text: the component inserts it as text)."""
     warning = t("pg.fully_masked", names=", ".join(p.masked_names)) if p.masked_names else None
-    return {"key": v.key(p.step), "title": p.title, "mathml": p.mathml, "shape": p.shape, "map": p.spec,
+    return {"key": v.key(p.step), "title": p.title, "mathml": formulas.localize(p.mathml, current_lang()), "shape": p.shape,
+            "map": p.spec,
             "before": list(p.before), "after": list(p.after), "warning": warning}
 
 

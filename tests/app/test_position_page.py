@@ -51,3 +51,29 @@ def test_shuffle_button_is_seeded():
     again = page(POSITION)
     again.button(key=state.POSITION.shuffle).click().run()
     assert again.text_input(key=state.POSITION.perm).value == first and sorted(first.split()) == ["0", "1", "2", "3"]
+
+
+def test_the_identity_order_is_called_equal_with_and_without_positions_and_nothing_else_is_claimed():
+    from ui.i18n import table
+
+    at = page(POSITION, run=False)
+    at.session_state[state.POSITION.perm] = "0 1 2 3"  # the identity permutation
+    at.run()
+    no_errors(at)
+    boxes = [b.value for kind in ("info", "success", "warning") for b in getattr(at, kind)]
+    en = table("en")
+    with_pe = [b for b in boxes if en["ps.explain.pe.same"] in b]
+    assert with_pe and f"— {en['ps.equal']}" in with_pe[0]  # the default order is the identity
+    assert not any("no longer just shuffled" in b for b in boxes)
+    assert not any("breaks" in m.value for m in at.markdown)  # the heading claims nothing
+
+
+def test_pages_and_exercises_print_a_difference_the_same_way():
+    from core import lab
+    from core import tutorial as tut
+
+    fb = tut.exercise("position.shuffle").check("same")
+    assert fb.ok and fb.values["gap"] == lab.gap_text(fb.values["diff"]) == "< 1e-05"
+    assert lab.within_rounding(1.2e-7) and not lab.within_rounding(2e-5) and lab.gap_text(0.01234) == "0.0123"
+    text = tut.text("position.shuffle.ok", "en", **fb.values)
+    assert "< 1e-05" in text and "1.2e-07" not in text

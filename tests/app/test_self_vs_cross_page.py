@@ -31,3 +31,15 @@ def test_self_vs_cross_shapes_counts_and_lookup():
     order = lab.rank_keys(ref, 0).tolist()
     assert list(table.iloc[:4, 1]) == [f"{i} {src[i]}" for i in order]
     assert float(table.iloc[4, 3]) == pytest.approx(1.0)
+
+
+def test_the_formula_is_the_current_modes():
+    at = page(SELFCROSS)
+    no_errors(at)
+    shown = [e.value.strip("$\n") for e in at.latex]
+    assert "Q = K = V = X" in shown and not any("W_Q" in s for s in shown)  # identity: no W
+    at = page(SELFCROSS, query={"qkv": "projection"})
+    assert any("Q = X W_Q" in e.value for e in at.latex)
+    at = page(SELFCROSS, query={"mode": "cross", "tok": "vediamo il cielo", "src": "We see the sky", "lang": "ko"})
+    latex = " ".join(e.value for e in at.latex)
+    assert r"X_{\text{타깃}}" in latex and r"\text{target}" not in latex and r"\text{source}" not in latex

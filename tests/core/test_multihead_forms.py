@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 
 import core
@@ -133,3 +134,32 @@ def test_step_facts_name_the_largest_entries_and_the_masked_pairs():
     assert f.top_weight[0] == float(w.max()) and f.n_q == f.n_k == 4 and f.d_v == 3
     col = core.attention(X.T, X.T, X.T, convention="column", mask=m.T, temperature=2.0)
     assert lab.step_facts(col).top_weight[1:] == f.top_weight[1:]
+
+
+@pytest.mark.parametrize(("score", "scale", "T", "spread"), [
+    ("scaled_dot", None, 1.0, "smaller"),  # 1/√3
+    ("dot", None, 1.0, "same"), ("additive", None, 1.0, "same"), ("cosine", None, 1.0, "same"),
+    ("scaled_dot", None, 0.5, "larger"),  # (1/√3) / 0.5 ≈ 1.15
+    ("dot", None, 2.0, "smaller"), ("dot", None, 0.5, "larger"), ("scaled_dot", 1.0, 1.0, "same"),
+])
+def test_step_facts_say_how_the_scaling_changed_the_spread(score, scale, T, spread):
+    X = core.tokens.c18_embedding()
+    g = torch.Generator().manual_seed(0)
+    params = {"W_a": torch.randn(4, 3, generator=g), "U_a": torch.randn(4, 3, generator=g),
+              "w_a": torch.randn(4, generator=g)} if score == "additive" else None
+    tr = core.attention(X, X, X, score=score, scale=scale, temperature=T, params=params)
+    f = lab.step_facts(tr)
+    assert f.spread == spread and f.factor == pytest.approx(tr.scale / T)
+    spread_before = float(tr.scores.max(-1).values.sub(tr.scores.min(-1).values).max())
+    spread_after = float(tr.scaled.max(-1).values.sub(tr.scaled.min(-1).values).max())  # the scaled scores, by the trace
+    assert spread_after == pytest.approx(f.factor * spread_before, rel=1e-5)
+    assert f.dot_products == (score in ("dot", "scaled_dot")) and f.score == score
+    assert torch.equal(tr.scores.argsort(-1), tr.scaled.argsort(-1))  # the same order
+
+
+def test_step_facts_know_the_notation_and_the_queries_that_see_nothing():
+    X = core.tokens.c18_embedding()
+    m = torch.tensor([[False] * 4] + [[True] * 4] * 3)
+    assert lab.step_facts(core.attention(X, X, X, mask=m)).convention == "row"
+    col = lab.step_facts(core.attention(X.T, X.T, X.T, mask=m.T, convention="column"))
+    assert col.convention == "column" and col.fully_masked == 1

@@ -95,3 +95,31 @@ def test_max_abs_diff():
     assert core.max_abs_diff([[1.0, 2.0]], [[1.0, 2.5]]) == 0.5
     with pytest.raises(ValueError, match="shapes differ"):
         core.max_abs_diff([[1.0]], [[1.0, 2.0]])
+
+
+def test_head_layouts_against_torch_and_numpy():
+    from core.pitfalls import head_layouts
+
+    g = torch.Generator().manual_seed(3)
+    B, n, d, H = 1, 4, 8, 2
+    x = torch.randn(B, n, d, generator=g)
+    W = {k: torch.randn(d, d, generator=g) for k in ("q", "k", "v", "o")}
+    lay = head_layouts(x, W["q"], W["k"], H)
+    mha = torch.nn.MultiheadAttention(d, H, bias=False, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([W["q"].T, W["k"].T, W["v"].T]))
+        mha.out_proj.weight.copy_(W["o"].T)
+    _, per_head = mha(x, x, x, average_attn_weights=False)  # (B, H, n, n)
+    _, averaged = mha(x, x, x)  # the default: averaged over the heads, (B, n, n)
+    torch.testing.assert_close(lay.right, per_head, atol=1e-5, rtol=0)
+    torch.testing.assert_close(lay.averaged, averaged, atol=1e-5, rtol=0)
+    assert tuple(lay.averaged.shape) == (1, 4, 4) and tuple(lay.heads_last.shape) == (1, 4, 2, 4)
+    torch.testing.assert_close(lay.heads_last, lay.right.transpose(1, 2))  # the same numbers, another axis order
+    # the missing transpose, by hand in numpy: (B, n, H, d_k) @ (B, n, d_k, H)
+    q = (x @ W["q"]).numpy().reshape(B, n, H, d // H)
+    k = (x @ W["k"]).numpy().reshape(B, n, H, d // H)
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d // H)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(lay.no_transpose.numpy(), e / e.sum(-1, keepdims=True), atol=1e-5)
+    assert tuple(lay.no_transpose.shape) == (1, 4, 2, 2)
+    assert tuple(lay.view_only.shape) == (1, 2, 4, 4) and lay.view_gap > 1e-3  # the right shape, wrong numbers

@@ -306,3 +306,18 @@ def test_head_patterns_rejects_mismatched_tokens(traces):
                                attentions=tr.attentions, q=tr.q, k=tr.k, v=tr.v)
     with pytest.raises(ValueError, match="tokens"):
         pretrained.head_patterns(bad)
+
+
+def test_the_swap_experiment_reads_the_same_head_on_both_sentences(model):
+    a = model.trace("The animal didn't cross the street because it was too tired")
+    b = model.trace("The animal didn't cross the street because it was too wide")
+    e = pretrained.swap_experiment(a, b)
+    it, animal = a.tokens.index("it"), a.tokens.index("animal")
+    w = a.attentions[:, :, it, animal].numpy()  # (L, H), by hand
+    assert (e.layer, e.head) == tuple(int(x) for x in np.unravel_index(np.argmax(w), w.shape))
+    assert e.weight_a == pytest.approx(float(w.max()))
+    assert e.weight_b == pytest.approx(float(b.attentions[e.layer, e.head, b.tokens.index("it"), b.tokens.index("animal")]))
+    # the head of the issue: layer 5, head 11 stays on "animal" (0.65 → 0.50) when "tired" becomes "wide"
+    assert (e.layer, e.head) == (5, 11) and e.still_on_key and e.weight_b > 0.4
+    with pytest.raises(ValueError):
+        pretrained.swap_experiment(a, model.trace("no such words here"))

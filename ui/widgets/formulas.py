@@ -57,6 +57,29 @@ PROJECTION = {
 }
 
 
+# the words inside formulas, in the learner's language (the math stays as it is)
+_WORDS = {"ko": {"row": "행", "column": "열", "col": "열", "target": "타깃", "source": "소스",
+                 "the function's own scale": "함수 기본값", "edited": "직접 고침"}}
+
+
+def localize(formula: str, lang: str) -> str:
+    """``formula`` (LaTeX or MathML) with its words (\\text{row}, <mtext>col</mtext>, …) in ``lang``."""
+    for word, said in _WORDS.get(lang, {}).items():
+        formula = formula.replace(r"\text{" + word + "}", r"\text{" + said + "}")
+        formula = formula.replace(f"<mtext>{word}</mtext>", f"<mtext>{said}</mtext>")
+    return formula
+
+
+def qkv_formula(qkv: str, cross: bool) -> str:
+    """Where Q, K, V come from in the current mode: identity, projection or direct edits (self or cross)."""
+    xq, xkv = (r"X_{\text{target}}", r"X_{\text{source}}") if cross else ("X", "X")
+    if qkv == "projection":
+        return rf"Q = {xq} W_Q,\quad K = {xkv} W_K,\quad V = {xkv} W_V"
+    if qkv == "direct":
+        return rf"Q \leftarrow {xq},\quad K, V \leftarrow {xkv}\quad (\text{{edited}})"
+    return rf"Q = {xq},\quad K = V = {xkv}" if cross else r"Q = K = V = X"
+
+
 def scale_text(scale_mode: str) -> str:
     return {"auto": r"s = \text{the function's own scale}", "sqrt_dk": r"s = 1/\sqrt{d_k}", "none": r"s = 1"}[scale_mode]
 
