@@ -113,10 +113,64 @@ def _temperature(v):
     return round(f, 2) if math.isfinite(f) and 0.1 <= f <= 5.0 else None
 
 
+MAX_NUMBER_DIGITS = 40  # a number in a link or file: longer digit strings are refused before Python converts them
+MAX_JSON_DEPTH = 64  # nesting of a scenario file (it needs 4: document, playground, matrices, rows)
+
+
+class _TooDeep(ValueError):
+    pass
+
+
+class _TooLong(ValueError):
+    pass
+
+
+def _number(text: str, kind):
+    if len(text.lstrip("-").replace(".", "").split("e")[0].split("E")[0]) > MAX_NUMBER_DIGITS:
+        raise _TooLong(text[:20])
+    return kind(text)
+
+
+def _depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text (strings skipped), without parsing it."""
+    depth = deepest = 0
+    in_str = escaped = False
+    for ch in text:
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number here")
+
+
+def loads(text: str):
+    """``json.loads`` for text from outside: nesting deeper than MAX_JSON_DEPTH and numbers longer than
+    MAX_NUMBER_DIGITS digits are refused (``_TooDeep`` / ``_TooLong``, both ValueErrors) before the parser
+    could recurse or build a huge integer; NaN and Infinity are refused too."""
+    if _depth(text) > MAX_JSON_DEPTH:
+        raise _TooDeep(str(MAX_JSON_DEPTH))
+    return json.loads(text, parse_int=lambda x: _number(x, int), parse_float=lambda x: _number(x, float),
+                      parse_constant=_no_constant)
+
+
 def _int_list(v):
     if isinstance(v, str):
         try:
-            v = json.loads(v) if v.strip().startswith("[") else [int(x) for x in v.split(",") if x.strip()]
+            v = loads(v) if v.strip().startswith("[") else [int(x) for x in v.split(",") if x.strip()]
         except (ValueError, TypeError):
             return None
     if not isinstance(v, list) or len(v) > MAX_TOKENS:
@@ -133,7 +187,7 @@ def _int_list(v):
 def _cells(v):
     if isinstance(v, str):
         try:
-            v = json.loads(v)
+            v = loads(v)
         except ValueError:
             return None
     if not isinstance(v, list) or len(v) > 4096:
@@ -162,7 +216,7 @@ def validate_matrix(v) -> list[list[float]] | None:
     """A rectangular list of finite numbers with at most MAX_TOKENS rows and MAX_TOKENS columns."""
     if isinstance(v, str):
         try:
-            v = json.loads(v)
+            v = loads(v)
         except ValueError:
             return None
     if not isinstance(v, list) or not v or len(v) > MAX_TOKENS:
@@ -266,8 +320,12 @@ def from_json(data: bytes) -> tuple[dict, dict, dict, list[str]]:
     if len(data) > MAX_JSON_BYTES:
         raise ScenarioError("err.upload_size", limit=MAX_JSON_BYTES // 1024)
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        doc = loads(data.decode("utf-8"))
+    except _TooDeep:
+        raise ScenarioError("err.upload_deep", limit=MAX_JSON_DEPTH) from None
+    except _TooLong:
+        raise ScenarioError("err.upload_number", limit=MAX_NUMBER_DIGITS) from None
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise ScenarioError("err.upload_json") from None
     if not isinstance(doc, dict) or doc.get("app") != "attention-lab" or not isinstance(doc.get("playground"), dict):
         raise ScenarioError("err.upload_kind")
