@@ -1,9 +1,11 @@
 """Every cached call into ``core``: the one place pages reach compute.
 
-``st.cache_data`` returns copies (no page can mutate a cached trace) and every cache is
-bounded (``max_entries``; ``ttl`` where results are only useful for a while), so a class of 40
-on one server cannot grow memory without limit. Long-lived shared objects (trained models,
-the training queue) use ``st.cache_resource`` — created once per server, never mutated by a page.
+Every result is cached with ``memo.cached`` (ui/memo.py): one cache for the whole server, bounded
+in BYTES (``memo.SERVER_BYTES``, 256 MB of pickled results together, least recently used first out),
+and per function by ``max_entries`` and ``ttl``. A hit returns a fresh copy (no page can mutate a
+cached trace). A new cached call uses the same decorator: ``@memo.cached(max_entries=…, ttl=HOUR)``.
+Long-lived shared objects (trained models, the training queue) use ``st.cache_resource`` — created
+once per server, never mutated by a page.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import torch
 import core
 from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.lab import PlaygroundTrace
+
+from . import memo
 
 HOUR = 3600
 # one thread per computation: a class shares the server's cores, and the matrices here are small;
@@ -37,7 +41,7 @@ def _to_cpu(obj):
 
 
 # ------------------------------------------------------------------ the scenario
-@st.cache_data(max_entries=48, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=48, ttl=HOUR)
 def playground(X_q: np.ndarray, X_kv: np.ndarray, qkv: str, W_q: np.ndarray | None, W_k: np.ndarray | None,
                W_v: np.ndarray | None, Q: np.ndarray | None, K: np.ndarray | None, V: np.ndarray | None, score: str,
                params: dict[str, np.ndarray], scale: float | None, temperature: float, mask: np.ndarray | None,
@@ -49,7 +53,7 @@ def playground(X_q: np.ndarray, X_kv: np.ndarray, qkv: str, W_q: np.ndarray | No
     return _to_cpu(tr)
 
 
-@st.cache_data(max_entries=128, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=128, ttl=HOUR)
 def embedding(kind: str, tokens: tuple[str, ...], d_model: int, seed: int) -> tuple[np.ndarray, list[str]]:
     """X for the tokens: C18 table lookup, per-token seeded random, or one-hot. Returns (X, unknown tokens)."""
     if kind == "c18":
@@ -60,14 +64,14 @@ def embedding(kind: str, tokens: tuple[str, ...], d_model: int, seed: int) -> tu
     return core.tokens.embed(tokens, d_model, seed=seed).numpy(), []
 
 
-@st.cache_data(max_entries=256, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=256, ttl=HOUR)
 def projection(d_in: int, d_out: int, seed: int, name: str) -> np.ndarray:
     """A seeded (d_in, d_out) projection, the same for every page that names it the same."""
     return core.tokens.projection(d_in, d_out, seed=seed, name=name).numpy()
 
 
 # ------------------------------------------------------------------ concept pages
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def multihead(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, W_o: np.ndarray, n_heads: int,
               causal: bool, score: str, device: str):
     """core.multi_head_attention (self-attention, one batch), cached; tensors come back on CPU."""
@@ -77,7 +81,7 @@ def multihead(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, 
     return _to_cpu(tr)
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def multihead_checks(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, W_o: np.ndarray,
                      n_heads: int) -> dict:
     """The fused-QKV gap, the paper form beside unscaled MHA, and the no-transpose table of head 0."""
@@ -92,14 +96,14 @@ def multihead_checks(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.nd
             "table": pitfalls.scramble_table(x.shape[-2], W_q.shape[1], n_heads, head=0)}
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def normalized_dot(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
     """q̂ᵀk̂ for every pair: core's dot score on L2-normalised vectors (equals the cosine score)."""
     Qn, Kn = core.l2_normalize(Q), core.l2_normalize(K)
     return core.attention(Qn, Kn, Kn, score="dot").scores.numpy()
 
 
-@st.cache_data(max_entries=4, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=4, ttl=HOUR)
 def scaling_experiment(seed: int) -> dict:
     """The √d_k experiment: variance of qᵀk, peak weight, entropy and gradient against d."""
     e = core.experiments.scaling_experiment(seed=seed)
@@ -108,25 +112,25 @@ def scaling_experiment(seed: int) -> dict:
                       "entropy_scaled", "grad_norm", "grad_norm_scaled", "dots_scaled")}
 
 
-@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=16, ttl=HOUR)
 def self_attention_weights(X: np.ndarray, scale: float | None) -> np.ndarray:
     """Weights with Q = K = V = X at the default 1/√d_k or a given scale."""
     return core.attention(X, X, X, scale=scale).weights.numpy()
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def permutation_check(X: np.ndarray, perm: tuple[int, ...], W_q, W_k, W_v, pe: np.ndarray | None) -> dict:
     c = core.lab.permutation_check(X, perm, W_q=W_q, W_k=W_k, W_v=W_v, positions=pe)
     return {"sa_x": c.sa_x.numpy(), "sa_px": c.sa_px.numpy(), "p_sa_x": c.p_sa_x.numpy(), "max_diff": c.max_diff}
 
 
-@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=16, ttl=HOUR)
 def seeded_block(X: np.ndarray, seed: int, n_heads: int, d_ff: int, activation: str, norm: str):
     """One Transformer block with seeded random weights and its FFN check."""
     return _to_cpu(block.seeded_block(X, seed=seed, n_heads=n_heads, d_ff=d_ff, activation=activation, norm=norm))
 
 
-@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=16, ttl=HOUR)
 def vit_attention(img: np.ndarray, P: int, cls: bool, seed: int) -> dict:
     """Patches of an image and the attention of every token over the patch grid (random weights)."""
     tr = vit.vit_attention(img, P, d_model=16, seed=seed, cls=cls)
@@ -152,7 +156,7 @@ def seq2seq_model(task: str, attention: str, seed: int, own: bool) -> seq2seq.Tr
     return seq2seq_store.shipped(task, attention)
 
 
-@st.cache_data(max_entries=64, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=64, ttl=HOUR)
 def seq2seq_run(task: str, attention: str, seed: int, own: bool, words: tuple[str, ...]) -> dict | None:
     """Greedy decoding of ``words`` by the model, with the reference answer and every step's
     scores, weights, s_{t−1} and c_t (numpy); None when no model is available."""
@@ -169,7 +173,7 @@ def seq2seq_run(task: str, attention: str, seed: int, own: bool, words: tuple[st
                        "context": s.context[0].numpy()} for s in out.steps] if out.attention_map is not None else []}
 
 
-@st.cache_data(max_entries=8, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=8, ttl=HOUR)
 def seq2seq_example(task: str, seed: int) -> str:
     """A seeded example input of six words for the task."""
     tk = seq2seq.get_task(task)
@@ -191,13 +195,13 @@ def pretrained_model():
     return pretrained.minilm()
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def pretrained_tokens(text: str) -> list[str]:
     """The WordPiece tokens of ``text`` with [CLS] and [SEP] (however long it is)."""
     return pretrained_model().tokenize(text)[0]
 
 
-@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=16, ttl=HOUR)
 def pretrained_trace(text: str, device: str) -> dict:
     """One sentence through the encoder, as numpy: tokens, attentions (L, H, n, n), q, k, v (L, H, n, 32)
     and the head patterns {name: (L, H)} with their row counts. ValueError beyond MODEL_MAX_TOKENS.
@@ -235,7 +239,7 @@ def vit_trained_model():
     return vit_trained.load(vit_trained.CHECKPOINT)
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def vit_trained_trace(img: np.ndarray) -> dict:
     """One image (96, 96, 3) through the trained ViT: class probabilities, the prediction, and every
     token's attention over the patch grid, heads averaged, per layer: maps (layers, 1+N, rows, cols)."""
@@ -250,7 +254,7 @@ def vit_trained_trace(img: np.ndarray) -> dict:
             "heads": model.cfg.n_heads, "d": model.cfg.d_model}
 
 
-@st.cache_data(max_entries=8, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=8, ttl=HOUR)
 def vit_shapes(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n generated images (n, 96, 96, 3) with one circle, square or triangle each, and their labels (n,)."""
     from core import vit_trained
@@ -259,7 +263,7 @@ def vit_shapes(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     return batch.images.numpy(), batch.labels.numpy()
 
 
-@st.cache_data(max_entries=1, show_spinner=False)  # no ttl: measured once per server
+@memo.cached(max_entries=1)  # no ttl: measured once per server
 def vit_trained_scores(n: int = SCORE_IMAGES) -> dict:
     """Accuracy on n fresh generated images, and how much of the class token's attention lands on the shape."""
     from core import vit_trained
