@@ -12,6 +12,7 @@ import streamlit as st
 
 from ui import nav, page, settings
 from ui.i18n import t
+from ui.widgets.guard import connection_guard
 from ui.widgets.layout import inject_css
 
 ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")  # served by the app: no request leaves it
@@ -33,6 +34,7 @@ def _sections(pages: dict[str, st.Page]) -> dict[str, list[st.Page]]:
 
 def main() -> None:
     refused = settings.init()
+    connection_guard()  # first: before anything can write the URL of a new session
     pages = _pages()
     current = st.navigation(_sections(pages), position="sidebar", expanded=True)
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",

@@ -41,6 +41,9 @@ def setting_widget(name: str) -> str:
     return "_w." + setting(name)
 
 
+# ------------------------------------------------------------------ the frame (app.py): every page
+FRAME = _room("frame", "session_id guard")
+
 # ------------------------------------------------------------------ the scenario every page shares
 SCENARIO_NAMES = ("tokens source mode embedding d_model qkv d_k d_v score d_a scale temperature causal pad blocked "
                   "convention query")
