@@ -65,6 +65,7 @@ def test_a_restart_brings_back_the_typed_scenario_and_says_so_in_the_learners_la
         page.wait_for_function("() => decodeURIComponent(location.search.replace(/\\+/g, ' ')).includes('opened')",
                                timeout=60_000)  # the link in the address bar is current
         wait_idle(page)
+        old_sid = page.evaluate("() => window.__attnlabGuard.sid")
 
         proc.send_signal(signal.SIGKILL)  # no goodbye to the browser
         proc.wait(timeout=10)
@@ -77,10 +78,12 @@ def test_a_restart_brings_back_the_typed_scenario_and_says_so_in_the_learners_la
 
         proc = start(port, tmp_path / "server.log")
         wait_healthy(url, proc)
-        box = token_box(page)
-        expect(box).to_have_value(TOKENS, timeout=90_000)  # the new session started from the current link
-        expect(overlay).to_have_count(0, timeout=30_000)
+        # a new session has drawn the page (until then the old page's elements are still on screen)
+        page.wait_for_function("(old) => window.__attnlabGuard && window.__attnlabGuard.sid !== old", arg=old_sid,
+                               timeout=90_000)
         wait_idle(page)
+        expect(token_box(page)).to_have_value(TOKENS, timeout=60_000)  # it started from the current link
+        expect(overlay).to_have_count(0, timeout=30_000)
         assert "causal=1" in page.url and "opened" in page.url.replace("+", " ")
         wait_z(page, PG_WEIGHTS, "z.length === 7 && z[0][1] === 0", timeout=60_000)
     finally:
