@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import nav, page, settings
+from ui import nav, page, settings, uploads
 from ui.i18n import t
 from ui.widgets.guard import connection_guard
 from ui.widgets.layout import inject_css
@@ -35,6 +35,8 @@ def _sections(pages: dict[str, st.Page]) -> dict[str, list[st.Page]]:
 def main() -> None:
     refused = settings.init()
     connection_guard()  # first: before anything can write the URL of a new session
+    uploads.install()  # the upload caps (once per server), and the files of ended sessions freed
+    uploads.sweep()
     pages = _pages()
     current = st.navigation(_sections(pages), position="sidebar", expanded=True)
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",

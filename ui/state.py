@@ -42,7 +42,7 @@ def setting_widget(name: str) -> str:
 
 
 # ------------------------------------------------------------------ the frame (app.py): every page
-FRAME = _room("frame", "session_id guard")
+FRAME = _room("frame", "session_id guard cpu_spent")
 
 # ------------------------------------------------------------------ the scenario every page shares
 SCENARIO_NAMES = ("tokens source mode embedding d_model qkv d_k d_v score d_a scale temperature causal pad blocked "
