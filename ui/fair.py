@@ -11,6 +11,7 @@ one every few seconds stays under 0.25 of a core, and small scenarios cost a few
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -20,7 +21,8 @@ import streamlit as st
 
 from . import state
 
-SHARE = 0.25  # of one core, per session, averaged over WINDOW
+# of one core, per session, averaged over WINDOW; ATTN_LAB_FAIR_SHARE=off serves without the limit (to measure it)
+SHARE = float("inf") if os.environ.get("ATTN_LAB_FAIR_SHARE") == "off" else float(os.environ.get("ATTN_LAB_FAIR_SHARE", 0.25))
 WINDOW = 10.0  # seconds
 MAX_WAIT = 5.0  # a run never waits longer than this
 _depth = threading.local()  # runs nest (the frame, a page's fragment, a fragment inside it): time the outermost
