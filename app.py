@@ -10,9 +10,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import nav, page, settings, state
+from ui import nav, page, settings, state, uploads
 from ui.i18n import t
 from ui.widgets import a11y
+from ui.widgets.guard import connection_guard
 from ui.widgets.layout import inject_css
 
 ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")  # served by the app: no request leaves it
@@ -34,6 +35,9 @@ def _sections(pages: dict[str, st.Page]) -> dict[str, list[st.Page]]:
 
 def main() -> None:
     refused = settings.init()
+    connection_guard()  # first: before anything can write the URL of a new session
+    uploads.install()  # the upload caps (once per server), and the files of ended sessions freed
+    uploads.sweep()
     pages = _pages()
     current = st.navigation(_sections(pages), position="sidebar", expanded=True)
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",

@@ -243,6 +243,8 @@ def lesson_link(query: dict) -> str:
 
 def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
     st.markdown(t("share.link"))
+    if not scenario.link_fits(ss.values(), ss.changed_matrices()):  # the link leaves the edited matrices out
+        st.warning(t("share.too_long", kb=scenario.LINK_BYTES // 1000))
     st.code(f"{base_url()}?{urlencode(query)}", language=None, wrap_lines=True)
     link = lesson_link(query)
     c1, c2 = st.columns([3, 1])

@@ -11,7 +11,7 @@ from core import vit
 from ui import compute, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import labeller, t
-from ui.images import IMAGES, MAX_UPLOAD, SIZE, load, png_uri
+from ui.images import IMAGES, MAX_SIDE, MAX_UPLOAD, SIZE, load, png_uri
 from ui.widgets.bars import show_bars, weight_bars
 from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
@@ -43,7 +43,7 @@ def choose_image(problems: list) -> np.ndarray:
         st.file_uploader(t("vt.upload"), type=["png", "jpg", "jpeg"], key=K.upload, on_change=on_upload,
                          help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
     if st.session_state.get(K.error):
-        problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024)))
+        problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
     choice = st.session_state[K.choice]
     if choice == "upload" and st.session_state.get(K.image) is not None:
         return st.session_state[K.image]
@@ -161,7 +161,7 @@ def choose_shape(problems: list) -> tuple[np.ndarray, int | None]:
         st.file_uploader(t("vt.upload"), type=["png", "jpg", "jpeg"], key=K.upload, on_change=on_upload,
                          help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
     if st.session_state.get(K.error):
-        problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024)))
+        problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
     choice = st.session_state.get(K.gen_choice, 0)
     if choice == "upload" and st.session_state.get(K.image) is not None:
         return st.session_state[K.image], None

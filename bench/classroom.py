@@ -373,12 +373,13 @@ class Student:
         self.client = Client(url, args.timeout)
         self.tokens: str | None = None  # the tokens this session holds, as last typed or shown
         self.alive = True
+        self.label = ""  # prefix of the recorded actions ("with hostile: " in the second lesson of --hostile)
 
     async def run(self, action: str, *, typed: str | None = None, **kw) -> Run:
         if "page" in kw:
             self.rec.pages[kw["page"] or "(home)"] += 1
         run = await self.client.rerun(**kw)
-        self.rec.add(action, run)
+        self.rec.add(self.label + action, run)
         if any(k in ("timeout", "disconnect") for k, _ in run.errors):
             self.alive = False  # a late script_finished would be taken for the next run's: stop here
         else:
@@ -510,6 +511,64 @@ class Student:
             except Exception as err:  # a fault of this harness, not of the server: shown, and the student stops
                 self.rec.add("harness", Run(0.0, [("harness_error", repr(err)[:200])], 0, 0, time.monotonic()))
                 self.alive = False
+
+
+HOSTILE_PAGES = (START_PAGE, "Multi-head", START_PAGE, "Masks", START_PAGE, "Score_functions", START_PAGE,
+                 "Transformer_block", START_PAGE, "Notations")
+HOSTILE_TOKENS = 512  # the largest scenario the token box takes
+
+
+class Hostile(Student):
+    """A student who sends the largest inputs back to back: 512 new tokens (never the same twice, so no
+    cache helps) on the Playground, then a page that computes on them (the scenario is shared), and so
+    on round the pages, without thinking, until the lesson's deadline or ``stop`` is set."""
+
+    async def attack(self, deadline: float, stop: asyncio.Event) -> None:
+        i = 0
+        while self.alive and not stop.is_set() and time.monotonic() < deadline:
+            page = HOSTILE_PAGES[i % len(HOSTILE_PAGES)]
+            i += 1
+            try:
+                if page != self.client.page:
+                    await self.run("hostile: page", page=page)
+                w = self.client.find("tokens") if page == START_PAGE else None
+                if w is not None:
+                    text = " ".join(self.rng.choice(WORDS) + str(self.rng.randrange(10**6)) for _ in range(HOSTILE_TOKENS))
+                    await self.run("hostile: 512 tokens", widgets=[(w, "string_value", text)],
+                                   fragment_id=w.fragment_id, typed=text)
+            except Exception as err:  # a fault of this harness
+                self.rec.add("harness", Run(0.0, [("harness_error", repr(err)[:200])], 0, 0, time.monotonic()))
+                self.alive = False
+
+
+async def hostile_lesson(students: list[Student], url: str, args, rec: Recorder, rng: random.Random,
+                         mon: Monitor) -> dict:
+    """The same lesson again, on the same server, with ``--hostile`` hostile clients among the students:
+    the students' actions are recorded as "with hostile: …" beside the first lesson's."""
+    hostiles = [Hostile(1000 + i, url, args, rec, random.Random(rng.random())) for i in range(args.hostile)]
+    for h in hostiles:
+        await h.open(0.0)
+    for s in students:
+        s.label = "with hostile: "
+    stop = asyncio.Event()
+    deadline = time.monotonic() + args.duration
+    mon.mark("hostile")
+    attacks = [asyncio.get_running_loop().create_task(h.attack(deadline, stop)) for h in hostiles]
+    await asyncio.gather(*(s.lesson(deadline) for s in students))
+    stop.set()
+    await asyncio.gather(*attacks)
+    mon.mark("hostile_end")
+    for s in students:
+        s.label = ""
+    await asyncio.gather(*(h.client.close() for h in hostiles))
+    return mon.window("hostile", "hostile_end")
+
+
+def students_p95(actions: dict, prefix: str) -> tuple[int, float, float]:
+    """(count, median, p95) of every student action of one lesson (hostile clients and warm-up left out)."""
+    times = [t for a, v in actions.items() for t in v if a.startswith(prefix) and not a.startswith("hostile")
+             and a not in ("warm-up", "harness", "open") and (prefix or not a.startswith("with hostile"))]
+    return len(times), statistics.median(times) if times else float("nan"), pct(times, 95)
 
 
 def poke_value(w: Widget, rng: random.Random):
@@ -795,6 +854,13 @@ async def classroom(args) -> dict:
         mon.mark("lesson")
         await asyncio.gather(*(s.lesson(deadline) for s in students))
         mon.mark("lesson_end")
+        if args.hostile:  # then, in turns: a lesson with the hostile clients, one without, … (load drifts)
+            result["hostile"] = await hostile_lesson(students, url, args, rec, rng, mon)
+            for _ in range(args.hostile_rounds - 1):
+                deadline = time.monotonic() + args.duration
+                await asyncio.gather(*(s.lesson(deadline) for s in students))
+                result["hostile"] = max(result["hostile"], await hostile_lesson(students, url, args, rec, rng, mon),
+                                        key=lambda w: w["rss_peak"])
         if not args.soak:
             mon.mark("burst")
             result["burst"] = await burst(students, rec, rng)
@@ -831,6 +897,9 @@ async def classroom(args) -> dict:
     result["wall_s"] = time.monotonic() - t_start
     result["actions"] = {a: {"n": len(v), "median_s": statistics.median(v), "p95_s": pct(v, 95), "max_s": max(v),
                              "errors": dict(rec.errors.get(a, {}))} for a, v in sorted(rec.times.items())}
+    if args.hostile:
+        result["students_without"] = students_p95(rec.times, "")
+        result["students_with"] = students_p95(rec.times, "with hostile: ")
     result["errors_total"] = sum(sum(c.values()) for c in rec.errors.values())
     result["error_samples"] = rec.samples
     result["skipped"] = dict(rec.skipped)
@@ -954,6 +1023,14 @@ def report(args, r: dict) -> str:
               f"{r['kib_per_rerun']:.0f} KiB) | {les['machine_cores_busy']:.2f} of "
               f"{os.cpu_count()} cores | {les['harness_cores']:.2f} cores, {mib(r['client_rss'])} | {r['errors_total']} | "
               f"{r['server_log_tracebacks']} |"]
+    if "students_with" in r:
+        (n0, m0, p0), (n1, m1, p1), h = r["students_without"], r["students_with"], r["hostile"]
+        lines.append(f"\n**hostile client** ({args.hostile} sending {HOSTILE_TOKENS} new tokens and pages back to back): "
+                     f"{args.hostile_rounds} lessons without it and {args.hostile_rounds} with it in turns, same server; "
+                     f"the students' actions without it: n = {n0}, median {ms(m0)}, p95 {ms(p0)}; "
+                     f"with it: n = {n1}, median {ms(m1)}, p95 {ms(p1)} — p95 ×{p1 / p0:.2f}; server RSS peak "
+                     f"during the hostile lesson {mib(h['rss_peak'])}, overall peak {mib(rss['peak'])}; server "
+                     f"{h['server_cores']:.2f} cores mean")
     if "burst_cpu" in r:
         bc = r["burst_cpu"]
         lines.append(f"\nburst: server {bc['server_cores']:.2f} cores mean over {bc['seconds']:.1f} s, "
@@ -1008,6 +1085,10 @@ def parse(argv=None):
     ap.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                     help="environment for the server (repeatable), e.g. OMP_NUM_THREADS=1")
     ap.add_argument("--probe-chromium", action="store_true", help="also measure one headless Chromium page")
+    ap.add_argument("--hostile", type=int, default=0, metavar="N", help="then the same lesson again with N hostile "
+                    "clients (512 new tokens and pages back to back); reports the students' p95 without / with")
+    ap.add_argument("--hostile-rounds", type=int, default=2, metavar="R", help="lessons without / with the hostile "
+                    "clients, in turns, R of each (default 2)")
     ap.add_argument("--json", type=Path, default=None, help="write every number to this file")
     args = ap.parse_args(argv)
     if args.sessions is None:

@@ -1,9 +1,11 @@
 """Every cached call into ``core``: the one place pages reach compute.
 
-``st.cache_data`` returns copies (no page can mutate a cached trace) and every cache is
-bounded (``max_entries``; ``ttl`` where results are only useful for a while), so a class of 40
-on one server cannot grow memory without limit. Long-lived shared objects (trained models,
-the training queue) use ``st.cache_resource`` — created once per server, never mutated by a page.
+Every result is cached with ``memo.cached`` (ui/memo.py): one cache for the whole server, bounded
+in BYTES (``memo.SERVER_BYTES``, 256 MB of pickled results together, least recently used first out),
+and per function by ``max_entries`` and ``ttl``. A hit returns a fresh copy (no page can mutate a
+cached trace). A new cached call uses the same decorator: ``@memo.cached(max_entries=…, ttl=HOUR)``.
+Long-lived shared objects (trained models, the training queue) use ``st.cache_resource`` — created
+once per server, never mutated by a page.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import core
 from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.lab import PlaygroundTrace
 
-from . import training
+from . import memo, training
 
 HOUR = 3600
 ASSETS_TEXTS = Path(__file__).resolve().parent.parent / "assets" / "texts"
@@ -42,7 +44,7 @@ def _to_cpu(obj):
 
 
 # ------------------------------------------------------------------ the scenario
-@st.cache_data(max_entries=48, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=48, ttl=HOUR)
 def playground(X_q: np.ndarray, X_kv: np.ndarray, qkv: str, W_q: np.ndarray | None, W_k: np.ndarray | None,
                W_v: np.ndarray | None, Q: np.ndarray | None, K: np.ndarray | None, V: np.ndarray | None, score: str,
                params: dict[str, np.ndarray], scale: float | None, temperature: float, mask: np.ndarray | None,
@@ -54,7 +56,7 @@ def playground(X_q: np.ndarray, X_kv: np.ndarray, qkv: str, W_q: np.ndarray | No
     return _to_cpu(tr)
 
 
-@st.cache_data(max_entries=128, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=128, ttl=HOUR)
 def embedding(kind: str, tokens: tuple[str, ...], d_model: int, seed: int) -> tuple[np.ndarray, list[str]]:
     """X for the tokens: C18 table lookup, per-token seeded random, or one-hot. Returns (X, unknown tokens)."""
     if kind == "c18":
@@ -65,14 +67,14 @@ def embedding(kind: str, tokens: tuple[str, ...], d_model: int, seed: int) -> tu
     return core.tokens.embed(tokens, d_model, seed=seed).numpy(), []
 
 
-@st.cache_data(max_entries=256, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=256, ttl=HOUR)
 def projection(d_in: int, d_out: int, seed: int, name: str) -> np.ndarray:
     """A seeded (d_in, d_out) projection, the same for every page that names it the same."""
     return core.tokens.projection(d_in, d_out, seed=seed, name=name).numpy()
 
 
 # ------------------------------------------------------------------ concept pages
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def multihead(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, W_o: np.ndarray, n_heads: int,
               causal: bool, score: str, device: str):
     """core.multi_head_attention (self-attention, one batch), cached; tensors come back on CPU."""
@@ -82,7 +84,7 @@ def multihead(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, 
     return _to_cpu(tr)
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def multihead_checks(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, W_o: np.ndarray,
                      n_heads: int) -> dict:
     """The fused-QKV gap, the paper form beside unscaled MHA, and the no-transpose table of head 0."""
@@ -97,14 +99,14 @@ def multihead_checks(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.nd
             "table": pitfalls.scramble_table(x.shape[-2], W_q.shape[1], n_heads, head=0)}
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def normalized_dot(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
     """q̂ᵀk̂ for every pair: core's dot score on L2-normalised vectors (equals the cosine score)."""
     Qn, Kn = core.l2_normalize(Q), core.l2_normalize(K)
     return core.attention(Qn, Kn, Kn, score="dot").scores.numpy()
 
 
-@st.cache_data(max_entries=4, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=4, ttl=HOUR)
 def scaling_experiment(seed: int) -> dict:
     """The √d_k experiment: variance of qᵀk, peak weight, entropy and gradient against d."""
     e = core.experiments.scaling_experiment(seed=seed)
@@ -113,25 +115,25 @@ def scaling_experiment(seed: int) -> dict:
                       "entropy_scaled", "grad_norm", "grad_norm_scaled", "dots_scaled")}
 
 
-@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=16, ttl=HOUR)
 def self_attention_weights(X: np.ndarray, scale: float | None) -> np.ndarray:
     """Weights with Q = K = V = X at the default 1/√d_k or a given scale."""
     return core.attention(X, X, X, scale=scale).weights.numpy()
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def permutation_check(X: np.ndarray, perm: tuple[int, ...], W_q, W_k, W_v, pe: np.ndarray | None) -> dict:
     c = core.lab.permutation_check(X, perm, W_q=W_q, W_k=W_k, W_v=W_v, positions=pe)
     return {"sa_x": c.sa_x.numpy(), "sa_px": c.sa_px.numpy(), "p_sa_x": c.p_sa_x.numpy(), "max_diff": c.max_diff}
 
 
-@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=16, ttl=HOUR)
 def seeded_block(X: np.ndarray, seed: int, n_heads: int, d_ff: int, activation: str, norm: str):
     """One Transformer block with seeded random weights and its FFN check."""
     return _to_cpu(block.seeded_block(X, seed=seed, n_heads=n_heads, d_ff=d_ff, activation=activation, norm=norm))
 
 
-@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=16, ttl=HOUR)
 def vit_attention(img: np.ndarray, P: int, cls: bool, seed: int) -> dict:
     """Patches of an image and the attention of every token over the patch grid (random weights)."""
     tr = vit.vit_attention(img, P, d_model=16, seed=seed, cls=cls)
@@ -157,7 +159,7 @@ def seq2seq_model(task: str, attention: str, seed: int, own: bool) -> seq2seq.Tr
     return seq2seq_store.shipped(task, attention)
 
 
-@st.cache_data(max_entries=64, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=64, ttl=HOUR)
 def seq2seq_run(task: str, attention: str, seed: int, own: bool, words: tuple[str, ...]) -> dict | None:
     """Greedy decoding of ``words`` by the model, with the reference answer and every step's
     scores, weights, s_{t−1} and c_t (numpy); None when no model is available."""
@@ -174,7 +176,7 @@ def seq2seq_run(task: str, attention: str, seed: int, own: bool, words: tuple[st
                        "context": s.context[0].numpy()} for s in out.steps] if out.attention_map is not None else []}
 
 
-@st.cache_data(max_entries=8, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=8, ttl=HOUR)
 def seq2seq_example(task: str, seed: int) -> str:
     """A seeded example input of six words for the task."""
     tk = seq2seq.get_task(task)
@@ -196,13 +198,13 @@ def pretrained_model():
     return pretrained.minilm()
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def pretrained_tokens(text: str) -> list[str]:
     """The WordPiece tokens of ``text`` with [CLS] and [SEP] (however long it is)."""
     return pretrained_model().tokenize(text)[0]
 
 
-@st.cache_data(max_entries=16, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=16, ttl=HOUR)
 def pretrained_trace(text: str, device: str) -> dict:
     """One sentence through the encoder, as numpy: tokens, attentions (L, H, n, n), q, k, v (L, H, n, 32)
     and the head patterns {name: (L, H)} with their row counts. ValueError beyond MODEL_MAX_TOKENS.
@@ -218,7 +220,7 @@ def pretrained_trace(text: str, device: str) -> dict:
             "patterns": {name: cpu(x) for name, x in pats.as_dict().items()}, "rows": dict(pats.rows)}
 
 
-@st.cache_data(max_entries=4, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=4, ttl=HOUR)
 def pretrained_swap(text_a: str, text_b: str, query: str, key: str, device: str) -> dict:
     """core.pretrained.swap_experiment on two sentences (one word changed), as a plain dict."""
     import dataclasses
@@ -253,7 +255,7 @@ def vit_trained_model():
     return vit_trained.load(vit_trained.CHECKPOINT)
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def vit_trained_trace(img: np.ndarray) -> dict:
     """One image (96, 96, 3) through the trained ViT: class probabilities, the prediction, and every
     token's attention over the patch grid, heads averaged, per layer: maps (layers, 1+N, rows, cols)."""
@@ -268,7 +270,7 @@ def vit_trained_trace(img: np.ndarray) -> dict:
             "heads": model.cfg.n_heads, "d": model.cfg.d_model}
 
 
-@st.cache_data(max_entries=8, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=8, ttl=HOUR)
 def shape_classes() -> tuple[str, ...]:
     """The trained ViT's class names, in its label order (circle, square, triangle)."""
     from core import vit_trained
@@ -276,6 +278,7 @@ def shape_classes() -> tuple[str, ...]:
     return tuple(vit_trained.CLASSES)
 
 
+@memo.cached(max_entries=8, ttl=HOUR)
 def vit_shapes(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n generated images (n, 96, 96, 3) with one circle, square or triangle each, and their labels (n,)."""
     from core import vit_trained
@@ -284,7 +287,7 @@ def vit_shapes(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     return batch.images.numpy(), batch.labels.numpy()
 
 
-@st.cache_data(max_entries=1, show_spinner=False)  # no ttl: measured once per server
+@memo.cached(max_entries=1)  # no ttl: measured once per server
 def vit_trained_scores(n: int = SCORE_IMAGES) -> dict:
     """Accuracy on n fresh generated images, and how much of the class token's attention lands on the shape."""
     from core import vit_trained
@@ -303,7 +306,7 @@ def _decoder_weights(d_model: int, n_heads: int, n_kv_heads: int, seed: int, pre
     return {n: core.tokens.projection(*s, seed=seed, name=f"{prefix}.{n}") for n, s in shapes.items()}
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def grouped_heads(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> dict:
     """Grouped-query self-attention (core.multi_head_attention with n_kv_heads) on seeded embeddings:
     weights (H, n, n), kv_head_of (H,), reads (H, G) as 1/0, d_head."""
@@ -322,7 +325,7 @@ def _position_table(kind: str, n: int, d: int, seed: int) -> torch.Tensor | None
     return core.positional.learned(n, d, seed=seed) if kind == "learned" else None
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def position_permutation(tokens: tuple[str, ...], perm: tuple[int, ...], kind: str, d: int, seed: int,
                          base: float) -> dict:
     """The permutation experiment (core.llm_lab.permutation_check) with positions of ``kind``."""
@@ -335,7 +338,7 @@ def position_permutation(tokens: tuple[str, ...], perm: tuple[int, ...], kind: s
     return {"sa_px": c.sa_px.numpy(), "p_sa_x": c.p_sa_x.numpy(), "max_diff": c.max_diff}
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def position_panel(kind: str, n: int, d: int, seed: int, base: float, pairing: str, pair: int, alibi_heads: int) -> dict:
     """What the positions page draws for one kind: the added table; RoPE's turning pair, scores by
     offset (from two starts) and the pairing check; ALiBi's slopes and bias maps (H, n, n)."""
@@ -368,7 +371,7 @@ def _gib(n_bytes: int) -> str:
     return f"{n_bytes / 2**30:.2f} GiB"
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def cache_sizes(tokens: int, batch: int, bytes_per_value: int) -> list[dict]:
     """core.kv_cache_bytes for every model preset (core.MODEL_PRESETS) with every token kept (no window):
     as published (its G), as MHA (G = H) and as MQA (G = 1)."""
@@ -383,7 +386,7 @@ def cache_sizes(tokens: int, batch: int, bytes_per_value: int) -> list[dict]:
     return rows
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def decode(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int, rope_base: float | None,
            seed: int) -> dict:
     """The tokens decoded one at a time with a KV cache (core.cached_decode) beside full causal
@@ -409,7 +412,7 @@ def decode(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int,
             "cum_cached": np.cumsum(cached).tolist(), "cum_recompute": np.cumsum(recompute).tolist()}
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def window_reach(n: int, size: int, sinks: int, layers: int) -> dict:
     """The causal window-with-sinks mask (n, n) as 1/0 and what the last token reaches after each of L layers
     (core.masks.window_reach): reach_last (L, n) as 1/0, farthest / reachable per layer, all_reached_at."""
@@ -420,7 +423,7 @@ def window_reach(n: int, size: int, sinks: int, layers: int) -> dict:
             "reachable": list(r.reachable), "all_reached_at": r.all_reached_at}
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def context_memory(window: int, sinks: int, contexts: tuple[int, ...]) -> list[dict]:
     """Every preset's KV cache (bfloat16, batch 1) for each context length: every token kept, and with a
     sliding window of ``window`` keys plus ``sinks`` (core.ModelShape.kv_cache_bytes)."""
@@ -434,7 +437,7 @@ def context_memory(window: int, sinks: int, contexts: tuple[int, ...]) -> list[d
     return rows
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def tiles(n: int, d: int, block_q: int, block_k: int, seed: int) -> dict:
     """Seeded q, k, v (n, d) through core.tiled_attention: every tile's scores, m, ℓ, correction and
     partial output, with seen_gap = max |partial output − softmax attention over the keys seen so far|;
@@ -457,7 +460,7 @@ def tiles(n: int, d: int, block_q: int, block_k: int, seed: int) -> dict:
             "gap": core.max_abs_diff(tr.output, ref), "largest": tr.largest_tile, "full": n * n}
 
 
-@st.cache_data(max_entries=1, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=1, ttl=HOUR)
 def attention_memory() -> dict:
     """Bytes held by full attention's n × n matrices and by chunked attention's one block, n = 64 … 2048
     (core.block.complexity, measured once per server per hour)."""
@@ -481,13 +484,13 @@ def language_model():
     return pretrained.smollm2()
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def lm_token_count(text: str) -> int:
     """How many tokens ``text`` is (however long it is)."""
     return len(language_model().encode(text))
 
 
-@st.cache_data(max_entries=6, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=6, ttl=HOUR)
 def lm_trace(text: str, device: str) -> dict:
     """The prompt through the decoder, as numpy: tokens, byte flags, attentions (30, 9, n, n), q (30, 9, n, 64),
     k, v (30, 3, n, 64), the last position's logits (vocab,), sinks / previous-token shares (30, 9) and the
@@ -508,7 +511,7 @@ def lm_trace(text: str, device: str) -> dict:
                      "final": m.token_text(lens.final_id), "final_prob": cpu(lens.final_prob)}}
 
 
-@st.cache_data(max_entries=64, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=64, ttl=HOUR)
 def lm_sampling(logits: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> dict:
     """The ten most likely next tokens under the model and their probabilities after temperature, top-k, top-p."""
     from core import decoder
@@ -522,7 +525,7 @@ def lm_sampling(logits: np.ndarray, temperature: float, top_k: int | None, top_p
             "kept": int((sampled > 0).sum())}
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, top_p: float | None, seed: int,
                 device: str) -> dict:
     """``n_new`` tokens written after ``text`` (seeded: the first n − 1 are those of the call for n − 1).
@@ -539,7 +542,7 @@ def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, to
             "context": list(g.prompt_tokens) + [s.token for s in g.steps[:-1]]}
 
 
-@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+@memo.cached(max_entries=32, ttl=HOUR)
 def lm_next(text: str, heads_off: tuple[tuple[int, int], ...], layers_off: tuple[int, ...], window: int | None,
             sinks: int, device: str) -> dict:
     """The next-token distribution after ``text`` with the mechanism changed (heads / layers off, a KV window)."""
@@ -550,7 +553,7 @@ def lm_next(text: str, heads_off: tuple[tuple[int, int], ...], layers_off: tuple
     return {"tokens": nt.top_tokens, "probs": nt.top_probs.numpy(), "ids": nt.top_ids.tolist(), "all": nt.probs.numpy()}
 
 
-@st.cache_data(max_entries=1, show_spinner=False)  # no ttl: measured once per server
+@memo.cached(max_entries=1)  # no ttl: measured once per server
 def lm_induction(device: str) -> dict:
     """Every head's induction score (30, 9) on 32 random tokens written twice (seed 0), and the two losses."""
     from core import decoder
@@ -559,7 +562,7 @@ def lm_induction(device: str) -> dict:
     return {"scores": ind.scores.cpu().numpy(), "first": ind.loss_first, "second": ind.loss_second}
 
 
-@st.cache_data(max_entries=7, show_spinner=False)  # no ttl: one shipped text; 7 = the full cache + 3 windows × (no sinks, sinks)
+@memo.cached(max_entries=7)  # no ttl: one shipped text; 7 = the full cache + 3 windows × (no sinks, sinks)
 def lm_text_loss(window: int | None, sinks: int, device: str) -> dict:
     """The next-token loss of the shipped text (Alice, ch. 1) with a KV window of the last ``window`` keys
     (and the first ``sinks``), or the full cache (window None)."""

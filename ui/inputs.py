@@ -91,14 +91,14 @@ def _tokens(name: str, last_key: str, problems: list) -> list[str]:
     text = ss.get(name)
     last = st.session_state.get(last_key) or tokenize(scenario.DEFAULTS["tokens"])
     if not isinstance(text, str) or len(text) > scenario.MAX_TOKEN_TEXT:
-        problems.append(("error", t("err.tokens_text_long", limit=scenario.MAX_TOKEN_TEXT)))
+        problems.append(("error", t("err.tokens_text_long_kept", limit=scenario.MAX_TOKEN_TEXT, m=len(last))))
         return last
     toks = tokenize(text)
     if not toks:
         problems.append(("error", t("err.tokens_empty")))
         return last
     if len(toks) > scenario.MAX_TOKENS:
-        problems.append(("error", t("err.tokens_too_many", n=len(toks), limit=scenario.MAX_TOKENS)))
+        problems.append(("error", t("err.tokens_too_many_kept", n=len(toks), limit=scenario.MAX_TOKENS, m=len(last))))
         return last
     if len(toks) == 1:
         problems.append(("info", t("info.single_token")))

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import streamlit as st
 
+from . import fair
 from .i18n import t
 
 R = TypeVar("R")
@@ -49,9 +50,13 @@ def boundary(render: Callable[[], None]) -> None:
     """The last line of defence: an unexpected error becomes a message, never a traceback.
 
     The frame (app.py) runs every page inside it; a fragment, which reruns on its own, too.
-    st.rerun / st.stop are BaseExceptions and pass through."""
-    try:
-        render()
-    except Exception:
-        log.exception("page failed")
-        st.error(t("err.unexpected"))
+    st.rerun / st.stop are BaseExceptions and pass through. The outermost boundary of a run also keeps
+    the session within its fair share of the server (:mod:`ui.fair`)."""
+    def guarded_render() -> None:
+        try:
+            render()
+        except Exception:
+            log.exception("page failed")
+            st.error(t("err.unexpected"))
+
+    fair.metered(guarded_render)

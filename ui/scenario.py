@@ -8,9 +8,12 @@ value is replaced by its default and reported by name — never an exception.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
+import zlib
 from typing import Any
+from urllib.parse import urlencode
 
 from core.attention import SCORE_FUNCTIONS
 from core.lab import QKV_MODES
@@ -113,10 +116,64 @@ def _temperature(v):
     return round(f, 2) if math.isfinite(f) and 0.1 <= f <= 5.0 else None
 
 
+MAX_NUMBER_DIGITS = 40  # a number in a link or file: longer digit strings are refused before Python converts them
+MAX_JSON_DEPTH = 64  # nesting of a scenario file (it needs 4: document, playground, matrices, rows)
+
+
+class _TooDeep(ValueError):
+    pass
+
+
+class _TooLong(ValueError):
+    pass
+
+
+def _number(text: str, kind):
+    if len(text.lstrip("-").replace(".", "").split("e")[0].split("E")[0]) > MAX_NUMBER_DIGITS:
+        raise _TooLong(text[:20])
+    return kind(text)
+
+
+def _depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text (strings skipped), without parsing it."""
+    depth = deepest = 0
+    in_str = escaped = False
+    for ch in text:
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number here")
+
+
+def loads(text: str):
+    """``json.loads`` for text from outside: nesting deeper than MAX_JSON_DEPTH and numbers longer than
+    MAX_NUMBER_DIGITS digits are refused (``_TooDeep`` / ``_TooLong``, both ValueErrors) before the parser
+    could recurse or build a huge integer; NaN and Infinity are refused too."""
+    if _depth(text) > MAX_JSON_DEPTH:
+        raise _TooDeep(str(MAX_JSON_DEPTH))
+    return json.loads(text, parse_int=lambda x: _number(x, int), parse_float=lambda x: _number(x, float),
+                      parse_constant=_no_constant)
+
+
 def _int_list(v):
     if isinstance(v, str):
         try:
-            v = json.loads(v) if v.strip().startswith("[") else [int(x) for x in v.split(",") if x.strip()]
+            v = loads(v) if v.strip().startswith("[") else [int(x) for x in v.split(",") if x.strip()]
         except (ValueError, TypeError):
             return None
     if not isinstance(v, list) or len(v) > MAX_TOKENS:
@@ -133,7 +190,7 @@ def _int_list(v):
 def _cells(v):
     if isinstance(v, str):
         try:
-            v = json.loads(v)
+            v = loads(v)
         except ValueError:
             return None
     if not isinstance(v, list) or len(v) > 4096:
@@ -162,7 +219,7 @@ def validate_matrix(v) -> list[list[float]] | None:
     """A rectangular list of finite numbers with at most MAX_TOKENS rows and MAX_TOKENS columns."""
     if isinstance(v, str):
         try:
-            v = json.loads(v)
+            v = loads(v)
         except ValueError:
             return None
     if not isinstance(v, list) or not v or len(v) > MAX_TOKENS:
@@ -213,8 +270,17 @@ def validate(raw: dict) -> tuple[dict, dict, list[str]]:
 
 
 # ------------------------------------------------------------------ URL form
-def to_query(values: dict, matrices: dict) -> dict[str, str]:
-    """Query parameters for the values that differ from the defaults, plus the edited matrices."""
+# A link must pass every proxy on its way: nginx (deploy/nginx.conf, its default 8 KB request line) answers
+# a longer one with "414". The scenario's part of a link is written plainly while it is short, and as ONE
+# parameter ``z`` (zlib, then base64url) once it is longer than PLAIN_LINK_BYTES; a scenario whose packed
+# form is still longer than LINK_BYTES leaves its edited matrices out of the link (``to_query`` says so).
+PLAIN_LINK_BYTES = 1_500
+LINK_BYTES = 7_000  # the scenario's part of a link at most: with the path, view and settings under nginx's 8 KB
+PACKED = "z"
+MAX_UNPACKED_BYTES = 4 * 1024 * 1024  # what ``z`` may inflate to (a link cannot make the server unpack more)
+
+
+def _plain_query(values: dict, matrices: dict) -> dict[str, str]:
     q = {}
     for name, short in URL_NAMES.items():
         v = values.get(name, DEFAULTS[name])
@@ -231,7 +297,85 @@ def to_query(values: dict, matrices: dict) -> dict[str, str]:
     return q
 
 
+def _cells_to_deltas(text: str) -> str:
+    """Clicked cells [[i, j], …] (sorted) as the gaps between their numbers i·512 + j: "0,1,1,…" packs small."""
+    flat = [i * MAX_TOKENS + j for i, j in json.loads(text)]
+    return ",".join(str(b - a) for a, b in zip([0, *flat], flat, strict=False))
+
+
+def _deltas_to_cells(text: str) -> str:
+    cells, at = [], 0
+    for gap in text.split(",") if text else []:
+        if not gap.isdigit() or len(gap) > 7 or len(cells) > 4096:
+            raise ValueError("blkd")
+        at += int(gap)
+        cells.append([at // MAX_TOKENS, at % MAX_TOKENS])
+    return json.dumps(cells, separators=(",", ":"))
+
+
+def pack(q: dict[str, str]) -> str:
+    """Query parameters as one URL-safe string: JSON (clicked cells as gaps), zlib (level 9), base64url
+    without padding."""
+    q = dict(q)
+    if "blk" in q:
+        q["blkd"] = _cells_to_deltas(q.pop("blk"))
+    raw = json.dumps(q, separators=(",", ":"), ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).rstrip(b"=").decode()
+
+
+def unpack(text: str) -> dict[str, str] | None:
+    """The parameters of a packed ``z``; None when it is not one (bounded: LINK_BYTES in, 4 MB out)."""
+    if not isinstance(text, str) or len(text) > 4 * LINK_BYTES:
+        return None
+    try:
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)), MAX_UNPACKED_BYTES)
+        if inflater.unconsumed_tail or not inflater.eof:  # over 4 MB, or cut short
+            return None
+        q = loads(raw.decode("utf-8"))
+        if not isinstance(q, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in q.items()):
+            return None
+        if "blkd" in q:
+            q["blk"] = _deltas_to_cells(q.pop("blkd"))
+    except (ValueError, zlib.error, UnicodeDecodeError):
+        return None
+    return q
+
+
+def link_size(q: dict[str, str]) -> int:
+    """Bytes of these parameters in a link (percent-encoded)."""
+    return len(urlencode(q))
+
+
+def to_query(values: dict, matrices: dict) -> dict[str, str]:
+    """Query parameters for the values that differ from the defaults, plus the edited matrices: plainly
+    while short, packed into ``z`` beyond PLAIN_LINK_BYTES; without the matrices (see
+    :func:`link_fits`) when even the packed form is over LINK_BYTES."""
+    q = _plain_query(values, matrices)
+    if link_size(q) <= PLAIN_LINK_BYTES:
+        return q
+    packed = {PACKED: pack(q)}
+    if link_size(packed) <= LINK_BYTES or not matrices:
+        return packed  # (without matrices and still over: 20,000 characters of tokens; the share tab says so)
+    return to_query(values, {})  # the matrices do not fit in a link: the file keeps them
+
+
+def link_fits(values: dict, matrices: dict) -> bool:
+    """Whether the whole scenario (its matrices included) fits in a link."""
+    q = _plain_query(values, matrices)
+    return link_size(q) <= PLAIN_LINK_BYTES or link_size({PACKED: pack(q)}) <= LINK_BYTES
+
+
 def from_query(params: dict[str, str]) -> tuple[dict, dict, list[str]]:
+    """The scenario of a link, plain or packed (old links, written before ``z``, read as they were)."""
+    params = dict(params)
+    refused = []
+    if PACKED in params:
+        inner = unpack(params.pop(PACKED))
+        if inner is None:
+            refused.append("z")
+        else:
+            params = inner | params
     raw: dict[str, Any] = {}
     for name, short in URL_NAMES.items():
         if short in params:
@@ -239,11 +383,12 @@ def from_query(params: dict[str, str]) -> tuple[dict, dict, list[str]]:
     mats = {k[2:]: v for k, v in params.items() if k.startswith("m_")}
     if mats:
         raw["matrices"] = mats
-    return validate(raw)
+    values, matrices, bad = validate(raw)
+    return values, matrices, refused + bad
 
 
 def url_keys() -> set[str]:
-    return set(URL_NAMES.values())
+    return set(URL_NAMES.values()) | {PACKED}
 
 
 # ------------------------------------------------------------------ JSON form
@@ -266,8 +411,12 @@ def from_json(data: bytes) -> tuple[dict, dict, dict, list[str]]:
     if len(data) > MAX_JSON_BYTES:
         raise ScenarioError("err.upload_size", limit=MAX_JSON_BYTES // 1024)
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        doc = loads(data.decode("utf-8"))
+    except _TooDeep:
+        raise ScenarioError("err.upload_deep", limit=MAX_JSON_DEPTH) from None
+    except _TooLong:
+        raise ScenarioError("err.upload_number", limit=MAX_NUMBER_DIGITS) from None
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise ScenarioError("err.upload_json") from None
     if not isinstance(doc, dict) or doc.get("app") != "attention-lab" or not isinstance(doc.get("playground"), dict):
         raise ScenarioError("err.upload_kind")

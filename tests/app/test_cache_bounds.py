@@ -1,5 +1,6 @@
-"""Every cache of the app is bounded: a class of 40 (or one visitor trying many seeds) cannot grow
-the server's memory without limit."""
+"""Every cache of the app is bounded: a class of 40 (or one visitor trying many seeds and the largest
+inputs) cannot grow the server's memory without limit — by entries per function, and by BYTES for
+the whole server (ui/memo.py)."""
 
 from __future__ import annotations
 
@@ -7,25 +8,29 @@ import ast
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+from ui import memo
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _decorators():
+def _decorated():
     tree = ast.parse((ROOT / "ui" / "compute.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             for d in node.decorator_list:
-                if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr.startswith("cache_"):
+                if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute):
                     yield node, d
 
 
-def test_every_data_cache_has_a_bound_and_every_resource_is_one_per_server():
-    found = list(_decorators())
+def test_every_cached_call_is_byte_bounded_and_every_resource_is_one_per_server():
+    found = list(_decorated())
     assert len(found) >= 10
     for fn, d in found:
         kw = {k.arg: k.value for k in d.keywords}
-        if d.func.attr == "cache_data":
+        assert d.func.attr in ("cached", "cache_resource"), f"{fn.name}: st.cache_data bounds entries, not bytes"
+        if d.func.attr == "cached":
             assert "max_entries" in kw and isinstance(kw["max_entries"], ast.Constant), fn.name
             assert 1 <= kw["max_entries"].value <= 256, fn.name
         else:  # st.cache_resource: no arguments → one object for the whole server, whatever visitors type
@@ -33,14 +38,7 @@ def test_every_data_cache_has_a_bound_and_every_resource_is_one_per_server():
 
 
 def _entries(name: str) -> int:
-    from streamlit.runtime.caching import cache_data_api
-
-    caches = cache_data_api._data_caches._function_caches
-    for group in caches.values():
-        for cache in group.values():
-            if cache.display_name == f"ui.compute.{name}":
-                return len(cache.get_stats().get("cache_memory_bytes", []))
-    return 0
+    return memo.CACHE.stats().get(f"ui.compute.{name}", (0, 0))[0]
 
 
 def test_many_seeds_and_scenarios_stay_within_the_bounds():
@@ -54,3 +52,78 @@ def test_many_seeds_and_scenarios_stay_within_the_bounds():
         Xi = X + i
         compute.playground(Xi, Xi, "identity", None, None, None, None, None, None, "dot", {}, None, 1.0, None, "row", "cpu")
     assert 0 < _entries("playground") <= 48
+
+
+@pytest.fixture
+def small_cache(monkeypatch):
+    """The server's cache with an 8 MB budget (entries up to 4 MB), emptied before and after."""
+    cache = memo.ByteCache(8 * 2**20, 4 * 2**20)
+    monkeypatch.setattr(memo, "CACHE", cache)
+    yield cache
+    cache.clear()
+
+
+def test_the_largest_scenarios_stay_under_the_byte_budget_and_the_newest_are_kept(small_cache):
+    from ui import compute
+
+    rng = np.random.default_rng(0)
+    sizes = []
+    for _ in range(12):  # 12 different 256-token scenarios: each trace ~1.6 MB pickled
+        X = rng.standard_normal((256, 16)).astype(np.float32)
+        compute.playground(X, X, "identity", None, None, None, None, None, None, "scaled_dot", {}, None, 1.0, None,
+                           "row", "cpu")
+        sizes.append(small_cache.total)
+        assert small_cache.total <= small_cache.max_bytes
+    n, total = small_cache.stats()["ui.compute.playground"]
+    assert 2 <= n < 12 and total == small_cache.total
+    assert max(sizes) > 6 * 2**20  # the budget was reached, so eviction did the bounding (not max_entries)
+    compute.playground(X, X, "identity", None, None, None, None, None, None, "scaled_dot", {}, None, 1.0, None, "row", "cpu")
+    assert small_cache.stats()["ui.compute.playground"][0] == n  # the newest one is a hit: nothing added
+
+
+def test_one_result_over_the_entry_cap_is_returned_but_not_kept(small_cache):
+    @memo.cached(max_entries=4)
+    def big(n: int) -> np.ndarray:
+        return np.zeros(n, np.float64)
+
+    assert big(1024 * 1024).shape == (1024 * 1024,)  # 8 MB > the 4 MB entry cap
+    assert small_cache.total == 0
+    assert big(1000).shape == (1000,) and small_cache.total > 8000
+
+
+def test_hits_are_copies_and_keys_are_by_value():
+    calls = []
+
+    @memo.cached(max_entries=8)
+    def f(a, k):
+        calls.append(1)
+        return {"a": a * 2, "k": k}
+
+    x = np.arange(4.0)
+    r1 = f(x, {"p": (1, 2)})
+    r1["a"][0] = 99  # a caller changing its result changes nothing kept
+    r2 = f(x.copy(), {"p": (1, 2)})
+    assert len(calls) == 1 and r2["a"][0] == 0
+    f(x.astype(np.float32), {"p": (1, 2)})  # another dtype, another key
+    f(x, {"p": [1, 2]})  # a list is not a tuple
+    f(x, {"p": (1, 2.0)})  # 2.0 is not 2
+    assert len(calls) == 4
+    f.clear()
+    f(x, {"p": (1, 2)})
+    assert len(calls) == 5
+
+
+def test_expired_entries_are_recomputed(monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(memo.time, "monotonic", lambda: clock[0])
+    calls = []
+
+    @memo.cached(max_entries=2, ttl=60)
+    def g(i):
+        calls.append(i)
+        return i
+
+    g(1), g(1)
+    clock[0] += 61
+    g(1)
+    assert calls == [1, 1]

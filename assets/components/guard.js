@@ -1,0 +1,104 @@
+// Attention Lab's connection guard: one per page, drawn by the frame (ui/widgets/guard.py), invisible.
+//
+// A Streamlit session lives in one server's memory. When that server restarts or its replica is lost,
+// the browser reconnects to a NEW session, and Streamlit sends it the query string it last wrote
+// itself — not the link the page wrote in place since (history.replaceState after a rerun of the
+// Playground's results alone), so the new session would start from an older scenario. The guard
+// keeps the address bar as it was when the connection dropped, and when a run of a different session
+// draws it, it reopens that link: the new session starts from the learner's current scenario.
+// While the connection is down it shows the app's own message in the learner's language instead of
+// Streamlit's developer dialog ("restart it in your terminal").
+const GUARD_DOWN_MS = 1500; // a blip shorter than this shows nothing
+
+function guardApp() {
+  return document.querySelector('[data-testid="stApp"]');
+}
+
+function guardOverlay(g) {
+  let box = document.getElementById("attnlab-connection");
+  if (!box) {
+    box = document.createElement("div");
+    box.id = "attnlab-connection";
+    box.setAttribute("role", "alertdialog");
+    box.setAttribute("aria-live", "assertive");
+    box.style.cssText = "position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;" +
+      "justify-content:center;background:rgba(255,255,255,0.92);font:1.1rem/1.5 system-ui,'attention-lab-kr',sans-serif";
+    const card = document.createElement("div");
+    card.style.cssText = "max-width:34rem;padding:1.5rem 2rem;border-radius:12px;background:#fff;" +
+      "box-shadow:0 4px 24px rgba(0,0,0,0.18);color:#111";
+    const title = document.createElement("div");
+    title.className = "title";
+    title.style.cssText = "font-weight:700;font-size:1.3rem;margin-bottom:0.5rem";
+    const body = document.createElement("div");
+    body.className = "body";
+    card.append(title, body);
+    box.appendChild(card);
+    document.body.appendChild(box);
+  }
+  box.querySelector(".title").textContent = g.text.title;
+  box.querySelector(".body").textContent = g.text.body;
+  return box;
+}
+
+function guardHideOverlay() {
+  const box = document.getElementById("attnlab-connection");
+  if (box) box.remove();
+}
+
+function guardReopen(g) {
+  const href = g.href || window.location.href;
+  g.reopening = true;
+  window.location.replace(href);
+}
+
+function guardStateChanged(g, state) {
+  const prev = g.lastState;
+  g.lastState = state;
+  if (state === "CONNECTED") {
+    clearTimeout(g.downTimer);
+    guardHideOverlay();
+    return;
+  }
+  if (prev === "CONNECTED") {
+    g.href = window.location.href; // the link as it was when the connection dropped
+    clearTimeout(g.downTimer);
+    g.downTimer = setTimeout(() => guardOverlay(g), GUARD_DOWN_MS);
+  }
+  if (state === "DISCONNECTED_FOREVER") guardPollThenReopen(g); // Streamlit gave up: reopen once it answers
+}
+
+function guardPollThenReopen(g) {
+  if (g.polling) return;
+  g.polling = true;
+  const poll = () => fetch(new URL("_stcore/health", window.location.origin + "/"), { cache: "no-store" })
+    .then((r) => (r.ok ? guardReopen(g) : setTimeout(poll, 2000)))
+    .catch(() => setTimeout(poll, 2000));
+  poll();
+}
+
+function guardWatch(g) {
+  const app = guardApp();
+  if (!app) return;
+  g.lastState = app.getAttribute("data-test-connection-state");
+  g.observer = new MutationObserver(() => {
+    const state = app.getAttribute("data-test-connection-state");
+    if (state !== g.lastState) guardStateChanged(g, state);
+  });
+  g.observer.observe(app, { attributes: true, attributeFilter: ["data-test-connection-state"] });
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  const host = parentElement.getRootNode().host || parentElement;
+  const box = host.closest ? host.closest('[data-testid="stElementContainer"]') : null;
+  if (box) box.style.display = "none"; // takes no room on the page
+  const g = window.__attnlabGuard || (window.__attnlabGuard = { sid: null, href: null });
+  g.text = data.text;
+  if (g.reopening) return;
+  if (g.sid === null) g.sid = data.sid;
+  else if (g.sid !== data.sid) {
+    guardReopen(g); // a different session: this server has never seen the learner's current link
+    return;
+  }
+  if (!g.observer) guardWatch(g);
+}

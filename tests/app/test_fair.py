@@ -1,0 +1,41 @@
+"""A session's fair share (ui/fair.py): the CPU of its runs is counted, and a session over its share
+waits before its next run until the window has room again."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ui import fair, state
+
+from .helpers import page
+
+
+def test_under_the_share_nobody_waits():
+    assert fair.wait_needed(deque(), 100.0) == 0.0
+    spent = deque([(99.0, fair.SHARE * fair.WINDOW * 0.9)])
+    assert fair.wait_needed(spent, 100.0) == 0.0
+
+
+def test_over_the_share_the_wait_lets_the_oldest_runs_leave_the_window():
+    W, budget = fair.WINDOW, fair.SHARE * fair.WINDOW
+    # three heavy runs ending at t = 91, 95, 99, each a third of the budget plus a bit
+    cost = budget / 3 + 0.2
+    spent = deque([(91.0, cost), (95.0, cost), (99.0, cost)])
+    wait = fair.wait_needed(spent, 100.0)
+    assert wait == 91.0 + W - 100.0  # once the first has left, the other two fit
+    assert fair.wait_needed(spent, 100.0 + wait) == 0.0  # and then it may run
+    old = deque([(80.0, 50.0), (99.5, 0.01)])  # outside the window: forgotten
+    assert fair.wait_needed(old, 100.0) == 0.0 and len(old) == 1
+
+
+def test_a_wait_is_bounded():
+    assert fair.wait_needed(deque([(100.0, 1000.0)]), 100.0) == fair.MAX_WAIT
+
+
+def test_every_run_of_a_session_is_counted_once():
+    at = page()
+    spent = at.session_state[state.FRAME.cpu_spent]
+    n = len(spent)
+    assert n >= 1 and all(cpu >= 0 for _, cpu in spent)
+    at.text_input(key=state.SCENARIO.tokens).input("a b c d e").run()
+    assert len(at.session_state[state.FRAME.cpu_spent]) == n + 1  # nested boundaries: one entry per run

@@ -1,0 +1,94 @@
+"""Work survives a server restart (issue 27): the tokens typed after the page loaded (a rerun of the
+Playground's results alone, whose link the page writes in place) are back after the server is killed
+and started again, and while it is away the learner reads the app's message, not Streamlit's."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from ui.i18n import table
+
+from .conftest import _free_port, wait_idle
+from .helpers import PG_WEIGHTS, wait_z
+
+pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parents[2]
+TOKENS = "work typed after the link was opened"
+
+
+def start(port: int, log: Path) -> subprocess.Popen:
+    out = open(log, "a")
+    return subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"})
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the server exited"
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail(f"{url} did not become healthy")
+
+
+def token_box(page):
+    return page.get_by_role("textbox", name=re.compile(r"^(Tokens|토큰)"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_restart_brings_back_the_typed_scenario_and_says_so_in_the_learners_language(new_page, tmp_path, lang):
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start(port, tmp_path / "server.log")
+    try:
+        wait_healthy(url, proc)
+        page = new_page(f"{url}/Playground?lang={lang}&causal=1")
+        box = token_box(page)
+        box.fill(TOKENS)
+        box.press("Enter")
+        wait_z(page, PG_WEIGHTS, "z.length === 7 && z[0][1] === 0", timeout=60_000)  # 7 tokens, causal
+        page.wait_for_function("() => decodeURIComponent(location.search.replace(/\\+/g, ' ')).includes('opened')",
+                               timeout=60_000)  # the link in the address bar is current
+        wait_idle(page)
+        old_sid = page.evaluate("() => window.__attnlabGuard.sid")
+
+        proc.send_signal(signal.SIGKILL)  # no goodbye to the browser
+        proc.wait(timeout=10)
+        overlay = page.locator("#attnlab-connection")
+        expect(overlay).to_be_visible(timeout=30_000)
+        expect(overlay).to_contain_text(table(lang)["conn.title"])
+        covered = page.evaluate("() => { const e = document.elementFromPoint(innerWidth / 2, innerHeight / 2);"
+                                " return !!(e && e.closest('#attnlab-connection')); }")
+        assert covered, "the app's message is not on top of the page"
+
+        proc = start(port, tmp_path / "server.log")
+        wait_healthy(url, proc)
+        # a new session has drawn the page (until then the old page's elements are still on screen)
+        page.wait_for_function("(old) => window.__attnlabGuard && window.__attnlabGuard.sid !== old", arg=old_sid,
+                               timeout=90_000)
+        wait_idle(page)
+        expect(token_box(page)).to_have_value(TOKENS, timeout=60_000)  # it started from the current link
+        expect(overlay).to_have_count(0, timeout=30_000)
+        assert "causal=1" in page.url and "opened" in page.url.replace("+", " ")
+        wait_z(page, PG_WEIGHTS, "z.length === 7 && z[0][1] === 0", timeout=60_000)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -1,0 +1,70 @@
+"""A fair share of the server per session (issue 27): one student's heavy reruns cannot slow the class.
+
+One server runs every session's reruns on the same cores (2 in a classroom). A client that sends the
+largest scenario (512 tokens) again as soon as the last one is drawn kept a core busy, and the other
+students' p95 went from ~40 ms to ~350 ms. Here each session's reruns are timed in CPU seconds of the
+thread that ran them; a session that spent more than SHARE of one core over the last WINDOW seconds
+waits, before its next run, until it is back under its share (it sleeps in its own thread: the others'
+reruns go on meanwhile). Normal use is far under it: a 512-token change costs ~0.3–1 s of CPU; typing
+one every few seconds stays under 0.25 of a core, and small scenarios cost a few ms.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+import streamlit as st
+
+from . import state
+
+# of one core, per session, averaged over WINDOW; ATTN_LAB_FAIR_SHARE=off serves without the limit (to measure it)
+SHARE = float("inf") if os.environ.get("ATTN_LAB_FAIR_SHARE") == "off" else float(os.environ.get("ATTN_LAB_FAIR_SHARE", 0.25))
+WINDOW = 10.0  # seconds
+MAX_WAIT = 5.0  # a run never waits longer than this
+_depth = threading.local()  # runs nest (the frame, a page's fragment, a fragment inside it): time the outermost
+
+
+def _spent() -> deque:
+    spent = st.session_state.get(state.FRAME.cpu_spent)
+    if spent is None:
+        spent = st.session_state[state.FRAME.cpu_spent] = deque(maxlen=256)
+    return spent
+
+
+def wait_needed(spent: deque, now: float) -> float:
+    """Seconds until the CPU spent in the window (entries (end, cpu)) is back under SHARE × WINDOW."""
+    while spent and spent[0][0] <= now - WINDOW:
+        spent.popleft()
+    over = sum(cpu for _, cpu in spent) - SHARE * WINDOW
+    if over <= 0:
+        return 0.0
+    # the oldest entries leave the window first: wait until enough of them have
+    freed, wait = 0.0, 0.0
+    for end, cpu in spent:
+        freed += cpu
+        wait = end + WINDOW - now
+        if freed >= over:
+            break
+    return min(MAX_WAIT, max(0.0, wait))
+
+
+def metered(render: Callable[[], None]) -> None:
+    """``render()`` within the session's share: wait first if the session is over it, and count its CPU."""
+    if getattr(_depth, "n", 0):
+        render()
+        return
+    spent = _spent()
+    pause = wait_needed(spent, time.monotonic())
+    if pause > 0:
+        time.sleep(pause)  # throttling this session's own thread, not a test's synchronisation
+    _depth.n = 1
+    t0 = time.thread_time()
+    try:
+        render()
+    finally:
+        _depth.n = 0
+        spent.append((time.monotonic(), time.thread_time() - t0))

@@ -1,0 +1,28 @@
+"""The connection guard (assets/components/guard.js): after a restart or a lost replica the page
+reopens the link it held when the connection dropped, so the new session starts from the learner's
+current scenario; while the server is away the learner reads the app's message, not Streamlit's."""
+
+from __future__ import annotations
+
+import uuid
+
+import streamlit as st
+
+from .. import state
+from ..i18n import t
+from .heatmap import ASSETS
+
+_GUARD = st.components.v2.component("attention_lab_guard", js=(ASSETS / "guard.js").read_text(encoding="utf-8"))
+
+
+def session_id() -> str:
+    """A random id for this server session (a new session after a restart or on another replica has another)."""
+    sid = st.session_state.get(state.FRAME.session_id)
+    if sid is None:
+        sid = st.session_state[state.FRAME.session_id] = uuid.uuid4().hex
+    return sid
+
+
+def connection_guard() -> None:
+    """Mount the guard (the frame calls this first on every full run, before anything writes the URL)."""
+    _GUARD(data={"sid": session_id(), "text": {"title": t("conn.title"), "body": t("conn.body")}}, key=state.FRAME.guard)
