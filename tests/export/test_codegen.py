@@ -1,4 +1,5 @@
-"""core.codegen: the Playground's scenario as a `core` snippet, a plain-PyTorch snippet and a notebook.
+"""attention_lab.codegen (was core.codegen): the Playground's scenario as a `core` snippet, a plain-PyTorch
+snippet and a notebook.
 
 Every snippet is executed in a fresh interpreter (all scenarios batched into one process per kind,
 each snippet exec'd in its own namespace) and its printed numbers are compared with the page's
@@ -23,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 import core
-from core import codegen
+from attention_lab import codegen
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "@@@ scenario "
