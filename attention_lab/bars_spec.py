@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .heatmap_spec import CELL_TEXT_LIMIT
-from .panels import short
+from .labels import short
 
 _PALETTE = ("#2563eb", "#f97316", "#16a34a", "#dc2626", "#9333ea", "#0891b2", "#ca8a04", "#db2777",
             "#4b5563", "#65a30d", "#7c3aed", "#0d9488")

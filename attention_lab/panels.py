@@ -11,30 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import formulas
+from .bars_spec import stacked_contributions, weight_bars
 from .heatmap_spec import heatmap
+from .labels import dim_labels, indexed_labels, short, shorts  # noqa: F401  (shared: ui/text.py)
 from .strings import translate
 
 STEPS = ("scores", "scaled", "masked", "weights", "output")
-
-
-def short(text: str, limit: int = 14) -> str:
-    """A label shortened for a chart axis (shown as text, never as HTML)."""
-    s = str(text)
-    return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
-def shorts(labels) -> list[str]:
-    """:func:`short` for every label."""
-    return [short(s) for s in labels]
-
-
-def indexed_labels(tokens: list[str]) -> list[str]:
-    """Unique labels for axes and table rows even when a token repeats: '0 the', '3 the'."""
-    return [f"{i} {tok}" for i, tok in enumerate(tokens)]
-
-
-def dim_labels(d: int, prefix: str = "d") -> list[str]:
-    return [f"{prefix}{i}" for i in range(d)]
 
 
 def qk_axes(conv: str, q_labels, k_labels, lang: str) -> dict:
@@ -177,8 +159,6 @@ def inspector_spec(A, j: int, q_labels, k_labels, dec: int, lang: str) -> dict:
     """The query inspector of query ``j`` (``assets/components/inspector.js``): its title, formula, the
     query picker and two sections — the weights α_j as bars ("alpha") and the output as the stacked
     pieces α_i·v_i ("contrib"). ``A`` is an AttentionTrace; the caller adds keys and CSS classes."""
-    from .bars_spec import stacked_contributions, weight_bars
-
     row = A if A.convention == "row" else A.transposed()
     alpha = row.weights[j].numpy()
     sections = [

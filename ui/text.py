@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 # the labels' shortening and indexing are shared with the notebook views
-from attention_lab.panels import indexed_labels, short, shorts  # noqa: F401
+from attention_lab.labels import indexed_labels, short, shorts  # noqa: F401
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$&:])")
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from attention_lab.panels import dim_labels  # noqa: F401  (shared with the notebook views)
+from attention_lab.labels import dim_labels  # noqa: F401  (shared with the notebook views)
 
 from ..text import indexed_labels
 

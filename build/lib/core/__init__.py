@@ -1,0 +1,63 @@
+"""Attention Lab's compute package: pure PyTorch, no UI.
+
+    >>> import core
+    >>> tr = core.attention(core.tokens.C18_EMBEDDING, core.tokens.C18_EMBEDDING, core.tokens.C18_EMBEDDING)
+    >>> tr.weights.shape
+    torch.Size([4, 4])
+
+Inputs may be tensors, numpy arrays or nested lists; results are tensors on the inputs'
+device. Every function returns a frozen dataclass trace of its intermediates.
+"""
+
+from . import (
+    block,
+    experiments,
+    lab,
+    masks,
+    pitfalls,
+    positional,
+    pretrained,
+    seq2seq,
+    seq2seq_store,
+    tokens,
+    tutorial,
+    vit,
+)
+from .attention import (
+    CONVENTIONS,
+    SCORE_FUNCTIONS,
+    AttentionTrace,
+    attention,
+    default_scale,
+    l2_normalize,
+    masked_softmax,
+    max_abs_diff,
+    transpose_gap,
+)
+from .chunked import chunked_attention
+from .multihead import MultiHeadTrace, fuse_qkv_weights, fused_qkv, merge_heads, multi_head_attention, split_heads
+from .paper import PaperTrace, paper_attention
+from .seeded import seeded_normal
+
+__all__ = [
+    "AttentionTrace", "CONVENTIONS", "MultiHeadTrace", "PaperTrace", "SCORE_FUNCTIONS", "attention", "block",
+    "chunked_attention", "default_scale", "experiments", "fuse_qkv_weights", "fused_qkv", "l2_normalize", "lab",
+    "masked_softmax", "masks", "max_abs_diff", "merge_heads", "multi_head_attention", "paper_attention", "pitfalls", "positional",
+    "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "tutorial", "vit",
+]
+
+
+def available_devices() -> list[str]:
+    """'cpu' plus 'cuda' and/or 'mps' when present."""
+    import torch
+
+    out = ["cpu"]
+    if torch.cuda.is_available():
+        out.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        out.append("mps")
+    return out
+
+
+__all__.append("available_devices")
