@@ -393,37 +393,38 @@ def core_snippet(args: Mapping[str, Any], lang: str = "en") -> str:
 def _score_lines(score: str, convention: str, lang: str) -> list[str]:
     """f(Q, K) for one score function, in one convention."""
     wa, ua, qh, kh = (_t(k, lang) for k in ("nb.c.wa_q", "nb.c.ua_k", "nb.c.q_hat", "nb.c.k_hat"))
+    eij, eji = _t("nb.c.entry", lang, ij="(i, j)"), _t("nb.c.entry", lang, ij="(j, i)")
     if convention == "row":
         return {
-            "dot": ["scores = Q @ K.T  # (n_q, n_k): entry (i, j) = q_iᵀ k_j"],
-            "scaled_dot": ["scores = Q @ K.T  # (n_q, n_k): entry (i, j) = q_iᵀ k_j"],
-            "general": ["scores = Q @ W.T @ K.T  # (n_q, n_k): entry (i, j) = k_jᵀ W q_i"],
+            "dot": ["scores = Q @ K.T  # (n_q, n_k): " + eij + " = q_iᵀ k_j"],
+            "scaled_dot": ["scores = Q @ K.T  # (n_q, n_k): " + eij + " = q_iᵀ k_j"],
+            "general": ["scores = Q @ W.T @ K.T  # (n_q, n_k): " + eij + " = k_jᵀ W q_i"],
             "additive": [
                 "Wa_q = Q @ W_a.T  # (n_q, d_a): " + wa,
                 "Ua_k = K @ U_a.T  # (n_k, d_a): " + ua,
                 "hidden = torch.tanh(Wa_q[:, None, :] + Ua_k[None, :, :])  # (n_q, n_k, d_a)",
-                "scores = hidden @ w_a  # (n_q, n_k): entry (i, j) = w_aᵀ tanh(W_a q_i + U_a k_j)",
+                "scores = hidden @ w_a  # (n_q, n_k): " + eij + " = w_aᵀ tanh(W_a q_i + U_a k_j)",
             ],
             "cosine": [
                 "Q_hat = Q / Q.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # " + qh,
                 "K_hat = K / K.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # " + kh,
-                "scores = Q_hat @ K_hat.T  # (n_q, n_k): entry (i, j) = q_iᵀ k_j / (‖q_i‖ ‖k_j‖)",
+                "scores = Q_hat @ K_hat.T  # (n_q, n_k): " + eij + " = q_iᵀ k_j / (‖q_i‖ ‖k_j‖)",
             ],
         }[score]
     return {
-        "dot": ["scores = K.T @ Q  # (n_k, n_q): entry (j, i) = k_jᵀ q_i"],
-        "scaled_dot": ["scores = K.T @ Q  # (n_k, n_q): entry (j, i) = k_jᵀ q_i"],
-        "general": ["scores = K.T @ W @ Q  # (n_k, n_q): entry (j, i) = k_jᵀ W q_i"],
+        "dot": ["scores = K.T @ Q  # (n_k, n_q): " + eji + " = k_jᵀ q_i"],
+        "scaled_dot": ["scores = K.T @ Q  # (n_k, n_q): " + eji + " = k_jᵀ q_i"],
+        "general": ["scores = K.T @ W @ Q  # (n_k, n_q): " + eji + " = k_jᵀ W q_i"],
         "additive": [
             "Wa_q = W_a @ Q  # (d_a, n_q): " + wa,
             "Ua_k = U_a @ K  # (d_a, n_k): " + ua,
             "hidden = torch.tanh(Ua_k.T[:, None, :] + Wa_q.T[None, :, :])  # (n_k, n_q, d_a)",
-            "scores = hidden @ w_a  # (n_k, n_q): entry (j, i) = w_aᵀ tanh(W_a q_i + U_a k_j)",
+            "scores = hidden @ w_a  # (n_k, n_q): " + eji + " = w_aᵀ tanh(W_a q_i + U_a k_j)",
         ],
         "cosine": [
             "Q_hat = Q / Q.norm(dim=0, keepdim=True).clamp_min(1e-12)  # " + qh,
             "K_hat = K / K.norm(dim=0, keepdim=True).clamp_min(1e-12)  # " + kh,
-            "scores = K_hat.T @ Q_hat  # (n_k, n_q): entry (j, i) = k_jᵀ q_i / (‖k_j‖ ‖q_i‖)",
+            "scores = K_hat.T @ Q_hat  # (n_k, n_q): " + eji + " = k_jᵀ q_i / (‖k_j‖ ‖q_i‖)",
         ],
     }[score]
 
