@@ -142,7 +142,8 @@ class Maps:
         out.append(nbformat.v4.new_output("display_data", data={"text/plain": repr(w),
                                                                  "application/vnd.jupyter.widget-view+json": view}))
         state = dependency_state([w], drop_defaults=True)
-        w.close()
+        for widget in (w.layout, w):  # no kernel holds them: let them go (a server builds one notebook per download)
+            widget.close()
         return out, state
 
 
