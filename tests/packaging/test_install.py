@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -135,8 +136,10 @@ def test_the_console_command_serves_the_app(editable):
 
 
 def test_the_wheel_carries_the_packages_and_the_app_and_runs_from_its_install(tmp_path):
-    wheels = tmp_path / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, ROOT], cwd=tmp_path, timeout=900)
+    wheels, src = tmp_path / "dist", tmp_path / "src"  # built from a copy: setuptools writes build/ into the source
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__",
+                                                             "test-artifacts", ".ruff_cache", ".hypothesis"))
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, src], cwd=tmp_path, timeout=900)
     (wheel,) = wheels.glob("attention_lab-0.1.0-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     data = "attention_lab-0.1.0.data/data/share/attention-lab/"
