@@ -285,14 +285,16 @@ def _mask_lines(s: _Scenario, lang: str) -> list[str]:
     k_names = s.tokens_k or [str(j) for j in range(n_k)]
     q_names = s.tokens_q or [str(i) for i in range(n_q)]
     pad = [j for j in range(n_k) if not m[:, j].any()] if n_q > 1 else []
-    rest = m.copy()
-    rest[:, pad] = True
+    keys = np.ones(n_k, dtype=bool)
+    keys[pad] = False  # the columns no query may use: PAD keys
     causal = np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)
-    is_causal = s.self_attention and n_q > 1 and not rest[~causal].any() and rest[causal].all() and not causal.all()
+    above = ~causal & keys[None, :]  # the cells a causal mask blocks, outside the PAD columns
+    is_causal = s.self_attention and above.any() and not (m & above).any()
     lines = [_t("nb.desc.mask_causal", lang)] if is_causal else []
     if pad:
         lines.append(_t("nb.desc.mask_pad", lang, keys=", ".join(repr(k_names[j]) for j in pad)))
-    cells = [] if is_causal else [(i, j) for i, j in zip(*np.nonzero(~rest), strict=True)]
+    clicked = ~m & keys[None, :] & (causal if is_causal else True)  # blocked beyond the causal mask and the PAD keys
+    cells = list(zip(*np.nonzero(clicked), strict=True))
     if cells:
         shown = ", ".join(f"{q_names[i]!r} → {k_names[j]!r}" for i, j in cells[:8])
         more = " " + _t("nb.desc.mask_more", lang, n=len(cells) - 8) if len(cells) > 8 else ""
@@ -482,7 +484,8 @@ def torch_snippet(args: Mapping[str, Any], lang: str = "en") -> str:
     lines.append(f"# {step}. " + _t("nb.c.scale_step", lang))
     step += 1
     if needs_math:
-        lines.append("d_k = K.shape[-1]  # K is (n_k, d_k)" if row else "d_k = K.shape[0]  # K is (d_k, n_k)")
+        lines.append("d_k = K.shape[-1]  # " + _t("nb.c.k_shape", lang, shape="(n_k, d_k)") if row
+                     else "d_k = K.shape[0]  # " + _t("nb.c.k_shape", lang, shape="(d_k, n_k)"))
         lines.append("scale = 1 / math.sqrt(d_k)")
     elif s.scale is None:
         lines.append("scale = 1.0  # " + _t("nb.c.no_scale", lang, score=s.score))

@@ -544,3 +544,31 @@ def test_notebook_executes_top_to_bottom_with_the_pages_numbers(executed_noteboo
     assert "max |Δ weights| = " in texts[2]
     diff = float(texts[2].split("max |Δ weights| = ")[1].split(",")[0])
     assert diff < 1e-5
+
+
+def test_the_mask_is_described_as_the_page_describes_it():
+    """Causal, PAD keys and clicked cells, read off the matrix (the page builds it from those three)."""
+    X = C18_X
+    base = _args(X_q=X, X_kv=X, tokens_q=C18_TOKENS, tokens_k=C18_TOKENS)
+
+    def lines(mask, lang="en"):
+        return codegen._describe(codegen._scenario(base | {"mask": mask}), lang)
+
+    causal = _causal(4, 4)
+    pad = causal.copy()
+    pad[:, 2] = False
+    clicked = causal.copy()
+    clicked[3, 0] = False
+    only_clicked = np.ones((4, 4), dtype=bool)
+    only_clicked[1, 2] = False
+    text = "\n".join(lines(pad))
+    assert "causal mask: query i sees keys j ≤ i only" in text and "PAD keys, masked for every query: '사과를'" in text
+    assert "blocked (query → key) cells" not in text and "8 of 16" in text
+    text = "\n".join(lines(clicked))
+    assert "causal mask" in text and "blocked (query → key) cells: '먹었다' → '나는'" in text and "7 of 16" in text
+    text = "\n".join(lines(only_clicked))
+    assert "causal" not in text and "PAD" not in text and "'오늘' → '사과를'" in text
+    nothing = only_clicked.copy()
+    nothing[0, :] = False
+    assert "queries that see no key (weights and output 0): '나는'" in "\n".join(lines(nothing))
+    assert "인과 마스크" in "\n".join(lines(pad, "ko")) and "마스크: 없음" in "\n".join(lines(None, "ko"))

@@ -144,14 +144,14 @@ ALLOWED = {"Attention", "Lab", "PyTorch", "Jupyter", "core", "attention", "lab",
 
 
 def english_words(text: str) -> list[str]:
-    """Words of three or more ASCII letters left once math ($…$), code spans, quoted data (token
+    """Words of two or more ASCII letters left once math ($…$), code spans, quoted data (token
     reprs) and identifiers are removed — what an English sentence would leave behind."""
     text = re.sub(r"`{3,}\w*", " ", text)  # code fences and their language tag
     text = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$", " ", text, flags=re.S)
     text = re.sub(r"`[^`\n]*`", " ", text)
     text = re.sub(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"", " ", text)
     words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)
-    return [w for w in words if len(w) >= 3 and w.isalpha() and w not in ALLOWED]
+    return [w for w in words if len(w) >= 2 and w.isalpha() and w not in ALLOWED]
 
 
 def _prose_and_comments(nb) -> str:
