@@ -9,15 +9,16 @@ from urllib.parse import urlencode
 import streamlit as st
 
 import core
+from attention_lab.panels import inspector_spec
 from ui import export, page, scenario, settings, state, view
 from ui import scenario_state as ss
 from ui.code_export import code_panel
-from ui.i18n import labeller, t
+from ui.i18n import current_lang, labeller, t
 from ui.inputs import Where, inputs, mask_controls, score_params, token_options, x_fold_open
 from ui.pipeline import pipeline, weights_key
 from ui.text import md
 from ui.widgets import formulas
-from ui.widgets.bars import show_inspector, stacked_contributions, weight_bars
+from ui.widgets.bars import show_inspector
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import token_labels
 from ui.widgets.qr import qr_png
@@ -179,30 +180,11 @@ def inspector(trace, tq, tk, conv: str, dec: int) -> None:
     if not 0 <= int(ss.get("query")) < len(tq):
         ss.put("query", 0)
     q_labels, k_labels = token_labels(tq), token_labels(tk)
-    j = int(ss.get("query"))
-    A = trace.attn
-    row = A if conv == "row" else A.transposed()
-    alpha = row.weights[j].numpy()
-    sections = [
-        {"key": K.fig_alpha, "heading": t("pg.inspector.alpha", q=q_labels[j]), "bars": weight_bars(k_labels, alpha, dec),
-         "note": top_keys_text(A, j, q_labels, k_labels, alpha, dec)},
-        {"key": K.fig_contrib, "heading": t("pg.inspector.output", q=q_labels[j]), "note": None,
-         "bars": stacked_contributions(k_labels, A.contributions(j).numpy(), row.output[j].numpy(), dec,
-                                       total_label=t("pg.inspector.sum"))}]
-    show_inspector({"title": t("pg.inspector"), "mathml": formulas.MATHML_CONTRIB, "pick": t("pg.inspector.query"),
-                    "options": q_labels, "chosen": j, "picker_css": state.css_class(state.scenario_picker("query"))[1:],
-                    "sections": [s | {"css": state.css_class(s["key"])[1:]} for s in sections]},
+    spec = inspector_spec(trace.attn, int(ss.get("query")), q_labels, k_labels, dec, current_lang())
+    keys = {"alpha": K.fig_alpha, "contrib": K.fig_contrib}
+    sections = [s | {"key": keys[s["step"]], "css": state.css_class(keys[s["step"]])[1:]} for s in spec["sections"]]
+    show_inspector(spec | {"sections": sections, "picker_css": state.css_class(state.scenario_picker("query"))[1:]},
                    key=K.inspector, on_pick=lambda i: ss.put("query", i))
-
-
-def top_keys_text(A, j: int, q_labels, k_labels, alpha, dec: int) -> str:
-    """Which key the query attends to most — every key that ties for the largest weight (plain text)."""
-    tops = core.lab.top_keys(A, j)
-    if not tops:
-        return t("pg.fully_masked_short")
-    names = ", ".join(k_labels[i] for i in tops)
-    return t("pg.inspector.top" if len(tops) == 1 else "pg.inspector.tie", q=q_labels[j], k=names,
-             a=f"{alpha[tops[0]]:.{dec}f}")
 
 
 # ---------------------------------------------------------------------------- share & export

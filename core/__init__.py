@@ -11,7 +11,6 @@ device. Every function returns a frozen dataclass trace of its intermediates.
 
 from . import (
     block,
-    codegen,
     experiments,
     kv_cache,
     lab,
@@ -55,7 +54,7 @@ from .seeded import seeded_normal
 
 __all__ = [
     "AttentionTrace", "CONVENTIONS", "MultiHeadTrace", "PaperTrace", "SCORE_FUNCTIONS", "attention", "block",
-    "chunked_attention", "codegen", "default_scale", "experiments", "fuse_qkv_weights", "fused_qkv", "l2_normalize", "lab",
+    "chunked_attention", "default_scale", "experiments", "fuse_qkv_weights", "fused_qkv", "l2_normalize", "lab",
     "masked_softmax", "masks", "max_abs_diff", "merge_heads", "multi_head_attention", "paper_attention", "pitfalls", "positional",
     "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "tutorial", "vit",
 ]

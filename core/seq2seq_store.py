@@ -29,11 +29,12 @@ from pathlib import Path
 import torch
 
 from . import seq2seq
+from ._paths import ASSETS
 
 FORMAT = "attention-lab/seq2seq-checkpoint"
 CURVES_FORMAT = "attention-lab/seq2seq-curves"
 VERSION = 1
-CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "assets" / "checkpoints" / "seq2seq"
+CHECKPOINT_DIR = ASSETS / "checkpoints" / "seq2seq"
 CURVES_FILE = "curves.json"
 CURVE_TASKS = ("copy", "reverse")  # length is a free parameter only for these (translate draws sentences)
 CURVE_ATTENTIONS = ("none", "additive")

@@ -38,7 +38,6 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -47,6 +46,7 @@ import torch
 from . import masks as _masks
 from . import positional as _positional
 from . import tokens as _tokens
+from ._paths import ASSETS as _ASSETS
 from .attention import SCORE_FUNCTIONS, attention
 from .experiments import scaling_experiment
 from .kv_cache import MODEL_PRESETS, cached_decode, kv_cache_bytes
@@ -65,7 +65,7 @@ KINDS = ("number", "predict", "choice", "make_it_so")
 #   position  the permutation experiment with and without positions, the positional table
 PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position")
 LANGS = ("en", "ko")
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "lessons"
+ASSETS = _ASSETS / "lessons"
 
 # A copy of ui.scenario.DEFAULTS (core may not import ui); tests keep the two equal.
 SCENARIO_DEFAULTS: Mapping[str, Any] = MappingProxyType({

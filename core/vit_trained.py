@@ -32,13 +32,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._paths import ASSETS
 from ._tensor import TensorLike, as_tensor, shape_str
 from .multihead import MultiHeadTrace, multi_head_attention
 from .vit import patchify
 
 SIZE = 96  # every image is SIZE × SIZE × 3
 CLASSES = ("circle", "square", "triangle")
-CHECKPOINT = Path(__file__).resolve().parent.parent / "assets" / "checkpoints" / "vit_shapes.pt"
+CHECKPOINT = ASSETS / "checkpoints" / "vit_shapes.pt"
 
 # the generator's settings (pixel values in [0, 1], lengths in pixels)
 BACKGROUND = (0.05, 0.3)  # range of the smooth background field's 3 × 3 anchor colours

@@ -2,7 +2,7 @@
 
 :func:`code_panel` takes exactly the dict of :func:`ui.scenario_state.playground_args` (the keyword
 arguments of ``core.lab.playground``); the token labels come separately. The snippets are built by
-:mod:`core.codegen` (tested there: they print the page's numbers); the notebook is built only when
+:mod:`attention_lab.codegen` (tested there: they print the page's numbers); the notebook is built only when
 the learner presses the download button."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from core import codegen
+from attention_lab import codegen
 
-from . import state
+from . import settings, state
 from .i18n import current_lang, t
 
 
@@ -34,13 +34,14 @@ def code_panel(args: dict, *, title: str, key_prefix: str, tokens_q: Sequence[st
 
     ``args``: ``ui.scenario_state.playground_args(inp, score, params, mask, conv)``; ``title``
     heads the notebook; ``key_prefix`` keeps the download buttons of several panels apart.
-    A scenario too large to write out gets a message instead (core.codegen.size_problem)."""
+    A scenario too large to write out gets a message instead (attention_lab.codegen.size_problem)."""
     if codegen.size_problem(args):
         st.info(t("cx.too_large", limit=codegen.MAX_TOKENS, dim=codegen.MAX_DIM))
         return
     full = _with_tokens(args, tokens_q, tokens_k)
+    lang, dec = current_lang(), settings.get("precision")
     try:
-        core_code, torch_code = codegen.core_snippet(full), codegen.torch_snippet(full)
+        core_code, torch_code = codegen.core_snippet(full, lang), codegen.torch_snippet(full, lang)
     except ValueError as err:
         st.warning(t("cx.failed", detail=str(err)))
         return
@@ -50,8 +51,7 @@ def code_panel(args: dict, *, title: str, key_prefix: str, tokens_q: Sequence[st
         st.code(core_code, language="python", wrap_lines=True)
     with tab_torch:
         st.code(torch_code, language="python", wrap_lines=True)
-    lang = current_lang()
-    st.download_button(t("cx.notebook"),
-                       data=lambda: codegen.notebook_bytes(full, title=title, formulas_md=formulas_md, lang=lang),
+    st.download_button(t("cx.notebook"),  # built on the click: the notebook is saved with its outputs (maps included)
+                       data=lambda: codegen.notebook_bytes(full, title=title, formulas_md=formulas_md, lang=lang, decimals=dec),
                        file_name=f"{file_stem}.ipynb", mime="application/x-ipynb+json", on_click="ignore",
                        key=state.item(state.CODE_EXPORT.download, key_prefix), icon=":material/download:")

@@ -7,28 +7,17 @@ Long explanations live in ``assets/explain/<name>.<lang>.md`` (:func:`explain`).
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from pathlib import Path
 
 import streamlit as st
 
+from attention_lab.strings import LANGS, table, translate  # noqa: F401  (table: the loader, for tests)
+
 from . import state
-from .text import fill
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
-LANGS = ("en", "ko")
 LANG_NAMES = {"en": "English", "ko": "한국어"}
-
-
-@cache
-def table(lang: str) -> dict[str, str]:
-    """``assets/i18n/<lang>.json`` merged with ``<lang>.<part>.json`` (one part per feature)."""
-    merged: dict[str, str] = {}
-    for path in [ASSETS / "i18n" / f"{lang}.json", *sorted((ASSETS / "i18n").glob(f"{lang}.*.json"))]:
-        with open(path, encoding="utf-8") as f:
-            merged |= json.load(f)
-    return merged
 
 
 def current_lang() -> str:
@@ -39,10 +28,8 @@ def current_lang() -> str:
 def t(key: str, lang: str | None = None, **fmt) -> str:
     """The string for ``key``; falls back to English, then to the key itself (never raises). A Korean
     particle written after a placeholder in its two-way form ("{q}을(를)") is chosen from the value
-    (:func:`ui.text.fill`)."""
-    lang = lang or current_lang()
-    text = table(lang).get(key) or table("en").get(key) or key
-    return fill(text, **fmt) if fmt else text
+    (:func:`attention_lab.korean.fill`)."""
+    return translate(key, lang or current_lang(), **fmt)
 
 
 def labeller(prefix: str, *, empty_key: str | None = None):

@@ -15,11 +15,12 @@ import numpy as np
 import streamlit as st
 
 import core
+from attention_lab import panels
 from core.tokens import tokenize
 
 from . import compute, scenario, settings, state
 from . import scenario_state as ss
-from .i18n import labeller, t
+from .i18n import current_lang, labeller, t
 from .text import md, shorts
 from .widgets import formulas
 from .widgets.editor import EDIT_LIMIT
@@ -332,9 +333,7 @@ def mask_controls(n_q: int, n_k: int, q_labels, k_labels, conv: str, *, cross: b
 
 def qk_axes(conv: str, q_labels, k_labels) -> dict:
     """Heatmap labels of an (n_q × n_k) matrix in the chosen notation (column: rows = keys)."""
-    if conv == "column":
-        return {"x_labels": q_labels, "y_labels": k_labels, "x_title": t("axis.query"), "y_title": t("axis.key")}
-    return {"x_labels": k_labels, "y_labels": q_labels, "x_title": t("axis.key"), "y_title": t("axis.query")}
+    return panels.qk_axes(conv, q_labels, k_labels, current_lang())
 
 
 def qk_view(z, conv: str, q_labels, k_labels) -> tuple[np.ndarray, dict]:

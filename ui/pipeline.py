@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
+
+from attention_lab.panels import STEPS, Layout, Panel, panel_dict, pipeline_panels
 
 from . import state
 from .i18n import current_lang, t
-from .inputs import qk_axes
-from .text import md, shorts
+from .text import md
 from .widgets import formulas
-from .widgets.heatmap import fits_one_element, heatmap, show_heatmap, show_maps
-from .widgets.layout import dim_labels, panel_header
+from .widgets.heatmap import fits_one_element, show_heatmap, show_maps
+from .widgets.layout import panel_header
 
-STEPS = ("scores", "scaled", "masked", "weights", "output")
+__all__ = ["STEPS", "pipeline", "weights_key"]
 
 
 def weights_key(prefix: str) -> str:
@@ -26,25 +26,11 @@ def weights_key(prefix: str) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """What every panel shares: labels in the chosen notation, precision and the click queue."""
+    """Where the panels go: the key prefix and the click queue (the panels themselves: attention_lab.panels)."""
 
-    q_labels: list[str]
-    k_labels: list[str]
-    conv: str
-    dec: int
     prefix: str
     clicks: str | None
-    large: bool = False  # presenter view: larger type and cells
     compact: bool = False  # the formula on the title's line
-
-    @property
-    def axes(self) -> dict:
-        return qk_axes(self.conv, shorts(self.q_labels), shorts(self.k_labels))
-
-    @property
-    def square(self) -> str:
-        n_q, n_k = len(self.q_labels), len(self.k_labels)
-        return f"{n_q}×{n_k}" if self.conv == "row" else f"{n_k}×{n_q}"
 
     def key(self, step: str) -> str:
         return state.item(self.prefix, step)
@@ -59,7 +45,9 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
     how many maps stand side by side (default: three while every column fits, else two).
     Without the header (the Playground beside its controls) the panels are ONE element, which also
     puts ``url`` in the address bar (see :func:`show_maps`); returns whether it did."""
-    v = View(list(q_labels), list(k_labels), conv, dec, prefix, clicks, large, compact=not header)
+    v = View(prefix, clicks, compact=not header)
+    layout = Layout(list(q_labels), list(k_labels), conv, dec, current_lang(), clickable=bool(clicks), large=large,
+                    compact=not header)
     A = trace.attn
     if header:
         st.subheader(t("pg.pipeline"))
@@ -68,34 +56,16 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
     n_max = max(len(q_labels), len(k_labels))
     # three maps side by side while every column fits at 1280 pixels (a cell is about 7 px per printed character)
     per_row = per_row or (3 if n_max <= 3 or (n_max <= 4 and dec <= 2) else 2 if n_max <= 8 else 1)
-    build = {"scores": lambda: _scores(v, trace, score), "scaled": lambda: _scaled(v, A), "masked": lambda: _masked(v, A),
-             "weights": lambda: _weights(v, A, query), "output": lambda: _output(v, A, trace.V.shape[1])}
-    panels = [build[name]() for name in STEPS if shows is None or shows(name)]
+    panels = pipeline_panels(trace, layout, score, query=query, shows=shows)
     if v.compact and fits_one_element(p.spec for p in panels):
-        show_maps([_as_dict(v, p) for p in panels], key=state.item(prefix, "maps"), per_row=per_row, click_queue=clicks,
-                  large=large, url=url)
+        show_maps([panel_dict(p, v.key(p.step), layout.lang) for p in panels], key=state.item(prefix, "maps"),
+                  per_row=per_row, click_queue=clicks, large=large, url=url)
         return url is not None
     for start in range(0, len(panels), per_row):
         for col, p in zip(st.columns(per_row), panels[start:start + per_row], strict=False):
             with col:
                 _draw(v, p)
     return False
-
-
-@dataclass(frozen=True)
-class Panel:
-    """One step: its title, formula (LaTeX, and MathML for the one-element pipeline), shape line,
-    the heatmap spec, notes above and under the map, and the queries whose every key is masked."""
-
-    step: str
-    title: str
-    latex: str
-    mathml: str
-    shape: str
-    spec: dict
-    before: tuple[str, ...] = ()
-    after: tuple[str, ...] = ()
-    masked_names: tuple[str, ...] = ()
 
 
 def _draw(v: View, p: Panel) -> None:
@@ -108,69 +78,3 @@ def _draw(v: View, p: Panel) -> None:
         st.caption(note)
     if p.masked_names:
         st.warning(t("pg.fully_masked", names=", ".join(md(n) for n in p.masked_names)))
-
-
-def _as_dict(v: View, p: Panel) -> dict:
-    """A panel for :func:`show_maps` (plain text: the component inserts it as text)."""
-    warning = t("pg.fully_masked", names=", ".join(p.masked_names)) if p.masked_names else None
-    return {"key": v.key(p.step), "title": p.title, "mathml": formulas.localize(p.mathml, current_lang()), "shape": p.shape,
-            "map": p.spec,
-            "before": list(p.before), "after": list(p.after), "warning": warning}
-
-
-def _spec(v: View, z, title: str, **kw) -> dict:
-    return heatmap(z, decimals=v.dec, title=title, large=v.large, compact=v.compact, **(v.axes | kw))
-
-
-def _scores(v: View, trace, score: str) -> Panel:
-    n_q, n_k, d_k = len(v.q_labels), len(v.k_labels), trace.Q.shape[1]
-    shape = (f"Q ({n_q}×{d_k}) · Kᵀ ({d_k}×{n_k}) → ({n_q}×{n_k})" if v.conv == "row"
-             else f"Kᵀ ({n_k}×{d_k}) · Q ({d_k}×{n_q}) → ({n_k}×{n_q})")
-    title = t("step.scores")
-    return Panel("scores", title, formulas.SCORE_MATRIX[v.conv][score], formulas.MATHML_SCORE[v.conv][score], shape,
-                 _spec(v, trace.attn.scores.numpy(), title))
-
-
-def _scaled(v: View, A) -> Panel:
-    shape = f"({v.square}) · {A.scale:.{v.dec}g} / {A.temperature:g} → ({v.square})"
-    title = t("step.scaled")
-    return Panel("scaled", title, formulas.SCALED, formulas.MATHML_SHORT["scaled"], shape, _spec(v, A.scaled.numpy(), title))
-
-
-def _masked(v: View, A) -> Panel:
-    neg = np.isneginf(A.logits.numpy())
-    latex = formulas.SHORT["masked"] if v.compact else formulas.MASKED[v.conv]
-    title = t("step.masked")
-    return Panel("masked", title, latex, formulas.MATHML_SHORT["masked"], f"({v.square}) + M ({v.square}) → ({v.square})",
-                 _spec(v, np.where(neg, 0.0, A.logits.numpy()), title, neg_inf=neg))
-
-
-def _weights(v: View, A, query: int | None) -> Panel:
-    sums, fully = A.weight_sums.numpy(), A.fully_masked.numpy()
-    notes = [("Σ " + f"{s:.{v.dec}f}") if not f else t("pg.fully_masked_short") for s, f in zip(sums, fully, strict=True)]
-    hl = {} if query is None else ({"highlight_row": query} if v.conv == "row" else {"highlight_col": query})
-    latex = formulas.SHORT["weights"][v.conv] if v.compact else formulas.SOFTMAX[v.conv]
-    title = t("step.weights")
-    spec = _spec(v, A.weights.numpy(), title, sequential=True, side_text=notes if v.conv == "row" else None,
-                 clickable=bool(v.clicks), **hl)
-    click = (t("pg.weights.click"),) if v.clicks else ()
-    before = (() if v.compact else click) + ((t("pg.column_sums") + "  " + ",  ".join(notes),) if v.conv == "column" else ())
-    return Panel("weights", title, latex, formulas.MATHML_SHORT["weights"][v.conv], f"softmax ({v.square}) → ({v.square})",
-                 spec, before=before, after=click if v.compact else (),
-                 masked_names=tuple(v.q_labels[i] for i in np.flatnonzero(fully)))
-
-
-def _output(v: View, A, d_v: int) -> Panel:
-    O = A.output.numpy()
-    n_q, n_k = len(v.q_labels), len(v.k_labels)
-    vl = dim_labels(d_v, "v")
-    if v.conv == "row":
-        shape = f"α ({n_q}×{n_k}) · V ({n_k}×{d_v}) → ({n_q}×{d_v})"
-        kw = {"x_labels": vl, "x_title": t("axis.dim")}
-    else:
-        shape = f"V ({d_v}×{n_k}) · α ({n_k}×{n_q}) → ({d_v}×{n_q})"
-        kw = {"y_labels": vl, "y_title": t("axis.dim"), "x_labels": shorts(v.q_labels), "x_title": t("axis.query")}
-    title = t("step.output")
-    latex = formulas.SHORT["output"][v.conv] if v.compact else formulas.OUTPUT[v.conv]
-    return Panel("output", title, latex, formulas.MATHML_SHORT["output"][v.conv], shape, _spec(v, O, title, **kw),
-                 after=(t("pg.output.note"),))

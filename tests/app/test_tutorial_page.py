@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
-from core import codegen
+from attention_lab import codegen
 from core import tutorial as tut
 from ui import scenario, state
 from ui.i18n import table

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("core", "ui", "app_pages", "bench", "scripts")
+PACKAGES = ("core", "ui", "app_pages", "bench", "scripts", "attention_lab")
 MAX_LINES = 60
 
 
@@ -117,6 +117,36 @@ def test_core_never_imports_streamlit_or_plotly():
         mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         assert not mods & {"streamlit", "plotly", "ui", "app_pages"}, path.name
+
+
+def _imported_roots(path: Path) -> set[str]:
+    """Top-level names of every module a file imports, at any depth (lazy imports inside functions too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return mods | {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+
+
+def test_the_notebook_package_never_imports_streamlit_plotly_or_the_app():
+    """attention_lab (notebook views, notebook export, shared building blocks) runs in a kernel without
+    Streamlit; the app imports it, never the other way round."""
+    files = sorted((ROOT / "attention_lab").rglob("*.py"))
+    assert any(p.name == "notebook.py" for p in files)
+    for path in files:
+        assert not _imported_roots(path) & {"streamlit", "plotly", "ui", "app_pages"}, path.name
+    # the checker sees lazy imports too (it can fail)
+    probe = ROOT / "tests" / "architecture" / "_probe_lazy_import.py"
+    probe.write_text("def f():\n    import streamlit as st\n    from ui import state\n", encoding="utf-8")
+    try:
+        assert _imported_roots(probe) >= {"streamlit", "ui"}
+    finally:
+        probe.unlink()
+
+
+def test_core_holds_no_export_code():
+    """The notebook / snippet export (bilingual prose, #20) lives outside core."""
+    assert not (ROOT / "core" / "codegen.py").exists()
+    for path in (ROOT / "core").rglob("*.py"):
+        assert "codegen" not in _imported_roots(path) and "attention_lab" not in _imported_roots(path), path.name
 
 
 def _is_session_state(node: ast.AST) -> bool:

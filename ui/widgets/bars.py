@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-import numpy as np
 import streamlit as st
 
-from ..text import short
-from .heatmap import ASSETS, CELL_TEXT_LIMIT, DOM_LIB
+# the bars' specs are built without Streamlit (shared with the notebook views)
+from attention_lab.bars_spec import stacked_contributions, weight_bars  # noqa: F401
+
+from .heatmap import ASSETS, DOM_LIB
 
 _read = lambda name: (ASSETS / name).read_text(encoding="utf-8")  # noqa: E731
 _BARS_COMPONENT = st.components.v2.component(
@@ -17,38 +18,6 @@ _BARS_COMPONENT = st.components.v2.component(
 _INSPECTOR_COMPONENT = st.components.v2.component(
     "attention_lab_inspector", js=DOM_LIB + _read("bars_lib.js") + _read("inspector.js"),
     css=_read("bars.css") + _read("inspector.css"))
-_PALETTE = ("#2563eb", "#f97316", "#16a34a", "#dc2626", "#9333ea", "#0891b2", "#ca8a04", "#db2777",
-            "#4b5563", "#65a30d", "#7c3aed", "#0d9488")
-
-
-def weight_bars(labels: Sequence[str], alpha: np.ndarray, decimals: int) -> dict:
-    """Bars of one query's weights over the keys (0 … 1)."""
-    vals = np.round(np.asarray(alpha, dtype=float), decimals).tolist()
-    fmt = f"{{:.{decimals}f}}"
-    rows = [{"label": short(lab), "segments": [{"value": v, "color": "#2563eb", "name": "", "text": fmt.format(v)}],
-             "total": None, "value_text": fmt.format(v)} for lab, v in zip(labels, vals, strict=True)]
-    return {"rows": rows, "lo": 0.0, "hi": 1.0, "legend": []}
-
-
-def stacked_contributions(labels: Sequence[str], contrib: np.ndarray, total: np.ndarray, decimals: int,
-                          *, total_label: str) -> dict:
-    """One bar per output dimension: the pieces α_i·v_i (one colour per key) stacked from 0, and
-    the black mark of their sum (the output value)."""
-    contrib = np.round(np.asarray(contrib, dtype=float), decimals)  # (n_k, d_v)
-    tot = np.round(np.asarray(total, dtype=float), decimals)
-    fmt = f"{{:.{decimals}f}}"
-    colours = [_PALETTE[i % len(_PALETTE)] for i in range(contrib.shape[0])]
-    rows = []
-    for d in range(contrib.shape[1]):
-        segs = [{"value": float(contrib[i, d]), "color": colours[i], "name": short(labels[i]),
-                 "text": fmt.format(contrib[i, d])} for i in range(contrib.shape[0])]
-        rows.append({"label": f"v{d}", "segments": segs, "total": float(tot[d]), "value_text": fmt.format(tot[d])})
-    pos = np.clip(contrib, 0, None).sum(axis=0)
-    neg = np.clip(contrib, None, 0).sum(axis=0)
-    legend = [{"name": short(labels[i]), "color": colours[i]} for i in range(min(contrib.shape[0], CELL_TEXT_LIMIT))]
-    legend.append({"name": total_label, "color": "#0f172a"})
-    return {"rows": rows, "lo": float(min(0.0, neg.min(initial=0.0))), "hi": float(max(1e-12, pos.max(initial=0.0))),
-            "legend": legend}
 
 
 def show_bars(spec: dict, *, key: str) -> None:

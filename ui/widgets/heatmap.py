@@ -3,19 +3,17 @@ a plotly image beyond. Display only: values are rounded, never computed here."""
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
+
+# the display spec of a map is built without Streamlit (shared with the notebook views)
+from attention_lab.heatmap_spec import _DIV, _SEQ, CELL_TEXT_LIMIT, TABLE_LIMIT, heatmap  # noqa: F401
 
 from .. import settings, state
 from ..i18n import t
-from . import colours
 from .figures import PrebuiltFigure, show_chart
 
-CELL_TEXT_LIMIT = 16  # cell values are printed inside cells up to this many rows/columns
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "components"
 DOM_LIB = (ASSETS / "dom_lib.js").read_text(encoding="utf-8")  # helpers every component of the app puts first
 _LIB = DOM_LIB + (ASSETS / "heatmap_lib.js").read_text(encoding="utf-8")  # the drawing both map components share
@@ -26,98 +24,6 @@ _HEATMAP_COMPONENT = st.components.v2.component(
 _MAPS_COMPONENT = st.components.v2.component(
     "attention_lab_maps", js=_LIB + (ASSETS / "maps.js").read_text(encoding="utf-8"),
     css=_CSS + (ASSETS / "maps.css").read_text(encoding="utf-8"))
-TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table; beyond, a plotly image
-
-# colour scales (display only) and the contrast rule for the numbers in cells: ui/widgets/colours.py
-_SEQ, _DIV = colours.SEQ, colours.DIV
-_rgb = colours.rgb_at
-
-
-def heatmap(
-    z: np.ndarray,
-    *,
-    x_labels: Sequence[str],
-    y_labels: Sequence[str],
-    x_title: str,
-    y_title: str,
-    decimals: int = 3,
-    neg_inf: np.ndarray | None = None,
-    nan: np.ndarray | None = None,
-    sequential: bool = False,
-    side_text: Sequence[str] | None = None,
-    side_title: str = "",
-    clickable: bool = False,
-    highlight: tuple[int, int] | None = None,
-    highlight_row: int | None = None,
-    highlight_col: int | None = None,
-    title: str = "",
-    large: bool = False,
-    compact: bool = False,
-) -> dict:
-    """The display spec of a labelled heatmap of ``z`` (rows = y, columns = x).
-
-    Values are rounded to ``decimals`` for display; neg_inf marks cells shown as −∞ (masked
-    logits); side_text adds a note right of each row (e.g. row sums); clickable cells report
-    (row, column) clicks. Render it with :func:`show_heatmap`.
-    """
-    z = np.asarray(z, dtype=float)
-    shown = np.round(z, decimals)
-    ninf = np.zeros(z.shape, dtype=bool) if neg_inf is None else np.asarray(neg_inf, dtype=bool)
-    isnan = np.zeros(z.shape, dtype=bool) if nan is None else np.asarray(nan, dtype=bool)
-    lo, hi, stops = _range(shown[~ninf & np.isfinite(shown)], sequential)
-    cells = _cells(shown, ninf, isnan, lo, hi, stops, decimals)
-    z_shown = np.where(ninf, np.nan, shown)
-    longest = max((len(str(x)) for x in x_labels), default=0)
-    if cells["rgb"] is not None:  # a canvas map: its values as float64 bytes (NaN: a −∞ cell), base64
-        z_out = base64.b64encode(z_shown.astype("<f8").tobytes()).decode("ascii")
-    else:
-        z_out = [[None if v != v else v for v in row] for row in z_shown.tolist()]  # NaN (−∞ cells) → null
-    return cells | {
-        "z": z_out,
-        "xs": [str(x) for x in x_labels], "ys": [str(y) for y in y_labels],
-        "x_title": x_title, "y_title": y_title, "side": None if side_text is None else list(side_text),
-        "side_title": side_title, "clickable": bool(clickable), "decimals": int(decimals),
-        "vertical": (z.shape[1] > 6 and longest > 3) or longest > 8,
-        "highlight_row": highlight_row, "highlight_col": highlight_col,
-        "mark": None if highlight is None else list(highlight),
-        "sequential": sequential, "lo": lo, "hi": hi, "title": title, "present": large, "compact": compact,
-    }
-
-
-def _range(finite: np.ndarray, sequential: bool):
-    """(lo, hi, colour stops): 0 … max for weights and masks, ±max|z| around white otherwise."""
-    if sequential:
-        return 0.0, max(1e-12, float(finite.max()) if finite.size else 1.0), _SEQ
-    lim = max(float(np.abs(finite).max()) if finite.size else 1.0, 1e-12)
-    return -lim, lim, _DIV
-
-
-def _cells(shown, ninf, isnan, lo, hi, stops, decimals) -> dict:
-    """Per-cell text and colours for an HTML table (≤ 16 rows/columns), or flat colours for a
-    canvas (≤ 64: ``rgb`` r, g, b bytes per cell and ``masked`` one byte per cell, both base64);
-    nothing per cell beyond that (plotly draws it)."""
-    n_rows, n_cols = shown.shape
-    out = {"text": None, "bg": None, "fg": None, "rgb": None, "masked": None,
-           "show_text": n_rows <= CELL_TEXT_LIMIT and n_cols <= CELL_TEXT_LIMIT}
-    if max(n_rows, n_cols) > TABLE_LIMIT:
-        return out
-    rgb = _rgb((np.nan_to_num(shown) - lo) / (hi - lo), stops).astype(int)
-    if not out["show_text"]:  # too many cells to print: a canvas paints the colours, values show on hover
-        rgb[ninf] = colours.MASKED_RGB
-        # flat bytes as base64 text: one short string instead of up to 3 × 4096 numbers per map
-        # (a 64-token pipeline sent ~440 kB of JSON per change, parsed and hashed three times)
-        masked = base64.b64encode(ninf.ravel().astype(np.uint8).tobytes()).decode("ascii") if ninf.any() else None
-        return out | {"rgb": base64.b64encode(rgb.astype(np.uint8).tobytes()).decode("ascii"), "masked": masked}
-    fmt = f"{{:.{decimals}f}}".format
-    black = colours.text_on(rgb).ravel().tolist()  # the number's colour by computed contrast: ≥ 4.5 : 1 on every cell
-    masked = ninf.ravel().tolist()
-    flat_t = ["−∞" if m else ("NaN" if n else fmt(v))
-              for v, m, n in zip(shown.ravel().tolist(), masked, isnan.ravel().tolist(), strict=True)]
-    flat_b = [colours.MASKED_BG if m else f"rgb({r},{g},{b})"
-              for (r, g, b), m in zip(rgb.reshape(-1, 3).tolist(), masked, strict=True)]
-    flat_f = [colours.MASKED_FG if m else (colours.DARK if b else colours.LIGHT) for b, m in zip(black, masked, strict=True)]
-    rows = lambda flat: [flat[i * n_cols:(i + 1) * n_cols] for i in range(n_rows)]  # noqa: E731
-    return out | {"text": rows(flat_t), "bg": rows(flat_b), "fg": rows(flat_f)}
 
 
 def accessible(spec: dict, key: str) -> dict:

@@ -7,15 +7,13 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from attention_lab.labels import dim_labels  # noqa: F401  (shared with the notebook views)
+
 from ..text import indexed_labels
 
 
 def token_labels(tokens: Sequence[str]) -> list[str]:
     return indexed_labels(list(tokens))
-
-
-def dim_labels(d: int, prefix: str = "d") -> list[str]:
-    return [f"{prefix}{i}" for i in range(d)]
 
 
 def panel_header(title: str, latex: str, shape: str, *, compact: bool = False) -> None:

@@ -7,7 +7,13 @@ for the labels. ``device`` and ``dtype`` are accepted and ignored (the snippets 
 
 * :func:`core_snippet` recomputes the scenario with ``core`` and prints the weights and the output;
 * :func:`torch_snippet` does the same in plain PyTorch, only the steps the scenario needs;
-* :func:`notebook` / :func:`notebook_bytes` put both in a Jupyter notebook that checks they agree.
+* :func:`notebook` / :func:`notebook_bytes` put both in a Jupyter notebook, with every pipeline step
+  drawn as the page draws it (:mod:`attention_lab.notebook`), saved with its outputs, and a check that
+  both agree — in the chosen language throughout, code comments included.
+
+Bilingual prose, not math: this module lives outside ``core`` (it was ``core.codegen``); the
+numbers come from ``core``, the formulas from :mod:`attention_lab.formulas`, the text from
+``assets/i18n/*.notebook.json``.
 
 Every snippet is standalone, embeds the numbers as literals that give back the page's float32
 values exactly (the shortest decimal of each float32; float64 inputs keep all their digits), and
@@ -31,8 +37,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from .attention import CONVENTIONS, SCORE_FUNCTIONS
-from .lab import QKV_MODES
+from core.attention import CONVENTIONS, SCORE_FUNCTIONS
+from core.lab import QKV_MODES
+
+from . import formulas
+from .strings import translate as _t
 
 MAX_TOKENS = 64
 MAX_DIM = 64
@@ -231,14 +240,14 @@ def _tensor_literal(name: str, M: np.ndarray, f64: bool, shape_note: str, labels
     return lines
 
 
-def _mask_literal(m: np.ndarray, labels: Sequence[str] | None) -> list[str]:
+def _mask_literal(m: np.ndarray, labels: Sequence[str] | None, lang: str) -> list[str]:
     lines = ["mask = torch.tensor(["]
     for i, row in enumerate(m):
         text = "    [" + ", ".join("1" if b else "0" for b in row) + "],"
         if labels is not None:
-            text += f"  # query {_comment_token(labels[i])}"
+            text += "  # " + _t("nb.c.query", lang, tok=_comment_token(labels[i]))
         lines.append(text)
-    lines.append(f"], dtype=torch.bool)  # (n_q, n_k) = {m.shape}: 1 = query i may attend to key j, 0 = blocked")
+    lines.append(f"], dtype=torch.bool)  # (n_q, n_k) = {m.shape}: " + _t("nb.c.mask", lang))
     return lines
 
 
@@ -249,7 +258,7 @@ _SHAPE_NOTES = {
 }
 
 
-def _data_lines(s: _Scenario) -> list[str]:
+def _data_lines(s: _Scenario, lang: str) -> list[str]:
     """Literals of every input matrix (row convention, one token per line), params and mask."""
     out: list[str] = []
     notes = dict(_SHAPE_NOTES)
@@ -262,52 +271,71 @@ def _data_lines(s: _Scenario) -> list[str]:
     for name, P in s.params.items():
         out += _tensor_literal(name, P, s.f64, f"{notes[name]} = {P.shape}")
     if s.mask is not None:
-        out += _mask_literal(s.mask, s.tokens_q)
+        out += _mask_literal(s.mask, s.tokens_q, lang)
     return out
 
 
-def _describe(s: _Scenario) -> list[str]:
-    """The scenario in a few plain-text lines (used as comments and in the notebook)."""
-    kind = (f"self-attention over {s.n_q} tokens" if s.self_attention
-            else f"cross-attention: {s.n_q} queries, {s.n_k} keys/values")
-    qkv = {"identity": "Q = X_q, K = V = X_kv (no projection)" if not s.self_attention else "Q = K = V = X (no projection)",
-           "projection": "Q = X_q W_q, K = X_kv W_k, V = X_kv W_v" if not s.self_attention
-           else "Q = X W_q, K = X W_k, V = X W_v",
-           "direct": "Q, K, V given directly"}[s.qkv]
+def _mask_lines(s: _Scenario, lang: str) -> list[str]:
+    """The mask as the Playground describes it — causal, PAD keys, clicked cells — read off the matrix
+    itself (row notation), then the count of blocked pairs and the queries that see no key."""
+    if s.mask is None:
+        return [_t("nb.desc.mask_none", lang)]
+    m = s.mask
+    n_q, n_k = m.shape
+    k_names = s.tokens_k or [str(j) for j in range(n_k)]
+    q_names = s.tokens_q or [str(i) for i in range(n_q)]
+    pad = [j for j in range(n_k) if not m[:, j].any()] if n_q > 1 else []
+    keys = np.ones(n_k, dtype=bool)
+    keys[pad] = False  # the columns no query may use: PAD keys
+    causal = np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)
+    above = ~causal & keys[None, :]  # the cells a causal mask blocks, outside the PAD columns
+    is_causal = s.self_attention and above.any() and not (m & above).any()
+    lines = [_t("nb.desc.mask_causal", lang)] if is_causal else []
+    if pad:
+        lines.append(_t("nb.desc.mask_pad", lang, keys=", ".join(repr(k_names[j]) for j in pad)))
+    clicked = ~m & keys[None, :] & (causal if is_causal else True)  # blocked beyond the causal mask and the PAD keys
+    cells = list(zip(*np.nonzero(clicked), strict=True))
+    if cells:
+        shown = ", ".join(f"{q_names[i]!r} → {k_names[j]!r}" for i, j in cells[:8])
+        more = " " + _t("nb.desc.mask_more", lang, n=len(cells) - 8) if len(cells) > 8 else ""
+        lines.append(_t("nb.desc.mask_cells", lang, cells=shown + more))
+    lines.append(_t("nb.desc.mask_blocked", lang, n=int((~m).sum()), total=m.size))
+    fully = [q_names[i] for i in np.flatnonzero(~m.any(axis=1))]
+    if fully:
+        lines.append(_t("nb.desc.mask_fully", lang, names=", ".join(repr(q) for q in fully)))
+    return lines
+
+
+def _describe(s: _Scenario, lang: str = "en") -> list[str]:
+    """The scenario in a few plain-text lines, in ``lang`` (used as comments and in the notebook)."""
+    kind = (_t("nb.desc.self", lang, n=s.n_q) if s.self_attention
+            else _t("nb.desc.cross", lang, n_q=s.n_q, n_k=s.n_k))
+    qkv = _t("nb.desc.direct" if s.qkv == "direct" else f"nb.desc.{s.qkv}_{'self' if s.self_attention else 'cross'}", lang)
     if s.scale is None:
-        scale = "default (1/√d_k)" if s.score == "scaled_dot" else "default (1)"
+        scale = _t("nb.desc.scale_default_sqrt" if s.score == "scaled_dot" else "nb.desc.scale_default_one", lang)
     elif s.scale == 1 / math.sqrt(s.d_k):
         scale = f"1/√d_k = {s.scale!r}"
     else:
         scale = repr(s.scale)
-    if s.mask is None:
-        mask = "none"
+    if s.tokens_q is None:
+        first = _t("nb.desc.queries", lang, n=s.n_q)
     else:
-        fully = int((~s.mask.any(axis=1)).sum())
-        mask = f"blocked (query, key) pairs: {int((~s.mask).sum())}" + (f"; queries that see no key: {fully}" if fully else "")
-    lines = [
-        (f"tokens: {s.tokens_q!r}" if s.self_attention else f"tokens (queries): {s.tokens_q!r}")
-        if s.tokens_q is not None else f"queries: {s.n_q}",
-        *([] if s.self_attention else
-          [f"tokens (keys/values): {s.tokens_k!r}" if s.tokens_k is not None else f"keys/values: {s.n_k}"]),
-        f"{kind}; {qkv}",
-        f"score: {s.score}; scale: {scale}; temperature T = {s.temperature!r}; mask: {mask}",
-        f"convention: {s.convention} ({'vectors are rows' if s.convention == 'row' else 'vectors are columns'}); "
-        + (f"d_q = {s.d_q}, " if s.d_q != s.d_k else "") + f"d_k = {s.d_k}, d_v = {s.d_v}; {'float64' if s.f64 else 'float32'}",
-    ]
-    return lines
+        first = _t("nb.desc.tokens" if s.self_attention else "nb.desc.tokens_q", lang, tokens=repr(s.tokens_q))
+    keys = [] if s.self_attention else [_t("nb.desc.tokens_k", lang, tokens=repr(s.tokens_k)) if s.tokens_k is not None
+                                        else _t("nb.desc.keys", lang, n=s.n_k)]
+    dims = (f"d_q = {s.d_q}, " if s.d_q != s.d_k else "") + f"d_k = {s.d_k}, d_v = {s.d_v}; {'float64' if s.f64 else 'float32'}"
+    return [first, *keys, f"{kind}; {qkv}", _t("nb.desc.score", lang, score=s.score, scale=scale, T=repr(s.temperature)),
+            *_mask_lines(s, lang), _t(f"nb.desc.{s.convention}", lang) + "; " + dims]
 
 
-def _print_lines(weights: str, output: str, s: _Scenario) -> list[str]:
+def _print_lines(weights: str, output: str, s: _Scenario, lang: str) -> list[str]:
     w_shape, o_shape = ("(n_q, n_k)", "(n_q, d_v)") if s.convention == "row" else ("(n_k, n_q)", "(d_v, n_q)")
-    reading = ("row i = query i's weights over the keys" if s.convention == "row"
-               else "column j = query j's weights over the keys")
     return [
-        f'print("weights α {w_shape}, {reading}:")',
+        f"print({_t(f'nb.c.weights_{s.convention}', lang, shape=w_shape)!r})",
         f"print({weights})",
-        f'print("output {o_shape}:")',
+        f"print({_t('nb.c.output', lang, shape=o_shape)!r})",
         f"print({output})",
-        "# the same numbers, machine-readable",
+        "# " + _t("nb.c.machine", lang),
         f'print("{WEIGHTS_PREFIX}" + json.dumps({weights}.tolist()))',
         f'print("{OUTPUT_PREFIX}" + json.dumps({output}.tolist()))',
     ]
@@ -317,16 +345,15 @@ def _print_lines(weights: str, output: str, s: _Scenario) -> list[str]:
 # The two snippets
 # ---------------------------------------------------------------------------
 
-def core_snippet(args: Mapping[str, Any]) -> str:
+def core_snippet(args: Mapping[str, Any], lang: str = "en") -> str:
     """A short standalone Python snippet that recomputes the scenario with ``core`` and prints
     the attention weights and the output (readable, then as JSON lines). Raises ValueError when
-    the scenario is malformed or too large (:func:`size_problem`)."""
+    the scenario is malformed or too large (:func:`size_problem`). Comments in ``lang``."""
     s = _scenario(args)
-    lines = ["# Attention Lab: the Playground's scenario, recomputed with the `core` package",
-             "# (run it from the Attention Lab folder so that `import core` works)"]
-    lines += [f"# {line}" for line in _describe(s)]
+    lines = ["# " + _t("nb.c.core_head", lang), "# " + _t("nb.c.run_where", lang)]
+    lines += [f"# {line}" for line in _describe(s, lang)]
     lines += ["import json", "", "import torch", "", "import core", "", "torch.set_printoptions(precision=4, sci_mode=False)", ""]
-    lines += _data_lines(s)
+    lines += _data_lines(s, lang)
     if s.params:
         lines.append(f"params = {{{', '.join(f'{k!r}: {k}' for k in s.params)}}}")
     lines.append("")
@@ -335,74 +362,76 @@ def core_snippet(args: Mapping[str, Any]) -> str:
     if s.params:
         opts.append("params=params")
     if s.scale is None:
-        scale_note = "None = the score's own scale (1/√d_k for scaled_dot, else 1)"
+        scale_note = _t("nb.c.scale_none", lang)
     else:
-        scale_note = ("1/√d_k" if s.scale == 1 / math.sqrt(s.d_k) else "1: no scaling" if s.scale == 1.0
-                      else "the chosen scale")
+        scale_note = _t("nb.c.scale_sqrt" if s.scale == 1 / math.sqrt(s.d_k) else "nb.c.scale_one" if s.scale == 1.0
+                        else "nb.c.scale_chosen", lang)
     opts += [f"scale={s.scale!r}", f"temperature={s.temperature!r}"]
     if s.mask is not None:
         opts.append("mask=mask" if s.qkv != "direct" or s.convention == "row" else "mask=mask.T")
     if s.qkv == "direct":
         if s.convention == "row":
-            lines.append("# attention(Q, K, V): every intermediate is in the returned trace")
+            lines.append("# " + _t("nb.c.direct_row", lang))
             call = ["attn = core.attention(", "    Q, K, V,"]
         else:
-            lines.append("# column convention: vectors are columns, so Q, K, V and the mask go in transposed")
+            lines.append("# " + _t("nb.c.direct_column", lang))
             call = ["attn = core.attention(", "    Q.T, K.T, V.T,"]
             opts.append("convention='column'")
     else:
         xq, xkv = ("X", "X") if s.self_attention else ("X_q", "X_kv")
         proj = " W_q=W_q, W_k=W_k, W_v=W_v," if s.qkv == "projection" else ""
-        lines.append("# the Playground's pipeline; the mask is given in row convention (n_q, n_k) in both notations")
+        lines.append("# " + _t("nb.c.pipeline", lang))
         call = ["tr = core.lab.playground(", f"    {xq}, {xkv}, qkv={s.qkv!r},{proj}"]
         opts.append(f"convention={s.convention!r}")
-    lines.append(f"# scale: {scale_note}")
+    lines.append("# " + _t("nb.c.scale", lang, note=scale_note))
     lines += call + ["    " + ", ".join(opts) + ",", ")"]
     if s.qkv != "direct":
-        lines.append("attn = tr.attn  # scores, scaled, logits, weights, output, ...")
+        lines.append("attn = tr.attn  # " + _t("nb.c.attn", lang))
     lines.append("")
-    lines += _print_lines("attn.weights", "attn.output", s)
+    lines += _print_lines("attn.weights", "attn.output", s, lang)
     return "\n".join(lines) + "\n"
 
 
-def _score_lines(score: str, convention: str) -> list[str]:
+def _score_lines(score: str, convention: str, lang: str) -> list[str]:
     """f(Q, K) for one score function, in one convention."""
+    wa, ua, qh, kh = (_t(k, lang) for k in ("nb.c.wa_q", "nb.c.ua_k", "nb.c.q_hat", "nb.c.k_hat"))
+    eij, eji = _t("nb.c.entry", lang, ij="(i, j)"), _t("nb.c.entry", lang, ij="(j, i)")
     if convention == "row":
         return {
-            "dot": ["scores = Q @ K.T  # (n_q, n_k): entry (i, j) = q_iᵀ k_j"],
-            "scaled_dot": ["scores = Q @ K.T  # (n_q, n_k): entry (i, j) = q_iᵀ k_j"],
-            "general": ["scores = Q @ W.T @ K.T  # (n_q, n_k): entry (i, j) = k_jᵀ W q_i"],
+            "dot": ["scores = Q @ K.T  # (n_q, n_k): " + eij + " = q_iᵀ k_j"],
+            "scaled_dot": ["scores = Q @ K.T  # (n_q, n_k): " + eij + " = q_iᵀ k_j"],
+            "general": ["scores = Q @ W.T @ K.T  # (n_q, n_k): " + eij + " = k_jᵀ W q_i"],
             "additive": [
-                "Wa_q = Q @ W_a.T  # (n_q, d_a): W_a q_i for every query",
-                "Ua_k = K @ U_a.T  # (n_k, d_a): U_a k_j for every key",
+                "Wa_q = Q @ W_a.T  # (n_q, d_a): " + wa,
+                "Ua_k = K @ U_a.T  # (n_k, d_a): " + ua,
                 "hidden = torch.tanh(Wa_q[:, None, :] + Ua_k[None, :, :])  # (n_q, n_k, d_a)",
-                "scores = hidden @ w_a  # (n_q, n_k): entry (i, j) = w_aᵀ tanh(W_a q_i + U_a k_j)",
+                "scores = hidden @ w_a  # (n_q, n_k): " + eij + " = w_aᵀ tanh(W_a q_i + U_a k_j)",
             ],
             "cosine": [
-                "Q_hat = Q / Q.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # every query scaled to length 1",
-                "K_hat = K / K.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # every key scaled to length 1",
-                "scores = Q_hat @ K_hat.T  # (n_q, n_k): entry (i, j) = q_iᵀ k_j / (‖q_i‖ ‖k_j‖)",
+                "Q_hat = Q / Q.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # " + qh,
+                "K_hat = K / K.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # " + kh,
+                "scores = Q_hat @ K_hat.T  # (n_q, n_k): " + eij + " = q_iᵀ k_j / (‖q_i‖ ‖k_j‖)",
             ],
         }[score]
     return {
-        "dot": ["scores = K.T @ Q  # (n_k, n_q): entry (j, i) = k_jᵀ q_i"],
-        "scaled_dot": ["scores = K.T @ Q  # (n_k, n_q): entry (j, i) = k_jᵀ q_i"],
-        "general": ["scores = K.T @ W @ Q  # (n_k, n_q): entry (j, i) = k_jᵀ W q_i"],
+        "dot": ["scores = K.T @ Q  # (n_k, n_q): " + eji + " = k_jᵀ q_i"],
+        "scaled_dot": ["scores = K.T @ Q  # (n_k, n_q): " + eji + " = k_jᵀ q_i"],
+        "general": ["scores = K.T @ W @ Q  # (n_k, n_q): " + eji + " = k_jᵀ W q_i"],
         "additive": [
-            "Wa_q = W_a @ Q  # (d_a, n_q): W_a q_i for every query",
-            "Ua_k = U_a @ K  # (d_a, n_k): U_a k_j for every key",
+            "Wa_q = W_a @ Q  # (d_a, n_q): " + wa,
+            "Ua_k = U_a @ K  # (d_a, n_k): " + ua,
             "hidden = torch.tanh(Ua_k.T[:, None, :] + Wa_q.T[None, :, :])  # (n_k, n_q, d_a)",
-            "scores = hidden @ w_a  # (n_k, n_q): entry (j, i) = w_aᵀ tanh(W_a q_i + U_a k_j)",
+            "scores = hidden @ w_a  # (n_k, n_q): " + eji + " = w_aᵀ tanh(W_a q_i + U_a k_j)",
         ],
         "cosine": [
-            "Q_hat = Q / Q.norm(dim=0, keepdim=True).clamp_min(1e-12)  # every query (column) scaled to length 1",
-            "K_hat = K / K.norm(dim=0, keepdim=True).clamp_min(1e-12)  # every key (column) scaled to length 1",
-            "scores = K_hat.T @ Q_hat  # (n_k, n_q): entry (j, i) = k_jᵀ q_i / (‖k_j‖ ‖q_i‖)",
+            "Q_hat = Q / Q.norm(dim=0, keepdim=True).clamp_min(1e-12)  # " + qh,
+            "K_hat = K / K.norm(dim=0, keepdim=True).clamp_min(1e-12)  # " + kh,
+            "scores = K_hat.T @ Q_hat  # (n_k, n_q): " + eji + " = k_jᵀ q_i / (‖k_j‖ ‖q_i‖)",
         ],
     }[score]
 
 
-def torch_snippet(args: Mapping[str, Any]) -> str:
+def torch_snippet(args: Mapping[str, Any], lang: str = "en") -> str:
     """The same computation in plain PyTorch, without ``core``: projections, the scenario's score
     function, scale and temperature, the mask as −∞, softmax, output — only the code path the
     scenario needs, in its convention. Prints like :func:`core_snippet`. Raises ValueError like it."""
@@ -410,32 +439,32 @@ def torch_snippet(args: Mapping[str, Any]) -> str:
     row = s.convention == "row"
     key_dim = "-1" if row else "0"
     needs_math = (s.scale is None and s.score == "scaled_dot") or (s.scale is not None and s.scale == 1 / math.sqrt(s.d_k))
-    lines = ["# Attention Lab: the Playground's scenario in plain PyTorch (no `core` needed)"]
-    lines += [f"# {line}" for line in _describe(s)]
+    lines = ["# " + _t("nb.c.torch_head", lang)]
+    lines += [f"# {line}" for line in _describe(s, lang)]
     lines += ["import json", *(["import math"] if needs_math else []), "", "import torch", "",
               "torch.set_printoptions(precision=4, sci_mode=False)", ""]
-    lines += _data_lines(s)
+    lines += _data_lines(s, lang)
     lines.append("")
 
     step = 1
     xq, xkv = ("X", "X") if s.self_attention else ("X_q", "X_kv")
     if not row:
-        lines.append(f"# {step}. column convention: every vector is a column, so every matrix is transposed")
+        lines.append(f"# {step}. " + _t("nb.c.transposed", lang))
         step += 1
         if s.qkv == "direct":
             lines += ["Q = Q.T  # (d_k, n_q)", "K = K.T  # (d_k, n_k)", "V = V.T  # (d_v, n_k)"]
         else:
             if s.self_attention:
-                lines.append("X = X.T  # (d_model, n): one column per token")
+                lines.append("X = X.T  # (d_model, n): " + _t("nb.c.one_column", lang))
             else:
                 lines += ["X_q = X_q.T  # (d_model, n_q)", "X_kv = X_kv.T  # (d_model, n_k)"]
             if s.qkv == "projection":
                 lines += ["W_Q = W_q.T  # W^Q (d_k, d_model)", "W_K = W_k.T  # W^K (d_k, d_model)",
                           "W_V = W_v.T  # W^V (d_v, d_model)"]
         if s.mask is not None:
-            lines.append("mask = mask.T  # (n_k, n_q): entry (j, i) = may query i attend to key j")
+            lines.append("mask = mask.T  # (n_k, n_q): " + _t("nb.c.mask_T", lang))
     if s.qkv != "direct":
-        lines.append(f"# {step}. queries, keys and values")
+        lines.append(f"# {step}. " + _t("nb.c.qkv", lang))
         step += 1
         if s.qkv == "identity":
             shapes = ("(n_q, d_k)", "(n_k, d_k)", "(n_k, d_v)") if row else ("(d_k, n_q)", "(d_k, n_k)", "(d_v, n_k)")
@@ -448,17 +477,18 @@ def torch_snippet(args: Mapping[str, Any]) -> str:
             lines += [f"Q = W_Q @ {xq}  # (d_k, d_model) @ (d_model, n_q) → (d_k, n_q)",
                       f"K = W_K @ {xkv}  # (d_k, d_model) @ (d_model, n_k) → (d_k, n_k)",
                       f"V = W_V @ {xkv}  # (d_v, d_model) @ (d_model, n_k) → (d_v, n_k)"]
-    lines.append(f"# {step}. scores f(Q, K): {s.score}")
+    lines.append(f"# {step}. " + _t("nb.c.scores", lang, score=s.score))
     step += 1
-    lines += _score_lines(s.score, s.convention)
+    lines += _score_lines(s.score, s.convention, lang)
 
-    lines.append(f"# {step}. scale s and temperature T: logits = scores · s / T")
+    lines.append(f"# {step}. " + _t("nb.c.scale_step", lang))
     step += 1
     if needs_math:
-        lines.append("d_k = K.shape[-1]  # K is (n_k, d_k)" if row else "d_k = K.shape[0]  # K is (d_k, n_k)")
+        lines.append("d_k = K.shape[-1]  # " + _t("nb.c.k_shape", lang, shape="(n_k, d_k)") if row
+                     else "d_k = K.shape[0]  # " + _t("nb.c.k_shape", lang, shape="(d_k, n_k)"))
         lines.append("scale = 1 / math.sqrt(d_k)")
     elif s.scale is None:
-        lines.append(f"scale = 1.0  # {s.score} has no scale of its own")
+        lines.append("scale = 1.0  # " + _t("nb.c.no_scale", lang, score=s.score))
     else:
         lines.append(f"scale = {s.scale!r}")
     lines.append(f"T = {s.temperature!r}")
@@ -466,23 +496,23 @@ def torch_snippet(args: Mapping[str, Any]) -> str:
     lines.append(f"scaled = scores * (scale / T)  # {w_shape}")
     logits = "scaled"
     if s.mask is not None:
-        lines.append(f"# {step}. mask: −∞ where a query may not attend, so its weight becomes exactly 0")
+        lines.append(f"# {step}. " + _t("nb.c.mask_step", lang))
         step += 1
         lines.append(f'logits = scaled.masked_fill(~mask, float("-inf"))  # {w_shape}')
         logits = "logits"
-    lines.append(f"# {step}. softmax over the keys: " + ("each row sums to 1" if row else "each column sums to 1"))
+    lines.append(f"# {step}. " + _t("nb.c.softmax_row" if row else "nb.c.softmax_column", lang))
     step += 1
     lines.append(f"weights = torch.softmax({logits}, dim={key_dim})  # {w_shape}")
     if s.mask is not None:
-        lines.append("# a query that may see no key: softmax of only −∞ is NaN; use 0 (as core and torch's SDPA do)")
+        lines.append("# " + _t("nb.c.nan", lang))
         lines.append("weights = weights.nan_to_num(0.0)")
-    lines.append(f"# {step}. output: every query's output is Σ_j α_j v_j, a weighted mix of the values")
+    lines.append(f"# {step}. " + _t("nb.c.output_step", lang))
     if row:
         lines.append("output = weights @ V  # (n_q, n_k) @ (n_k, d_v) → (n_q, d_v)")
     else:
         lines.append("output = V @ weights  # (d_v, n_k) @ (n_k, n_q) → (d_v, n_q)")
     lines.append("")
-    lines += _print_lines("weights", "output", s)
+    lines += _print_lines("weights", "output", s, lang)
     return "\n".join(lines) + "\n"
 
 
@@ -490,47 +520,11 @@ def torch_snippet(args: Mapping[str, Any]) -> str:
 # The notebook
 # ---------------------------------------------------------------------------
 
-_TEXT = {
-    "en": {
-        "intro": "The Attention Lab Playground's scenario. The first code cell recomputes it with the lab's `core` "
-                 "package (run this notebook from the Attention Lab folder so that `import core` works); the second "
-                 "does every step in plain PyTorch; the last checks that both agree.",
-        "scenario": "Scenario",
-        "formulas": "Formulas",
-        "core": "With `core`: one call, every intermediate (scores, scaled, logits, weights, output) in the trace.",
-        "torch": "The same computation in plain PyTorch, step by step, without `core`.",
-        "check": "Both ways give the same numbers.",
-    },
-    "ko": {
-        "intro": "Attention Lab 플레이그라운드의 시나리오입니다. 첫 코드 셀은 랩의 `core` 패키지로 다시 계산합니다 "
-                 "(`import core`가 되도록 Attention Lab 폴더에서 실행하세요). 두 번째 셀은 모든 단계를 순수 PyTorch로 "
-                 "계산하고, 마지막 셀은 두 결과가 같은지 확인합니다.",
-        "scenario": "시나리오",
-        "formulas": "수식",
-        "core": "`core` 사용: 한 번의 호출로 모든 중간값(점수, 스케일, 로짓, 가중치, 출력)이 trace에 담깁니다.",
-        "torch": "같은 계산을 `core` 없이 순수 PyTorch로 한 단계씩.",
-        "check": "두 방법의 숫자가 같습니다.",
-    },
-}
-
-_DEFAULT_SCORE = {
-    "dot": r"f(q, k) = q^\top k",
-    "scaled_dot": r"f(q, k) = \frac{q^\top k}{\sqrt{d_k}}",
-    "general": r"f(q, k) = k^\top W q",
-    "additive": r"f(q, k) = w_a^\top \tanh(W_a q + U_a k)",
-    "cosine": r"f(q, k) = \frac{q^\top k}{\lVert q \rVert\,\lVert k \rVert}",
-}
-_DEFAULT_WHOLE = {
-    "row": r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}_{\text{row}}\!\left(\frac{f(Q, K)\cdot s}{T} + M\right) V",
-    "column": r"\mathrm{Attention}(Q, K, V) = V\,\mathrm{Softmax}_{\text{column}}\!\left(\frac{f(Q, K)\cdot s}{T} + M\right)",
-}
-
-
-def default_formulas(args: Mapping[str, Any]) -> list[str]:
+def default_formulas(args: Mapping[str, Any], lang: str = "en") -> list[str]:
     """Markdown with the scenario's formulas (LaTeX in $$…$$), used when the page gives none."""
     s = _scenario(args)
-    return ["$$" + _DEFAULT_WHOLE[s.convention] + "$$\n\n$$" + _DEFAULT_SCORE[s.score] + "$$\n\n"
-            r"$M_{ij} = 0$ where query $i$ may attend to key $j$, $-\infty$ where it may not."]
+    return ["$$" + formulas.WHOLE[s.convention] + "$$\n\n$$" + formulas.SCORE_PAIR[s.score] + "$$\n\n"
+            + _t("nb.default_formula.mask", lang)]
 
 
 def _fenced(text: str) -> str:
@@ -551,32 +545,102 @@ def _backtick_runs(line: str) -> list[str]:
     return runs + ([cur] if cur else [])
 
 
-def notebook(args: Mapping[str, Any], *, title: str, formulas_md: str | Sequence[str] | None = None, lang: str = "en"):
-    """A Jupyter notebook (nbformat v4 ``NotebookNode``): title and scenario, the formulas (one
-    markdown cell per string of ``formulas_md``; :func:`default_formulas` when None), the ``core``
-    snippet, the plain-PyTorch snippet, and a cell that checks they agree (max abs difference).
-    ``lang`` is "en" or "ko" for the notebook's own prose. Raises ValueError like :func:`core_snippet`."""
+def _playground_kwargs(args: Mapping[str, Any]) -> dict:
+    """The keyword arguments of ``core.lab.playground`` (no labels, on the CPU)."""
+    return {k: v for k, v in args.items() if k in ARG_NAMES and not k.startswith("tokens_")}
+
+
+def _step_cells(s: _Scenario, trace, var: str, lang: str, decimals: int) -> list[tuple[str, str]]:
+    """(markdown, code) for every pipeline step: title, formula and shape as the page writes them,
+    then the call that draws the step's map with the app's own components."""
+    from .panels import Layout, pipeline_panels
+
+    q = s.tokens_q or [f"q{i}" for i in range(s.n_q)]
+    k = s.tokens_k or (q if s.self_attention else [f"k{j}" for j in range(s.n_k)])
+    layout = Layout(list(q), list(k), s.convention, decimals, lang)
+    out = []
+    for i, p in enumerate(pipeline_panels(trace, layout, s.score), 1):
+        md = f"### {html.escape(p.title, quote=False)}\n\n$${p.latex}$$\n\n{_t('nb.shape', lang)}: `{p.shape}`"
+        code = (f"# {_t('nb.c.show', lang, i=i)}\n"
+                f"show({var}, steps=[{p.step!r}], tokens=tokens_q, tokens_k=tokens_k, lang={lang!r}, decimals={decimals})")
+        out.append((md, code))
+    return out
+
+
+def _run(cells: list, namespace: dict) -> dict:
+    """The notebook's outputs made here, without a kernel, from the same code: every code cell is run
+    in order in one namespace (its printed text becomes a stream output); a cell whose last line
+    calls ``show`` gets that view's outputs (the static SVG, the widget's view) and the widget states
+    are collected for the notebook's metadata. The code is this module's own (numbers as literals,
+    learner text only in comments and ``repr`` strings)."""
+    import contextlib
+    import io
+
     import nbformat
 
-    text = _TEXT.get(lang, _TEXT["en"])
+    states: dict = {}
+    for n, cell in enumerate((c for c in cells if c.cell_type == "code"), 1):
+        src = cell.source
+        body, _, last = src.rpartition("\n")
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            if last.startswith("show("):
+                exec(compile(body, "<cell>", "exec"), namespace)  # noqa: S102
+                view = eval(compile(last, "<cell>", "eval"), namespace)  # noqa: S307
+            else:
+                exec(compile(src, "<cell>", "exec"), namespace)  # noqa: S102
+                view = None
+        outputs = [nbformat.v4.new_output("stream", name="stdout", text=buf.getvalue())] if buf.getvalue() else []
+        if view is not None:
+            shown, state = view.outputs()
+            outputs += shown
+            states |= state
+        cell.outputs, cell.execution_count = outputs, n
+    return states
+
+
+def notebook(args: Mapping[str, Any], *, title: str, formulas_md: str | Sequence[str] | None = None, lang: str = "en",
+             decimals: int = 3, outputs: bool = True):
+    """A Jupyter notebook (nbformat v4 ``NotebookNode``) in ``lang`` throughout (prose and code comments):
+    title, how to run it and the scenario (the mask described as the page describes it); the formulas
+    (one markdown cell per string of ``formulas_md``; :func:`default_formulas` when None); the ``core``
+    snippet; every pipeline step as a markdown cell (title, formula, shape) and a cell drawing its map
+    with the app's own components (``attention_lab.show``); the plain-PyTorch snippet; a cell that
+    checks they agree. ``outputs``: saved with its outputs, made here from the same code (see
+    :func:`_run`), the maps as widget state and a static SVG. Raises ValueError like :func:`core_snippet`."""
+    import nbformat
+
+    import core
+
     s = _scenario(args)
-    core_code, torch_code = core_snippet(args), torch_snippet(args)
+    core_code, torch_code = core_snippet(args, lang), torch_snippet(args, lang)
     if formulas_md is None:
-        formulas_md = default_formulas(args)
+        formulas_md = default_formulas(args, lang)
     elif isinstance(formulas_md, str):
         formulas_md = [formulas_md]
-    heading = html.escape(" ".join(str(title).split()), quote=False)
+    trace = core.lab.playground(**_playground_kwargs(args))
+    var = "attn" if s.qkv == "direct" else "tr"
     v4 = nbformat.v4
+    heading = html.escape(" ".join(str(title).split()), quote=False)
+    random_note = f"\n\n{_t('nb.random', lang)}" if s.qkv == "projection" else ""
     cells = [
-        v4.new_markdown_cell(f"# {heading}\n\n{text['intro']}\n\n**{text['scenario']}**\n\n" + _fenced("\n".join(_describe(s)))),
-        *[v4.new_markdown_cell(f"## {text['formulas']}\n\n{f}" if i == 0 else f) for i, f in enumerate(formulas_md)],
-        v4.new_markdown_cell(text["core"]),
+        v4.new_markdown_cell(f"# {heading}\n\n{_t('nb.intro', lang)}\n\n{_t('nb.where', lang)}\n\n"
+                             f"**{_t('nb.scenario', lang)}**\n\n" + _fenced("\n".join(_describe(s, lang))) + random_note),
+        *[v4.new_markdown_cell(f"## {_t('nb.formulas', lang)}\n\n{f}" if i == 0 else f) for i, f in enumerate(formulas_md)],
+        v4.new_markdown_cell(_t("nb.core", lang)),
         v4.new_code_cell(core_code.rstrip("\n")),
-        v4.new_markdown_cell(text["torch"]),
+        v4.new_markdown_cell(f"## {_t('nb.pipeline', lang)}\n\n$${formulas.WHOLE[s.convention]}$$" + random_note),
+        v4.new_code_cell(f"from attention_lab import show  # {_t('nb.c.import_views', lang)}\n\n"
+                         f"tokens_q = {s.tokens_q!r}\ntokens_k = {s.tokens_k!r}"),
+    ]
+    for md, code in _step_cells(s, trace, var, lang, decimals):
+        cells += [v4.new_markdown_cell(md), v4.new_code_cell(code)]
+    cells += [
+        v4.new_markdown_cell(_t("nb.torch", lang)),
         v4.new_code_cell(torch_code.rstrip("\n")),
-        v4.new_markdown_cell(text["check"]),
+        v4.new_markdown_cell(_t("nb.check", lang)),
         v4.new_code_cell(
-            "# max |core − plain PyTorch| over the weights and the output\n"
+            f"# {_t('nb.c.check', lang)}\n"
             "diff_weights = (attn.weights - weights).abs().max().item()\n"
             "diff_output = (attn.output - output).abs().max().item()\n"
             'print(f"max |Δ weights| = {diff_weights:.2e}, max |Δ output| = {diff_output:.2e}")\n'
@@ -586,13 +650,19 @@ def notebook(args: Mapping[str, Any], *, title: str, formulas_md: str | Sequence
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
     })
+    if outputs:
+        states = _run(nb.cells, {"__name__": "__main__"})
+        if states:
+            nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+                "version_major": 2, "version_minor": 0, "state": states}}
     nbformat.validate(nb)
     return nb
 
 
 def notebook_bytes(args: Mapping[str, Any], *, title: str, formulas_md: str | Sequence[str] | None = None,
-                   lang: str = "en") -> bytes:
-    """:func:`notebook` as the bytes of an .ipynb file (UTF-8 JSON), for a download button."""
+                   lang: str = "en", decimals: int = 3) -> bytes:
+    """:func:`notebook` (with its outputs) as the bytes of an .ipynb file (UTF-8 JSON), for a download button."""
     import nbformat
 
-    return nbformat.writes(notebook(args, title=title, formulas_md=formulas_md, lang=lang)).encode("utf-8")
+    return nbformat.writes(notebook(args, title=title, formulas_md=formulas_md, lang=lang,
+                                    decimals=decimals)).encode("utf-8")

@@ -1,4 +1,5 @@
-"""core.codegen: the Playground's scenario as a `core` snippet, a plain-PyTorch snippet and a notebook.
+"""attention_lab.codegen (was core.codegen): the Playground's scenario as a `core` snippet, a plain-PyTorch
+snippet and a notebook.
 
 Every snippet is executed in a fresh interpreter (all scenarios batched into one process per kind,
 each snippet exec'd in its own namespace) and its printed numbers are compared with the page's
@@ -23,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 import core
-from core import codegen
+from attention_lab import codegen
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "@@@ scenario "
@@ -480,7 +481,8 @@ def test_notebook_structure_and_download_bytes():
     nb = codegen.notebook(args, title="My <script>scenario</script>", formulas_md=formulas)
     nbformat.validate(nb)
     kinds = [c.cell_type for c in nb.cells]
-    assert kinds[0] == "markdown" and kinds[-1] == "code" and kinds.count("code") == 3
+    # title, 2 formula cells, core, the pipeline (import + 5 steps), plain PyTorch, the check
+    assert kinds[0] == "markdown" and kinds[-1] == "code" and kinds.count("code") == 1 + 1 + 5 + 1 + 1
     assert "$$" in nb.cells[1].source and nb.cells[2].source == formulas[1]
     assert "<script>" not in nb.cells[0].source and "&lt;script&gt;" in nb.cells[0].source
     # the scenario text (tokens with HTML and backticks) sits inside a fence, shown literally
@@ -489,13 +491,40 @@ def test_notebook_structure_and_download_bytes():
     assert "<b>" not in head[:fence_at] and repr(NASTY_TOKENS[1]) in head[fence_at:]
     codes = [c.source for c in nb.cells if c.cell_type == "code"]
     assert codes[0].strip() == codegen.core_snippet(args).strip()
-    assert codes[1].strip() == codegen.torch_snippet(args).strip()
-    assert "max" in codes[2] and "abs()" in codes[2]
+    assert codes[-2].strip() == codegen.torch_snippet(args).strip()
+    assert "max" in codes[-1] and "abs()" in codes[-1]
+    steps = [c for c in codes if c.splitlines()[-1].startswith(("show(tr, steps=", "show(attn, steps="))]
+    assert [c.split("steps=[")[1].split("]")[0] for c in steps] == ["'scores'", "'scaled'", "'masked'", "'weights'", "'output'"]
+    # every step's markdown: its title, its formula in $$…$$ and its shape, before the cell that draws it
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and cell.source in steps:
+            md = nb.cells[i - 1].source
+            assert md.startswith("### ") and md.count("$$") == 2 and "Shape: `" in md
+    # saved with its outputs: every code cell ran; each step's cell holds the SVG and the widget's view
+    assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
+    state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
+    for cell in (c for c in nb.cells if c.cell_type == "code" and c.source in steps):
+        kinds_out = [list(o.data) for o in cell.outputs]
+        assert "image/svg+xml" in kinds_out[0] and "text/html" in kinds_out[0]
+        assert state[cell.outputs[1].data["application/vnd.jupyter.widget-view+json"]["model_id"]]
     raw = codegen.notebook_bytes(args, title="t", formulas_md=None, lang="ko")
     back = nbformat.reads(raw.decode("utf-8"), as_version=4)
     nbformat.validate(back)
     assert back.metadata.kernelspec.name == "python3" and "$$" in back.cells[1].source
     assert any("시나리오" in c.source for c in back.cells if c.cell_type == "markdown")
+    assert "모양: `" in raw.decode("utf-8") and "# 어텐션 가중치와 출력에서" in raw.decode("utf-8")
+
+
+def test_the_saved_outputs_are_what_the_cells_print():
+    """The pre-rendered stream outputs are the snippets' own printed lines (the page's numbers)."""
+    args = SCENARIOS["dot_causal_projection_T"]
+    nb = codegen.notebook(args, title="t")
+    page = _page(args)
+    texts = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells if c.cell_type == "code"]
+    for text in (texts[0], texts[-2]):
+        parsed = _parse(MARK + "x\n" + text)["x"]
+        _close(parsed["weights"], page.weights.double(), 1e-6)
+        _close(parsed["output"], page.output.double(), 1e-6)
 
 
 def test_notebook_executes_top_to_bottom_with_the_pages_numbers(executed_notebook):
@@ -507,6 +536,7 @@ def test_notebook_executes_top_to_bottom_with_the_pages_numbers(executed_noteboo
     assert all(c.execution_count for c in code) and not any(o.output_type == "error" for c in code for o in c.outputs)
     texts = ["".join(o.get("text", "") for o in c.outputs) for c in code]
     page = _page(SCENARIOS[NOTEBOOK_SCENARIO])
+    texts = [texts[0], texts[-2], texts[-1]]
     for text in texts[:2]:  # the core cell and the plain-PyTorch cell
         parsed = _parse(MARK + NOTEBOOK_SCENARIO + "\n" + text)[NOTEBOOK_SCENARIO]
         _close(parsed["weights"], page.weights.double(), 1e-5)
@@ -514,3 +544,31 @@ def test_notebook_executes_top_to_bottom_with_the_pages_numbers(executed_noteboo
     assert "max |Δ weights| = " in texts[2]
     diff = float(texts[2].split("max |Δ weights| = ")[1].split(",")[0])
     assert diff < 1e-5
+
+
+def test_the_mask_is_described_as_the_page_describes_it():
+    """Causal, PAD keys and clicked cells, read off the matrix (the page builds it from those three)."""
+    X = C18_X
+    base = _args(X_q=X, X_kv=X, tokens_q=C18_TOKENS, tokens_k=C18_TOKENS)
+
+    def lines(mask, lang="en"):
+        return codegen._describe(codegen._scenario(base | {"mask": mask}), lang)
+
+    causal = _causal(4, 4)
+    pad = causal.copy()
+    pad[:, 2] = False
+    clicked = causal.copy()
+    clicked[3, 0] = False
+    only_clicked = np.ones((4, 4), dtype=bool)
+    only_clicked[1, 2] = False
+    text = "\n".join(lines(pad))
+    assert "causal mask: query i sees keys j ≤ i only" in text and "PAD keys, masked for every query: '사과를'" in text
+    assert "blocked (query → key) cells" not in text and "8 of 16" in text
+    text = "\n".join(lines(clicked))
+    assert "causal mask" in text and "blocked (query → key) cells: '먹었다' → '나는'" in text and "7 of 16" in text
+    text = "\n".join(lines(only_clicked))
+    assert "causal" not in text and "PAD" not in text and "'오늘' → '사과를'" in text
+    nothing = only_clicked.copy()
+    nothing[0, :] = False
+    assert "queries that see no key (weights and output 0): '나는'" in "\n".join(lines(nothing))
+    assert "인과 마스크" in "\n".join(lines(pad, "ko")) and "마스크: 없음" in "\n".join(lines(None, "ko"))
