@@ -20,7 +20,7 @@ from ui.text import md
 from ui.widgets import formulas
 from ui.widgets.bars import show_inspector, stacked_contributions, weight_bars
 from ui.widgets.keys import arrow_keys
-from ui.widgets.layout import token_labels
+from ui.widgets.layout import file_uploader, token_labels
 from ui.widgets.qr import qr_png, show_qr
 
 K = state.PLAYGROUND
@@ -275,8 +275,8 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
     with d2:
         st.download_button(t("share.json"), data=scenario.to_json(ss.values(), ss.changed_matrices(), settings.query()),
                            file_name="attention-scenario.json", mime="application/json", key=K.dl_json)
-    st.file_uploader(t("share.upload"), type=["json"], key=K.upload, on_change=on_upload,
-                     help=t("share.upload.help", limit=scenario.MAX_JSON_BYTES // 1024))
+    file_uploader(t("share.upload"), types=["json"], key=K.upload, limit_kb=scenario.MAX_JSON_BYTES // 1024,
+                  on_change=on_upload, help=t("share.upload.help", limit=scenario.MAX_JSON_BYTES // 1024))
     code_panel(args, title=t("page.playground.title"), key_prefix=K.code, tokens_q=q_labels, tokens_k=k_labels)
 
 

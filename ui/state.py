@@ -98,4 +98,4 @@ TUTORIAL = _room("tutorial", "lesson progress answer tries reveal panel feedback
                  "sa_px p_sa_x")  # the tutorial's own keys
 CODE_EXPORT = _room("code_export", "download")  # "copy as code": one download button per key prefix
 TRAINED_MODEL = _room("trained_model", "text preset layer head grid head_view heatmap pipeline patterns sort clicks "
-                      "open_top sentence")
+                      "open_top sentence chosen url_loaded")

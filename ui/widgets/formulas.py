@@ -38,8 +38,8 @@ WHOLE = {
 
 SCALED = r"\tilde S = S \cdot s \,/\, T"
 MASKED = {
-    "row": r"L = \tilde S + M,\quad M_{ij} = 0 \text{ or } -\infty",
-    "column": r"L = \tilde S + M,\quad M_{ij} = 0 \text{ or } -\infty",
+    "row": r"L = \tilde S + M,\quad M_{ij} \in \{0,\, -\infty\}",  # no words: the same in every language
+    "column": r"L = \tilde S + M,\quad M_{ij} \in \{0,\, -\infty\}",
 }
 SOFTMAX = {
     "row": r"\alpha_{ij} = \frac{e^{L_{ij}}}{\sum_{j'} e^{L_{ij'}}},\qquad \sum_j \alpha_{ij} = 1",
