@@ -58,7 +58,8 @@ def heads_grid(tr, H: int, labels, dec: int) -> None:
 def one_head(tr, H: int, tokens, causal: bool, dec: int) -> None:
     """The chosen head's own Q, K, V through the Playground's pipeline."""
     st.subheader(t("mh.detail"))
-    h = st.selectbox(t("mh.pick"), list(range(H)), key=K.pick, format_func=lambda i: t("mh.head", h=i))
+    lang = current_lang()  # bound now: the options' labels never depend on when they are formatted
+    h = st.selectbox(t("mh.pick"), list(range(H)), key=K.pick, format_func=lambda i: t("mh.head", lang, h=i))
     h = h if h < H else 0
     n = len(tokens)
     q, k, v = (x[0, h].numpy() for x in (tr.q, tr.k, tr.v))
