@@ -59,7 +59,8 @@ def heads_grid(tr, H: int, labels, dec: int) -> None:
 def one_head(tr, H: int, tokens, causal: bool, dec: int) -> None:
     """The chosen head's own Q, K, V through the Playground's pipeline."""
     st.subheader(t("mh.detail"))
-    h = st.selectbox(t("mh.pick"), list(range(H)), key=K.pick, format_func=lambda i: t("mh.head", h=i))
+    lang = current_lang()  # bound now: the options' labels never depend on when they are formatted
+    h = st.selectbox(t("mh.pick"), list(range(H)), key=K.pick, format_func=lambda i: t("mh.head", lang, h=i))
     h = h if h < H else 0
     n = len(tokens)
     q, k, v = (x[0, h].numpy() for x in (tr.q, tr.k, tr.v))
@@ -105,6 +106,8 @@ def model_heads(tokens: list[str], dec: int) -> None:
         return
     A = tr["attentions"]  # (L, H, n, n)
     L, H = A.shape[:2]
+    d_k = tr["q"].shape[-1]  # (L, H, n, d_k)
+    shape_badge(f"{MODEL}: d_model = {H * d_k}, H = {H}, d_k = d_v = d_model / H = {d_k}, {t('class.mh.layers', L=L)}")
     layer = st.select_slider(t("mh.model.layer"), options=list(range(L)), key=K.model_layer)
     st.info(t("mh.model.label", model=MODEL, l=layer, sentence=md(sentence), n=len(tr["tokens"])))
     if any(jamo_and_unk(tr["tokens"])):
@@ -212,6 +215,13 @@ def main() -> None:
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("mh.intro"))
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("mh.numbers.help"))
+    source = heads_source()
+    st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}}\right) V_h")
+    st.latex(r"\mathrm{MHA}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)\, W_O")
+    if source == "model":  # the labels follow the heads drawn: the model's shape for its heads, the sliders' below
+        model_heads(tokens, dec)
+        st.subheader(t("class.mh.random"))
+        st.caption(t("class.mh.random_below"))
     d, H = sizes()
     labels = shorts(token_labels(tokens))
     X = compute.embedding("random", tuple(tokens), d, seed)[0][None]  # (1, n, d): one batch
@@ -222,13 +232,9 @@ def main() -> None:
     page.show_problems(problems)
     if tr is None:
         return
-    st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}}\right) V_h")
-    st.latex(r"\mathrm{MHA}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)\, W_O")
     shape_badge(f"d_model = {d}, H = {H}, d_k = d_v = d_model / H = {d // H}")
     checks = compute.multihead_checks(X, W["W_q"], W["W_k"], W["W_v"], W["W_o"], H)
-    if heads_source() == "model":
-        model_heads(tokens, dec)
-    else:
+    if source != "model":
         heads_grid(tr, H, labels, dec)
         one_head(tr, H, tokens, causal, dec)
     reshape_table(tr, H, d, len(tokens), checks)

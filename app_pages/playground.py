@@ -4,6 +4,7 @@ inspector, and share/export. Controls → cached core call (ui.compute) → buil
 from __future__ import annotations
 
 import dataclasses
+import os
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -20,12 +21,14 @@ from ui.text import md
 from ui.widgets import formulas
 from ui.widgets.bars import show_inspector
 from ui.widgets.keys import arrow_keys
-from ui.widgets.layout import token_labels
-from ui.widgets.qr import qr_png
+from ui.widgets.layout import file_uploader, token_labels
+from ui.widgets.qr import qr_png, show_qr
 
 K = state.PLAYGROUND
 WEIGHTS_CHART = weights_key(K.pipeline)
 TABS = ("embed", "qkv", "score", "mask", "share")
+CIRCLED = "①②③④⑤"  # the setup tabs are numbered as shown: a lesson link that hides some starts at ①
+PUBLIC_URL_ENV = "ATTN_LAB_PUBLIC_URL"  # the address students use (a server behind a proxy): scheme://host[:port]
 
 
 # ---------------------------------------------------------------------------- callbacks
@@ -58,7 +61,7 @@ def drain_clicks() -> None:
 def setup_tabs(names: list[str]):
     """The setup tabs. Only the open tab's controls are drawn (``on_change="rerun"``), so a change
     redraws the few controls in sight; the open tab survives language and page switches."""
-    labels = [t(f"pg.tab.{name}") for name in names]
+    labels = [f"{CIRCLED[i]} {t(f'class.tab.{name}')}" for i, name in enumerate(names)]
     chosen = st.session_state.get(K.tab_id)
     st.session_state[K.tab] = labels[names.index(chosen) if chosen in names else 0]
     return st.tabs(labels, key=K.tab, on_change=on_tab, args=(tuple(labels), tuple(names)))
@@ -101,7 +104,10 @@ def presenter_css(v: view.View) -> None:
 
 
 def view_controls(v: view.View) -> None:
-    """Presenter toggle, and the step-through: ◀ / ▶ (or the arrow keys) reveal one step at a time."""
+    """Presenter toggle, and the step-through: ◀ / ▶ (or the arrow keys) reveal one step at a time.
+    A student's lesson link shows none of them (the teacher's controls)."""
+    if v.student:
+        return
     st.toggle(t("pg.present"), value=v.present, key=K.present, help=t("pg.present.help"),
               on_change=lambda: set_view(present=bool(st.session_state[K.present])))
     if v.step == 0:
@@ -131,6 +137,11 @@ def step_key(name: str, f) -> str:
     if name in ("weights", "output"):
         return f"pg.steps.say.{name}.{f.convention}"
     return f"pg.steps.say.{name}"
+
+
+def newest_step(v: view.View) -> str | None:
+    """The panel the step-through showed last (scrolled into view and focused), None without it."""
+    return view.PANELS[v.step - 1] if v.step else None
 
 
 def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
@@ -174,16 +185,18 @@ def score_tab(tab, is_open: bool, d_k: int, problems: list) -> tuple[str, dict]:
 
 
 # ---------------------------------------------------------------------------- query inspector
-def inspector(trace, tq, tk, conv: str, dec: int) -> None:
+def inspector(trace, tq, tk, conv: str, dec: int, v: view.View) -> None:
     """One query's weights as bars, and its output as the stacked pieces α_i·v_i — one element
-    (title, formula, query picker, both charts); picking a query or clicking a weights row moves it."""
+    (title, formula, query picker, both charts); picking a query or clicking a weights row moves it.
+    Presenter view enlarges it; as the step-through's newest step it scrolls into view."""
     if not 0 <= int(ss.get("query")) < len(tq):
         ss.put("query", 0)
     q_labels, k_labels = token_labels(tq), token_labels(tk)
     spec = inspector_spec(trace.attn, int(ss.get("query")), q_labels, k_labels, dec, current_lang())
     keys = {"alpha": K.fig_alpha, "contrib": K.fig_contrib}
     sections = [s | {"key": keys[s["step"]], "css": state.css_class(keys[s["step"]])[1:]} for s in spec["sections"]]
-    show_inspector(spec | {"sections": sections, "picker_css": state.css_class(state.scenario_picker("query"))[1:]},
+    show_inspector(spec | {"sections": sections, "picker_css": state.css_class(state.scenario_picker("query"))[1:],
+                           "present": v.present, "focus": newest_step(v) == "inspector"},
                    key=K.inspector, on_pick=lambda i: ss.put("query", i))
 
 
@@ -200,10 +213,16 @@ def sync_url(query: dict) -> None:
 
 
 def base_url() -> str:
+    """This page's address as students should open it: the browser's, with the host the teacher
+    typed (or ``ATTN_LAB_PUBLIC_URL``, for a server behind a proxy) in place of its own."""
     try:
-        return (st.context.url or "").split("?")[0]
+        url = (st.context.url or "").split("?")[0]
     except Exception:  # no browser (AppTest)
-        return ""
+        url = ""
+    for host in (st.session_state.get(K.link_host) or "", os.environ.get(PUBLIC_URL_ENV, "")):
+        if host.strip() and (public := view.with_host(url, host)) is not None:
+            return public
+    return url
 
 
 def lesson_link(query: dict) -> str:
@@ -217,10 +236,28 @@ def lesson_link(query: dict) -> str:
     panels = st.multiselect(t("share.lesson.panels"), view.PANELS, default=list(v.panels),
                             format_func=labeller("share.panel."), key=K.lesson_panels)
     present = st.checkbox(t("pg.present"), value=v.present, key=K.lesson_present)
+    teacher = st.checkbox(t("class.lesson.teacher"), value=False, key=K.lesson_teacher, help=t("class.lesson.teacher.help"))
     focused = view.View(present=present, hidden=frozenset(g for g in view.GROUPS if g not in visible),
-                        panels=tuple(p for p in view.PANELS if p in panels) or view.PANELS)
+                        panels=tuple(p for p in view.PANELS if p in panels) or view.PANELS, student=not teacher)
     base = {k: q for k, q in query.items() if k not in view.url_keys()}
     return f"{base_url()}?{urlencode(base | view.to_query(focused))}"
+
+
+def qr_code(link: str) -> None:
+    """The lesson link's QR code in its column (full screen on a click), a note when the link points
+    at this machine only, and the host students use (a typed one, checked)."""
+    png = qr_png(link)
+    if png is None:
+        st.caption(t("share.qr.too_long"))
+    else:
+        show_qr(png, link, key=K.qr, caption=t("share.qr"), full=t("class.qr.full"), close=t("class.qr.close"))
+    if view.is_local(link):
+        st.warning(t("class.qr.localhost"))
+    st.text_input(t("class.host"), key=K.link_host, max_chars=260, placeholder="192.168.0.12:8501",
+                  help=t("class.host.help", env=PUBLIC_URL_ENV))
+    typed = st.session_state.get(K.link_host) or ""
+    if typed.strip() and view.with_host("http://x/", typed) is None:
+        st.error(t("class.host.bad"))
 
 
 def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
@@ -229,15 +266,8 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
         st.warning(t("share.too_long", kb=scenario.LINK_BYTES // 1000))
     st.code(f"{base_url()}?{urlencode(query)}", language=None, wrap_lines=True)
     link = lesson_link(query)
-    c1, c2 = st.columns([3, 1])
-    with c1:
-        st.code(link, language=None, wrap_lines=True)
-    with c2:
-        png = qr_png(link)
-        if png is None:
-            st.caption(t("share.qr.too_long"))
-        else:
-            st.image(png, caption=t("share.qr"), width=180, output_format="PNG", alt=t("a11y.qr"))
+    st.code(link, language=None, wrap_lines=True)
+    qr_code(link)
     d1, d2 = st.columns(2)
     with d1:
         st.download_button(t("share.csv"), data=lambda: export.tidy_csv(trace, q_labels, k_labels),
@@ -245,8 +275,8 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
     with d2:
         st.download_button(t("share.json"), data=scenario.to_json(ss.values(), ss.changed_matrices(), settings.query()),
                            file_name="attention-scenario.json", mime="application/json", key=K.dl_json)
-    st.file_uploader(t("share.upload"), type=["json"], key=K.upload, on_change=on_upload,
-                     help=t("share.upload.help", limit=scenario.MAX_JSON_BYTES // 1024))
+    file_uploader(t("share.upload"), types=["json"], key=K.upload, limit_kb=scenario.MAX_JSON_BYTES // 1024,
+                  on_change=on_upload, help=t("share.upload.help", limit=scenario.MAX_JSON_BYTES // 1024))
     code_panel(args, title=t("page.playground.title"), key_prefix=K.code, tokens_q=q_labels, tokens_k=k_labels)
 
 
@@ -274,8 +304,8 @@ def controls(v: view.View, problems: list, token_problems: list):
         st.radio(t("pg.convention"), scenario.CONVENTIONS, **ss.bind("convention"), format_func=labeller("conv."),
                  horizontal=True, help=t("pg.convention.help"))
     conv = ss.get("convention")
-    names = [g for g in TABS if g == "share" or g not in v.hidden]
-    tabs = dict(zip(names, setup_tabs(names), strict=True))
+    names = [g for g in TABS if (g == "share" and not v.student) or (g != "share" and g not in v.hidden)]
+    tabs = dict(zip(names, setup_tabs(names), strict=True)) if names else {}  # a student link may leave no tab
     opened = {g: g in tabs and bool(tabs[g].open) for g in TABS}
     inp = inputs(token_problems, conv=conv, editors=True, tokens=Where(drawn=False), **inputs_where(tabs, opened))
     score, params = score_tab(tabs.get("score"), opened["score"], inp.d_k, problems)
@@ -335,12 +365,12 @@ def results(outer: list) -> None:
     trace, tq, tk = kept  # on a failed call, the last valid trace with its own tokens
     step_sentence(v, trace, token_labels(tq), token_labels(tk))
     in_place = pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=K.pipeline,
-                        query=int(ss.get("query")), clicks=K.clicks, shows=v.shows, per_row=2, header=False,
-                        large=v.present, url="?" + urlencode(query))
+                        query=int(ss.get("query")), clicks=K.clicks, shows=v.shows, per_row=1 if v.present else 2,
+                        header=False, large=v.present, url="?" + urlencode(query), focus=newest_step(v))
     if not (fresh or in_place):
         sync_url(query)
     if v.shows("inspector"):
-        inspector(trace, tq, tk, conv, dec)
+        inspector(trace, tq, tk, conv, dec, v)
 
 
 @st.fragment

@@ -65,16 +65,33 @@ def token_line(tokens: list[str]) -> None:
         st.info(t("tm.empty"))
 
 
+URL_KEYS = ("layer", "head")  # the open head in the page's link: ?layer=1&head=8
+
+
 def chosen_head(L: int, H: int) -> tuple[int, int]:
-    """The open head: a click on the model view (queued by its callback) or the two pickers."""
+    """The open head, kept in plain session state (so a new sentence, a page switch or a rerun
+    never resets it) and mirrored into the link: a click on the model view (queued by its
+    callback), the two pickers (their callbacks), "open this head", or the link on arrival."""
+    if not st.session_state.get(K.url_loaded):
+        st.session_state[K.url_loaded] = True
+        raw = [st.query_params.get(k) for k in URL_KEYS]
+        if all(isinstance(v, str) and v.isdigit() and len(v) <= 3 for v in raw):
+            st.session_state[K.chosen] = (int(raw[0]), int(raw[1]))
     for _, (layer, head) in st.session_state.pop(K.clicks, []) or []:
         if 0 <= layer < L and 0 <= head < H:
-            st.session_state[K.layer], st.session_state[K.head] = int(layer), int(head)
-    if st.session_state.get(K.layer) not in range(L):
-        st.session_state[K.layer] = 0
-    if st.session_state.get(K.head) not in range(H):
-        st.session_state[K.head] = 0
-    return int(st.session_state[K.layer]), int(st.session_state[K.head])
+            st.session_state[K.chosen] = (int(layer), int(head))
+    layer, head = st.session_state.get(K.chosen) or (0, 0)
+    layer, head = (layer if 0 <= layer < L else 0), (head if 0 <= head < H else 0)
+    st.session_state[K.chosen] = (layer, head)
+    st.session_state[K.layer], st.session_state[K.head] = layer, head  # the pickers show the kept choice
+    for name, value in zip(URL_KEYS, (layer, head), strict=True):
+        if st.query_params.get(name) != str(value):
+            st.query_params[name] = str(value)
+    return layer, head
+
+
+def _on_pick() -> None:
+    st.session_state[K.chosen] = (int(st.session_state[K.layer]), int(st.session_state[K.head]))
 
 
 def models_view(tr: dict, chosen: tuple[int, int]) -> None:
@@ -91,9 +108,11 @@ def head_pickers(L: int, H: int) -> None:
     lang = current_lang()  # bound now: the options' labels never depend on when they are formatted
     c1, c2, _ = st.columns([1, 1, 2])
     with c1:
-        st.selectbox(t("tm.layer"), list(range(L)), key=K.layer, format_func=lambda i: t("tm.layer.n", lang, l=i))
+        st.selectbox(t("tm.layer"), list(range(L)), key=K.layer, format_func=lambda i: t("tm.layer.n", lang, l=i),
+                     on_change=_on_pick)
     with c2:
-        st.selectbox(t("tm.head"), list(range(H)), key=K.head, format_func=lambda i: t("tm.head.n", lang, h=i))
+        st.selectbox(t("tm.head"), list(range(H)), key=K.head, format_func=lambda i: t("tm.head.n", lang, h=i),
+                     on_change=_on_pick)
 
 
 def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
@@ -135,7 +154,7 @@ def step_by_step(tr: dict, layer: int, head: int, dec: int) -> None:
 
 
 def _open_top(layer: int, head: int) -> None:
-    st.session_state[K.layer], st.session_state[K.head] = layer, head
+    st.session_state[K.chosen] = (layer, head)
 
 
 def patterns_table(tr: dict) -> None:

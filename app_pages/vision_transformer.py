@@ -15,7 +15,7 @@ from ui.images import IMAGES, MAX_SIDE, MAX_UPLOAD, SIZE, load, png_uri
 from ui.widgets.bars import show_bars, weight_bars
 from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
-from ui.widgets.layout import shape_badge
+from ui.widgets.layout import file_uploader, shape_badge
 
 K = state.VISION_TRANSFORMER
 SAMPLES = ("house", "face", "checkerboard")
@@ -40,8 +40,8 @@ def choose_image(problems: list) -> np.ndarray:
     with c1:
         st.radio(t("vt.sample"), SAMPLES + ("upload",), key=K.choice, horizontal=True, format_func=labeller("vt.sample."))
     with c2:
-        st.file_uploader(t("vt.upload"), type=["png", "jpg", "jpeg"], key=K.upload, on_change=on_upload,
-                         help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
+        file_uploader(t("vt.upload"), types=["png", "jpg", "jpeg"], key=K.upload, limit_kb=MAX_UPLOAD // 1024,
+                      on_change=on_upload, help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
     if st.session_state.get(K.error):
         problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
     choice = st.session_state[K.choice]
@@ -158,8 +158,8 @@ def choose_shape(problems: list) -> tuple[np.ndarray, int | None]:
                  format_func=lambda o: upload if o == "upload" else str(o + 1))
         st.button(t("vt.trained.new"), key=K.new_images, on_click=_new_images)
     with c2:
-        st.file_uploader(t("vt.upload"), type=["png", "jpg", "jpeg"], key=K.upload, on_change=on_upload,
-                         help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
+        file_uploader(t("vt.upload"), types=["png", "jpg", "jpeg"], key=K.upload, limit_kb=MAX_UPLOAD // 1024,
+                      on_change=on_upload, help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
     if st.session_state.get(K.error):
         problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
     choice = st.session_state.get(K.gen_choice, 0)

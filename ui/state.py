@@ -83,7 +83,7 @@ def last_valid(widget_key: str) -> str:
 # ------------------------------------------------------------------ pages
 PLAYGROUND = _room("playground", "clicks tab tab_id upload chart_weights chart_mask mask_clear fig_alpha fig_contrib "
                    "dl_csv dl_json pipeline view view_loaded present step_start step_prev step_next step_all arrow_keys "
-                   "lesson_groups lesson_panels lesson_present code kept_problems page_ran inspector")
+                   "lesson_groups lesson_panels lesson_present code kept_problems page_ran inspector qr link_host lesson_teacher")
 PIPELINE = _room("pipeline", "scores scaled masked weights output")  # suffixes of a pipeline's chart keys
 NOTATIONS = _room("notations", "clicks selected row col right wrong")
 SCORE_FUNCTIONS = _room("score_functions", "scores weights cos_dot cos_normed cos_cos exp_d exp_var exp_hist exp_plot "
@@ -102,7 +102,7 @@ TUTORIAL = _room("tutorial", "lesson progress answer tries reveal panel feedback
                  "sa_px p_sa_x")  # the tutorial's own keys
 CODE_EXPORT = _room("code_export", "download")  # "copy as code": one download button per key prefix
 TRAINED_MODEL = _room("trained_model", "text preset layer head grid head_view heatmap pipeline patterns sort clicks "
-                      "open_top sentence")
+                      "open_top sentence chosen url_loaded")
 
 # ------------------------------------------------------------------ attention in today's LLMs (issue 22)
 KV_CACHE = _room("kv_cache", "d_model heads kv_heads rope step step_prev step_next arrow_keys n new_row keys values full "

@@ -5,12 +5,16 @@ is reported by name, never an exception. (The scenario itself is ui/scenario.py.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
 
 GROUPS = ("tokens", "embed", "qkv", "score", "mask", "notation")  # control groups a lesson link may hide
 PANELS = ("scores", "scaled", "masked", "weights", "output", "inspector")  # in step-through order
 STEPS = len(PANELS)
-URL = {"present": "present", "step": "step", "hide": "hide", "panels": "panels"}
+URL = {"present": "present", "step": "step", "hide": "hide", "panels": "panels", "student": "student"}
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "0.0.0.0")  # a link to these opens nothing on a student's phone
+_HOST = re.compile(r"^(?:(https?)://)?([A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::(\d{1,5}))?/?$")
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,7 @@ class View:
     step: int = 0  # 0: everything at once; k ≥ 1: the first k panels of the step-through
     hidden: frozenset[str] = field(default_factory=frozenset)
     panels: tuple[str, ...] = PANELS
+    student: bool = False  # a student's lesson link: no presenter toggle, step-through or Share tab
 
     def shows(self, panel: str) -> bool:
         """Whether a panel is drawn: chosen for the lesson, and reached by the step-through."""
@@ -43,6 +48,12 @@ def from_query(params: dict[str, str]) -> tuple[View, list[str]]:
             values["present"] = raw in ("1", "true")
         else:
             refused.append(URL["present"])
+    raw = params.get(URL["student"])
+    if raw is not None:
+        if raw in ("1", "0"):
+            values["student"] = raw == "1"
+        else:
+            refused.append(URL["student"])
     raw = params.get(URL["step"])
     if raw is not None:
         if isinstance(raw, str) and raw.isdigit() and 0 <= int(raw) <= STEPS:
@@ -72,8 +83,28 @@ def to_query(view: View) -> dict[str, str]:
         q[URL["hide"]] = ",".join(g for g in GROUPS if g in view.hidden)
     if view.panels != PANELS:
         q[URL["panels"]] = ",".join(view.panels)
+    if view.student:
+        q[URL["student"]] = "1"
     return q
 
 
 def url_keys() -> set[str]:
     return set(URL.values())
+
+
+def is_local(url: str) -> bool:
+    """Whether a link's host is this machine only (localhost, 127.0.0.1, …): a phone cannot open it."""
+    host = (urlsplit(url).hostname or "").lower()
+    return host in LOCAL_HOSTS or host.endswith(".localhost")
+
+
+def with_host(url: str, host: str) -> str | None:
+    """``url`` with its scheme, host and port replaced by ``host`` (``192.168.0.12:8501`` or
+    ``https://lab.example.org``: a server behind a proxy, or the address students reach); the
+    path and query stay. None when ``host`` is not a plain host[:port] (nothing else is taken)."""
+    m = _HOST.match(host.strip()) if isinstance(host, str) and len(host) <= 260 else None
+    if m is None or (m.group(3) and not 0 < int(m.group(3)) < 65536):
+        return None
+    parts = urlsplit(url)
+    netloc = m.group(2) + (f":{m.group(3)}" if m.group(3) else "")
+    return urlunsplit((m.group(1) or parts.scheme or "http", netloc, parts.path, parts.query, parts.fragment))

@@ -34,3 +34,17 @@ function base64Bytes(b64) {
   for (let i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
   return out;
 }
+
+// A newly shown step of the step-through (token: its name, or "" for none): scrolled into view
+// and focused, so the class sees it and keyboard users follow it. Only when the token changes
+// (a rerun for another reason leaves the page where it is).
+function bringIntoView(root, el, token) {
+  if ((root.dataset.focused || "") === (token || "")) return;
+  root.dataset.focused = token || "";
+  if (!token || !el) return;
+  el.tabIndex = -1;
+  requestAnimationFrame(() => {
+    el.scrollIntoView({ block: "nearest", inline: "nearest" });
+    el.focus({ preventScroll: true });
+  });
+}

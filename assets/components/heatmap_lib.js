@@ -61,6 +61,7 @@ function drawMap(root, data, onCell) {
     table.appendChild(tr);
   });
   root.replaceChildren(table);
+  if (data.present) fitTable(root, table);
   addExport(root, data);
   root.dataset.z = JSON.stringify(data.z);
   if (data.clickable) gridKeys(table, data, onCell, keep);
@@ -78,6 +79,22 @@ function drawMap(root, data, onCell) {
       if (td) onCell([+td.dataset.i, +td.dataset.j]);
     });
   }
+}
+
+// Presenter view: one scale for the table's type and cells (--al-fit), the largest of 1.6 … 0.25
+// at which the table fits its box's width and the window's height (room left for the panel's
+// title, formula and shape line): nothing cut at any token count, small maps drawn large.
+function fitTable(root, table) {
+  const avail = root.clientWidth;
+  if (!avail) return;  // not laid out (a closed tab): drawn at the default size
+  const maxH = Math.max(160, window.innerHeight - 200);
+  let scale = 1.6;
+  root.style.setProperty("--al-fit", String(scale));
+  while (scale > 0.25 && (table.offsetWidth > avail || table.offsetHeight > maxH)) {
+    scale *= 0.92;
+    root.style.setProperty("--al-fit", scale.toFixed(3));
+  }
+  root.dataset.fit = scale.toFixed(3);
 }
 
 // Large maps (values not printed in cells): one canvas instead of thousands of table cells.
@@ -380,7 +397,8 @@ function cellText(data, i, j) {
   return Number(v).toFixed(data.decimals);
 }
 
-// One geometry for both pictures: where the title, labels and cells go.
+// One geometry for both pictures: where the title, labels and cells go. Column labels stand
+// upright or turned as on screen (data.vertical: the table's writing-mode columns).
 function geometry(data) {
   const n = data.ys.length, m = data.xs.length;
   const probe = document.createElement("canvas").getContext("2d");
@@ -388,8 +406,9 @@ function geometry(data) {
   const textW = (list) => list.reduce((w, s) => Math.max(w, probe.measureText(String(s)).width), 0);
   const values = [];
   for (let i = 0; i < n; i++) for (let j = 0; j < m; j++) values.push(cellText(data, i, j));
-  const cell = Math.max(28, Math.ceil(textW(values)) + 10);
-  const left = Math.ceil(textW(data.ys)) + 16, top = 44 + Math.ceil(textW(data.xs)) + 10;
+  const colW = data.vertical ? 0 : Math.ceil(textW(data.xs)) + 10;  // upright labels: as wide as the longest
+  const cell = Math.max(28, Math.ceil(textW(values)) + 10, colW);
+  const left = Math.ceil(textW(data.ys)) + 16, top = 44 + (data.vertical ? Math.ceil(textW(data.xs)) : 16) + 10;
   const sideW = data.side ? Math.ceil(textW(data.side)) + 16 : 0;
   const W = Math.max(left + m * cell + sideW + 8, Math.ceil(textW([data.title || ""]) * 1.2) + 16);
   return { n, m, cell, left, top, W, H: top + n * cell + 8 };
@@ -400,8 +419,9 @@ function pieces(data, g) {
   const out = [["rect", { x: 0, y: 0, w: g.W, h: g.H, fill: "#ffffff" }]];
   out.push(["text", { x: 8, y: 18, size: 15, bold: true, fill: "#0f172a" }, data.title || ""]);
   out.push(["text", { x: 8, y: 36, size: 11, fill: "#64748b" }, data.y_title + " ↓  " + data.x_title + " →"]);
-  data.xs.forEach((x, j) => out.push(["text", { x: g.left + j * g.cell + g.cell / 2, y: g.top - 6, size: 13, fill: "#334155",
-                                                rotate: true }, x]));
+  data.xs.forEach((x, j) => out.push(["text", { x: g.left + j * g.cell + (g.cell - 2) / 2, y: g.top - (data.vertical ? 6 : 12),
+                                                size: 13, fill: "#334155", rotate: !!data.vertical,
+                                                anchor: data.vertical ? "start" : "middle" }, x]));
   data.ys.forEach((y, i) => {
     const cy = g.top + i * g.cell + (g.cell - 2) / 2;
     out.push(["text", { x: g.left - 8, y: cy, size: 13, fill: "#334155", anchor: "end" }, y]);
@@ -416,11 +436,19 @@ function pieces(data, g) {
 }
 
 // SVG built with DOM calls: every label is a text node, so HTML in a token stays text.
-function buildSvg(data) {
+// fontData (base64 WOFF2 of the shipped Korean font, or null) goes inside as an @font-face: the
+// picture's Korean renders on a machine that has no Korean font.
+function buildSvg(data, fontData) {
   const NS = "http://www.w3.org/2000/svg", g = geometry(data);
   const svg = document.createElementNS(NS, "svg");
   for (const [k, v] of [["xmlns", NS], ["width", g.W], ["height", g.H], ["viewBox", "0 0 " + g.W + " " + g.H]]) {
     svg.setAttribute(k, v);
+  }
+  if (fontData) {
+    const style = document.createElementNS(NS, "style");
+    style.textContent = "@font-face { font-family: 'attention-lab-kr'; font-weight: 100 900; " +
+      "src: url(data:font/woff2;base64," + fontData + ") format('woff2'); }";
+    svg.appendChild(style);
   }
   for (const [kind, a, text] of pieces(data, g)) {
     const e = document.createElementNS(NS, kind);
@@ -439,12 +467,14 @@ function buildSvg(data) {
   return { svg, W: g.W, H: g.H };
 }
 
-// PNG drawn on a canvas, which uses the page's fonts (the shipped Korean font included).
-function buildPng(data, done) {
+// PNG drawn on a canvas, which uses the page's fonts (the shipped Korean font included), at
+// ``scale`` pixels per CSS pixel (2 or 3: sharp on a slide).
+function buildPng(data, scale, done) {
   const g = geometry(data), c = document.createElement("canvas");
-  c.width = g.W;
-  c.height = g.H;
+  c.width = g.W * scale;
+  c.height = g.H * scale;
   const ctx = c.getContext("2d");
+  ctx.scale(scale, scale);
   for (const [kind, a, text] of pieces(data, g)) {
     ctx.fillStyle = a.fill;
     if (kind === "rect") { ctx.fillRect(a.x, a.y, a.w, a.h); continue; }
@@ -464,6 +494,32 @@ function buildPng(data, done) {
   c.toBlob(done, "image/png");
 }
 
+const PNG_SCALES = [2, 3];  // a PNG's pixels per CSS pixel: the choice under every map
+const KR_FONT_URL = "app/static/attention-lab-kr-400.woff2";  // served by the app (.streamlit/config.toml)
+const HANGUL = /[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]/;
+
+function pictureText(data) {
+  return [data.title, data.x_title, data.y_title, ...data.xs, ...data.ys, ...(data.side || [])].join(" ");
+}
+
+// The shipped Korean font as base64, fetched once (the page has already loaded it, so it comes from
+// the browser's cache); null when the picture has no Hangul or the font cannot be read.
+function shippedFont(data) {
+  if (!HANGUL.test(pictureText(data))) return Promise.resolve(null);
+  if (!window.__attentionLabKrFont) {
+    window.__attentionLabKrFont = fetch(new URL(KR_FONT_URL, document.baseURI))
+      .then((r) => (r.ok ? r.arrayBuffer() : Promise.reject(new Error(String(r.status)))))
+      .then((buf) => {
+        const bytes = new Uint8Array(buf);
+        let raw = "";
+        for (let i = 0; i < bytes.length; i += 0x8000) raw += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+        return btoa(raw);
+      })
+      .catch(() => { window.__attentionLabKrFont = null; return null; });
+  }
+  return window.__attentionLabKrFont;
+}
+
 function download(name, blob) {
   const a = document.createElement("a");
   a.href = URL.createObjectURL(blob);
@@ -478,16 +534,20 @@ function addExport(root, data) {
   const bar = document.createElement("div");
   bar.className = "export";
   const name = (data.export.file || "attention-map").replace(/[^\w.-]+/g, "-");
-  const svgText = () => new XMLSerializer().serializeToString(buildSvg(data).svg);
-  const mk = (label, fn) => {
+  const svgText = (font) => new XMLSerializer().serializeToString(buildSvg(data, font).svg);
+  const mk = (label, fn, help) => {
     const b = document.createElement("button");
     b.type = "button";
     b.textContent = label;
-    b.title = data.export.help || "";
+    b.title = help || data.export.help || "";
     b.addEventListener("click", fn);
     bar.appendChild(b);
   };
-  mk("SVG", () => download(name + ".svg", new Blob([svgText()], { type: "image/svg+xml" })));
-  mk("PNG", () => buildPng(data, (blob) => download(name + ".png", blob)));
+  mk("SVG", () => shippedFont(data).then((font) =>
+    download(name + ".svg", new Blob([svgText(font)], { type: "image/svg+xml" }))));
+  for (const scale of PNG_SCALES) {
+    mk("PNG " + scale + "×", () => buildPng(data, scale, (blob) => download(name + "@" + scale + "x.png", blob)),
+       (data.export.png_help || {})[String(scale)]);
+  }
   root.appendChild(bar);
 }

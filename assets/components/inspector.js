@@ -32,4 +32,6 @@ export default function (component) {
     grid.appendChild(box);
   });
   root.replaceChildren(head, pick, grid);
+  root.classList.toggle("present", !!data.present);  // presenter view: every text larger
+  bringIntoView(root, root, data.focus ? "inspector" : "");  // the step-through's last step
 }

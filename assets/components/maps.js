@@ -34,11 +34,14 @@ export default function (component) {
   if (typeof data.url === "string" && data.url.startsWith("?") && window.location.search !== data.url) {
     window.history.replaceState(window.history.state, "", window.location.pathname + data.url);
   }
+  let newest = null;
   data.panels.forEach((p, index) => {
     const panel = panelBox(p, index, (cell) => setTriggerValue("cell", cell));
     grid.appendChild(panel.box);  // in the page before drawing: a canvas map sizes itself to its box
     panel.draw();
     for (const note of p.after || []) panel.box.appendChild(text("div", "note", note));
     if (p.warning) panel.box.appendChild(text("div", "warning", p.warning));
+    if (p.key === data.focus) newest = panel.box;
   });
+  bringIntoView(grid, newest, newest ? data.focus : "");  // the step just shown
 }

@@ -9,6 +9,7 @@ import torch
 import core
 from core import tokens
 from ui import state
+from ui.i18n import table
 
 from .helpers import close, heat, no_errors, page
 
@@ -121,3 +122,23 @@ def test_model_mode_with_korean_tokens_offers_an_english_sentence():
     close(heat(at, state.item(state.MULTI_HEAD.model_grid, 0)),
           np.round(english.attentions[0, 0].numpy().astype(float), 2), tol=1e-9)
     assert ko["mh.model.korean"] not in [w.value for w in at.warning]
+
+
+def test_with_trained_heads_the_labels_give_the_models_shape_and_the_sliders_say_what_they_set():
+    from core import pretrained
+
+    try:
+        pretrained.model_zip_path()
+    except pretrained.ModelNotInstalled:
+        pytest.skip(f"the model package is not installed ({pretrained.INSTALL_HINT})")
+    at = page(MULTI)
+    at.radio(key=state.MULTI_HEAD.source).set_value("model").run()
+    assert not at.exception
+    badges = [m.value for m in at.markdown if "shape-badge" in m.value and "d_model =" in m.value]
+    tr = pretrained.minilm().trace("when you play the game of thrones")
+    L, H, _, _ = tr.attentions.shape
+    d_k = tr.q.shape[-1]
+    assert f"d_model = {H * d_k}, H = {H}, d_k = d_v = d_model / H = {d_k}" in badges[0]  # first: the heads drawn
+    d, h = at.select_slider(key=state.MULTI_HEAD.d_model).value, at.select_slider(key=state.MULTI_HEAD.heads).value
+    assert f"d_model = {d}, H = {h}," in badges[1]  # then the random part's, under its own heading
+    assert table("en")["class.mh.random"] in [s.value for s in at.subheader]

@@ -61,7 +61,7 @@ def test_a_lesson_link_hides_controls_keeps_their_values_and_shows_only_its_pane
     no_errors(at)
     assert maps(at) == {"weights"}
     setup = [t.label for t in at.tabs if t.label.startswith(("①", "②", "③", "④", "⑤"))]
-    assert setup == [table("en")["pg.tab.share"]]  # of the setup tabs only the share tab is left
+    assert setup == ["① " + table("en")["class.tab.share"]]  # of the setup tabs only the share tab is left, as ①
     assert not [r for r in at.radio if r.key == state.SCENARIO.convention]
     ref = core.attention(C18_X, C18_X, C18_X, mask=core.masks.causal(4), temperature=0.5)  # hidden values still apply
     close(heat(at, PG_WEIGHTS), ref.weights)
@@ -78,6 +78,7 @@ def test_tampered_view_parameters_give_a_message_and_the_default_view(bad):
 
 
 def test_the_share_tab_builds_a_focused_link_and_its_qr_code():
+    import base64
     import io
 
     import zxingcpp
@@ -92,12 +93,49 @@ def test_the_share_tab_builds_a_focused_link_and_its_qr_code():
     params = dict(p.split("=", 1) for p in link.split("?", 1)[1].split("&"))
     v, refused = view.from_query({k: v.replace("%2C", ",") for k, v in params.items()})
     assert refused == [] and v.hidden == {"embed", "qkv", "score", "notation"} and v.panels == ("weights",)
-    images = at.get("image")
-    assert len(images) == 1 and images[0].captions == [table("en")["share.qr"]]
-    # the page draws qr_png(link); the browser test decodes the picture on screen as well
-    from ui.widgets.qr import qr_png
-    decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(qr_png(link))))
+    assert v.student  # a student's link unless the teacher asks for the teacher's controls
+    qr = component(at, K.qr)
+    assert qr["caption"] == table("en")["share.qr"] and qr["link"] == link
+    # the page draws the link's code; the browser test decodes the picture on screen as well
+    decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(base64.b64decode(qr["png"]))))
     assert decoded and decoded[0].text == link
+    at.checkbox(key=K.lesson_teacher).check().run()
+    assert "student" not in at.code[1].value
+
+
+def component(at, key: str) -> dict:
+    """The data of a component element (a v2 component) by its key."""
+    import json
+
+    found = [el for el in at.get("bidi_component") if el.proto.id.endswith("-" + key)]
+    assert len(found) == 1, key
+    return json.loads(found[0].proto.json)
+
+
+@pytest.mark.parametrize("groups", [["tokens", "mask"], []])
+def test_a_student_link_has_no_teacher_controls_and_numbers_its_tabs_from_one(groups):
+    hide = ",".join(g for g in view.GROUPS if g not in groups)
+    at = page(query={"hide": hide, "student": "1", "step": "2"} if hide else {"student": "1", "step": "2"})
+    no_errors(at)
+    keys = {w.key for w in [*at.toggle, *at.button]}
+    assert not keys & {K.present, K.step_start, K.step_next, K.step_prev, K.step_all}, keys
+    setup = [t.label for t in at.tabs if t.label[:1] in "①②③④⑤"]
+    shown = [g for g in ("embed", "qkv", "score", "mask") if g not in hide.split(",")]
+    assert setup == [f"{'①②③④'[i]} {table('en')[f'class.tab.{g}']}" for i, g in enumerate(shown)]
+    assert maps(at) == {"scores", "scaled"}  # the step of the link still applies
+
+
+def test_the_link_host_can_be_set_for_a_server_behind_a_proxy_and_a_bad_one_is_refused():
+    at = page()
+    at.session_state[K.tab_id] = "share"
+    at.run()
+    at.text_input(key=K.link_host).input("https://lab.example.org").run()
+    no_errors(at)
+    assert all(c.value.startswith("https://lab.example.org/?") or c.value.startswith("https://lab.example.org?")
+               for c in at.code[:2]), [c.value for c in at.code[:2]]
+    at.text_input(key=K.link_host).input("evil.org/<script>").run()
+    assert [e.value for e in at.error] == [table("en")["class.host.bad"]]
+    assert not at.code[1].value.startswith("http://evil")
 
 
 def _latex_letters(latex: str) -> list[str]:

@@ -258,3 +258,20 @@ def test_the_multi_head_pages_model_caption_is_measured(trace):
     prev = pats.as_dict()["previous"][layer].numpy()
     assert f"(head {int(np.nanargmax(prev))}) puts {float(np.nanmax(prev)):.0%}" in captions[0]
     assert "Some heads look at" not in captions[0] and "[CLS] or [SEP]" not in captions[0]
+
+
+def test_the_chosen_layer_and_head_survive_a_sentence_change_and_live_in_the_link():
+    at = page(TM)
+    at.selectbox(key=K.layer).set_value(1).run()
+    at.selectbox(key=K.head).set_value(8).run()
+    assert (at.query_params["layer"], at.query_params["head"]) in ((["1"], ["8"]), ("1", "8"))
+    at.text_input(key=K.text).input("The river bank was muddy after the rain").run()
+    no_errors(at)
+    assert (at.selectbox(key=K.layer).value, at.selectbox(key=K.head).value) == (1, 8)
+    A = pretrained.minilm().trace("The river bank was muddy after the rain").attentions[1, 8].numpy()
+    close(heat(at, K.heatmap), np.round(A.astype(float), 2), tol=1e-6)  # the new sentence's weights of layer 1, head 8
+    linked = page(TM, query={"layer": "4", "head": "11"})  # a link opens that head
+    assert (linked.selectbox(key=K.layer).value, linked.selectbox(key=K.head).value) == (4, 11)
+    bad = page(TM, query={"layer": "99", "head": "<b>"})  # out of range / not a number: the first head, no error
+    no_errors(bad)
+    assert (bad.selectbox(key=K.layer).value, bad.selectbox(key=K.head).value) == (0, 0)

@@ -39,13 +39,22 @@ def accessible(spec: dict, key: str) -> dict:
     return spec
 
 
+PNG_SCALES = (2, 3)  # the PNG's pixels per screen pixel: one button each (heatmap_lib.js PNG_SCALES)
+
+
+def export_spec(key: str) -> dict:
+    """The picture buttons' file name and help texts (SVG; PNG at each scale)."""
+    return {"file": key.replace(".", "-"), "help": t("export.help"),
+            "png_help": {str(s): t("class.export.png", scale=s) for s in PNG_SCALES}}
+
+
 def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> None:
     """Mount a heatmap spec: an HTML table for up to TABLE_LIMIT rows/columns, a plotly image
     with hover values beyond. A click on a cell appends ``(key, (row, col))`` to the list
     ``st.session_state[click_queue]``, which the page drains at the start of the next run."""
     n_rows, n_cols = len(spec["ys"]), len(spec["xs"])
     # PNG / SVG buttons under the map: a picture for slides with its title, labels and values
-    spec["export"] = {"file": key.replace(".", "-"), "help": t("export.help")}
+    spec["export"] = export_spec(key)
     accessible(spec, key)
     if max(n_rows, n_cols) <= TABLE_LIMIT:
         def clicked() -> None:
@@ -73,7 +82,7 @@ def fits_one_element(specs) -> bool:
 
 
 def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | None = None, large: bool = False,
-              url: str | None = None) -> None:
+              url: str | None = None, focus: str | None = None) -> None:
     """Several heatmap panels as ONE element, ``per_row`` side by side.
 
     A panel is ``{"key", "title", "mathml", "shape", "map", "before", "after", "warning"}``: ``map``
@@ -82,10 +91,11 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
     col))`` to ``st.session_state[click_queue]``, as :func:`show_heatmap` does. ``url`` (a query
     string, "?a=1&…") is put in the browser's address bar in place (``history.replaceState``) — how a
     fragment rerun keeps the link current without Streamlit's own URL update, which re-renders the
-    whole app (BENCHMARKS.md)."""
+    whole app (BENCHMARKS.md). ``focus``: the key of a panel just shown (a step-through), scrolled into
+    view and focused in the browser."""
     keys = [p["key"] for p in panels]
     for p in panels:
-        p["map"]["export"] = {"file": p["key"].replace(".", "-"), "help": t("export.help")}
+        p["map"]["export"] = export_spec(p["key"])
         accessible(p["map"], p["key"])
         p["css"] = state.css_class(p["key"])[1:]
 
@@ -96,5 +106,6 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
             st.session_state.setdefault(click_queue, []).append((keys[int(cell[0])], (int(cell[1]), int(cell[2]))))
 
     high_contrast = bool(settings.get("contrast"))
-    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "url": url, "hc": high_contrast}, key=key,
+    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "url": url, "hc": high_contrast,
+                          "focus": focus}, key=key,
                     on_cell_change=clicked)

@@ -9,6 +9,8 @@ import streamlit as st
 
 from attention_lab.labels import dim_labels  # noqa: F401  (shared with the notebook views)
 
+from .. import state
+from ..i18n import current_lang, t
 from ..text import indexed_labels
 
 
@@ -51,3 +53,25 @@ h1 {font-size: 2.1rem !important; padding-top: 0.2rem !important; padding-bottom
 
 def inject_css() -> None:
     st.markdown(CSS, unsafe_allow_html=True)
+
+
+def file_uploader(label: str, *, types: list[str], key: str, limit_kb: int, **kw):
+    """``st.file_uploader`` whose own texts follow the app's language. Streamlit writes its button
+    ("Upload") and limit line ("1MB per file • JSON") in English whatever the app's language; in
+    Korean a style scoped to this uploader hides them and draws ours in their place (CSS
+    ``::after``: Streamlit re-renders its own elements, so their text cannot be replaced in place).
+    The limit shown is the app's own (``limit_kb``), which is what the upload is checked against."""
+    got = st.file_uploader(label, type=types, key=key, **kw)
+    if current_lang() != "en":
+        sel, kinds = state.css_class(key), "/".join(x.upper() for x in types if x != "jpeg")
+        browse, limit = _css_text(t("class.upload.browse")), _css_text(t("class.upload.limit", types=kinds, kb=limit_kb))
+        button = f"{sel} [data-testid=stFileUploaderDropzone] button [data-testid=stMarkdownContainer] p"
+        note = f"{sel} [data-testid=stFileUploaderDropzoneInstructions] span"
+        st.markdown(f"<style>{button}, {note} {{font-size: 0;}} {button}::after {{content: {browse}; font-size: 0.875rem;}}"
+                    f" {note}::after {{content: {limit}; font-size: 0.75rem;}}</style>", unsafe_allow_html=True)
+    return got
+
+
+def _css_text(text: str) -> str:
+    """A CSS string of UI text (our own strings: no quotes or backslashes are kept)."""
+    return '"' + "".join(c for c in text if c not in '"\\<>\n') + '"'

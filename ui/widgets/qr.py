@@ -1,13 +1,21 @@
-"""A QR code of a link, drawn on the server (no request leaves it) for phones in the classroom."""
+"""A QR code of a link, drawn on the server (no request leaves it) for phones in the classroom,
+shown in its column with a full-screen view (assets/components/qr.js)."""
 
 from __future__ import annotations
 
+import base64
 import io
 
 import qrcode
+import streamlit as st
 from qrcode.image.pil import PilImage
 
+from .heatmap import ASSETS, DOM_LIB
+
 MAX_LINK = 2900  # a version-40 QR code (low error correction) holds about 2,950 bytes
+_QR_COMPONENT = st.components.v2.component(
+    "attention_lab_qr", js=DOM_LIB + (ASSETS / "qr.js").read_text(encoding="utf-8"),
+    css=(ASSETS / "qr.css").read_text(encoding="utf-8"))
 
 
 def qr_png(link: str) -> bytes | None:
@@ -21,3 +29,10 @@ def qr_png(link: str) -> bytes | None:
     buf = io.BytesIO()
     qr.make_image(image_factory=PilImage).save(buf, format="PNG")
     return buf.getvalue()
+
+
+def show_qr(png: bytes, link: str, *, key: str, caption: str, full: str, close: str) -> None:
+    """The code (as wide as its column allows, at most 220 px), its caption and a full-screen
+    button (labels ``full`` / ``close``, in the current language)."""
+    _QR_COMPONENT(data={"png": base64.b64encode(png).decode("ascii"), "link": link, "caption": caption,
+                        "full": full, "close": close}, key=key)
