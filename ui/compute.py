@@ -438,3 +438,22 @@ def attention_memory() -> dict:
     (core.block.complexity, measured once per server per hour)."""
     c = core.block.complexity()
     return {"ns": list(c.ns), "bytes_full": list(c.bytes_full), "bytes_chunked": list(c.bytes_chunked)}
+
+
+@st.cache_data(max_entries=32, ttl=HOUR, show_spinner=False)
+def linear(tokens: tuple[str, ...], d: int, seed: int, causal: bool) -> dict:
+    """core.linear_attention on seeded projections of the tokens' embeddings: both orders of the product,
+    their gap, its weights beside softmax's on the same Q, K, total variation per query."""
+    X = core.tokens.embed(list(tokens), d, seed=seed)
+    q, k, v = (X @ core.tokens.projection(d, d, seed=seed, name=f"ps.{w}") for w in ("W_q", "W_k", "W_v"))
+    tr = core.linear_attention(q, k, v, causal=causal)
+    return {"quadratic": tr.output_quadratic.numpy(), "associative": tr.output.numpy(), "form_gap": tr.form_gap,
+            "linear_weights": tr.weights.numpy(), "softmax_weights": tr.softmax_weights.numpy(),
+            "total_variation": tr.total_variation.tolist(), "weight_gap": tr.weight_gap}
+
+
+@st.cache_data(max_entries=4, ttl=HOUR, show_spinner=False)
+def linear_costs(ns: tuple[int, ...], d: int) -> dict:
+    """Multiply-adds of the quadratic and the associative order for n = ns (core.linear.linear_attention_macs)."""
+    macs = [core.linear.linear_attention_macs(n, n, d, d) for n in ns]
+    return {"ns": list(ns), "quadratic": [q for q, _ in macs], "associative": [a for _, a in macs]}
