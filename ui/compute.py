@@ -571,3 +571,22 @@ def lm_text_loss(window: int | None, sinks: int, device: str) -> dict:
     text = (ASSETS_TEXTS / "alice.en.txt").read_text(encoding="utf-8")
     r = decoder.text_loss(language_model(), text, decoder.Mechanism(window=window, sinks=sinks), device=device)
     return {"loss": r.loss, "ppl": r.perplexity, "tokens": int(r.per_token.numel()) + 1}
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def linear(tokens: tuple[str, ...], d: int, seed: int, causal: bool) -> dict:
+    """core.linear_attention on seeded projections of the tokens' embeddings: both orders of the product,
+    their gap, its weights beside softmax's on the same Q, K, total variation per query."""
+    X = core.tokens.embed(list(tokens), d, seed=seed)
+    q, k, v = (X @ core.tokens.projection(d, d, seed=seed, name=f"ps.{w}") for w in ("W_q", "W_k", "W_v"))
+    tr = core.linear_attention(q, k, v, causal=causal)
+    return {"quadratic": tr.output_quadratic.numpy(), "associative": tr.output.numpy(), "form_gap": tr.form_gap,
+            "linear_weights": tr.weights.numpy(), "softmax_weights": tr.softmax_weights.numpy(),
+            "total_variation": tr.total_variation.tolist(), "weight_gap": tr.weight_gap}
+
+
+@memo.cached(max_entries=4, ttl=HOUR)
+def linear_costs(ns: tuple[int, ...], d: int) -> dict:
+    """Multiply-adds of the quadratic and the associative order for n = ns (core.linear.linear_attention_macs)."""
+    macs = [core.linear.linear_attention_macs(n, n, d, d) for n in ns]
+    return {"ns": list(ns), "quadratic": [q for q, _ in macs], "associative": [a for _, a in macs]}

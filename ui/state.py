@@ -113,7 +113,7 @@ LLM_POSITIONS = _room("llm_positions", "kind base pairing pair_pos pair_dim rota
 LONG_CONTEXT = _room("long_context", "n window sinks layers mask reach memory chart table_window table_sinks last")
 TILED_ATTENTION = _room("tiled_attention", "n block_q block_k step step_prev step_next arrow_keys tiles tile scores ml "
                         "partial output reference chart last")
-LINEAR_ATTENTION = _room("linear_attention", "causal quadratic associative softmax linear gap cost chart")
+LINEAR_ATTENTION = _room("linear_attention", "causal quadratic associative softmax linear cost")
 LANGUAGE_MODEL = _room("language_model", "prompt text preset temperature top_k top_p seed n_new max_new one run reset keys "
                        "layer head grid heatmap pipeline heads sort open_top clicks gen_layer gen_maps bars_model "
                        "bars_sampled off_heads off_layers window sinks bars_before bars_after measure lens running")
