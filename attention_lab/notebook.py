@@ -199,8 +199,10 @@ def pipeline_maps(trace, *, tokens=None, tokens_k=None, lang: str = "en", decima
     live = n_q <= INSPECTOR_LIMIT
     layout = P.Layout(q_labels, k_labels, A.convention, decimals, lang, clickable=live, compact=True)
     shows = None if steps is None else (lambda s: s in steps)
-    panels = P.pipeline_panels(trace, layout, A.score, query=query if live else None, shows=shows)
-    dicts = [P.panel_dict(p, p.step, lang) | {"pick": p.step == "weights" and live} for p in panels]
+    # no highlighted query in the specs: the live widget highlights the picked one itself (widget.js)
+    panels = P.pipeline_panels(trace, layout, A.score, shows=shows)
+    click = translate("pg.weights.click", lang)  # true of the live widget only: not written into the static SVG
+    dicts = [P.panel_dict(p, p.step, lang) | {"pick": p.step == "weights" and live, "live_only": [click]} for p in panels]
     inspectors = [_inspector(P.inspector_spec(A, j, q_labels, k_labels, decimals, lang)) for j in range(n_q)] if live else None
     return Maps(dicts, _per_row(max(n_q, n_k), decimals), lang, A.convention, inspectors, query, title)
 
@@ -344,7 +346,8 @@ def maps_svg(panels: list[dict], per_row: int, *, title: str = "") -> str:
     boxes = []
     for p in panels:
         body, w, h = map_svg(p["map"], step=p["key"], x0=0, y0=40)
-        notes = [*p.get("before", []), *p.get("after", []), *([p["warning"]] if p.get("warning") else [])]
+        notes = [n for n in (*p.get("before", []), *p.get("after", []), *([p["warning"]] if p.get("warning") else []))
+                 if n not in p.get("live_only", ())]
         note_svg = "".join(f'<text x="0" y="{40 + h + 16 * (k + 1):.1f}" font-size="12" fill="#64748b">{_esc(t)}</text>'
                            for k, t in enumerate(notes))
         head = (f'<text class="title" x="0" y="14" font-size="15" font-weight="700" fill="#0f172a">{_esc(p["title"])}</text>'
