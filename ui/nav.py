@@ -36,14 +36,14 @@ PAGES = (
     PageInfo("trained_model", "Trained_model", ":material/psychology:", "C15, C17, C20, C23–C24 in a trained encoder",
              "models"),
     # attention as today's decoder language models run it (issue 22)
-    PageInfo("kv_cache", "KV_cache", ":material/keyboard_tab:", "C11 in a decoder: one token at a time, KV cache", "modern"),
-    PageInfo("kv_sharing", "KV_sharing", ":material/call_split:", "C20–C21 with shared keys/values: GQA, MQA, cache size",
+    PageInfo("kv_cache", "KV_cache", ":material/keyboard_tab:", "C11, C20–C21", "modern"),
+    PageInfo("kv_sharing", "KV_sharing", ":material/call_split:", "C20–C21",
              "modern"),
-    PageInfo("llm_positions", "LLM_positions", ":material/rotate_right:", "C23–C24 in LLMs: RoPE, ALiBi", "modern"),
-    PageInfo("long_context", "Long_context", ":material/width_wide:", "C11, C12 at scale: sliding window, sinks",
+    PageInfo("llm_positions", "LLM_positions", ":material/rotate_right:", "C23–C24, C37", "modern"),
+    PageInfo("long_context", "Long_context", ":material/width_wide:", "C11–C12, C28",
              "modern"),
-    PageInfo("tiled_attention", "Tiled_attention", ":material/grid_view:", "C28: online softmax, tiles", "modern"),
-    PageInfo("linear_attention", "Linear_attention", ":material/linear_scale:", "C4, C28: kernelised attention",
+    PageInfo("tiled_attention", "Tiled_attention", ":material/grid_view:", "C28", "modern"),
+    PageInfo("linear_attention", "Linear_attention", ":material/linear_scale:", "C4, C28",
              "modern"),
 )
 SECTIONS = ("start", "tutorial", "explore", "models", "modern")
