@@ -1055,6 +1055,52 @@ def _l9_outputs():
     return float(lt.trace.attn.output.shape[0]), {"n_q": n_q, "n_k": n_k}, {"keys": float(n_k), "pairs": float(n_q * n_k)}
 
 
+# ---- 10. a real language model writing (SmolLM2-135M, core.decoder) -------------------------------
+# The panel shows the causal mask on the worked example; the exercises are checked against the real model.
+L10 = {"causal": True, "query": O}
+L10_PROMPT = "The capital of France is"
+
+
+def _lm():
+    from .pretrained import smollm2  # loaded once per process; imported here so the other lessons never need it
+
+    return smollm2()
+
+
+def _l10_paris():
+    """p(next token) of the model's top guess after L10_PROMPT, in percent."""
+    m = _lm()
+    nt = m.next_token(L10_PROMPT)
+    return 100.0 * float(nt.top_probs[0]), {"token": nt.top_tokens[0], "prompt": L10_PROMPT, "lo": 0.0, "hi": 100.0}, {}
+
+
+def _l10_temperature():
+    """Does temperature alone change the most likely token? Checked on the model's logits over the Playground's grid."""
+    from .decoder import next_token_probs
+
+    m = _lm()
+    logits = torch.log(m.next_token(L10_PROMPT).probs)
+    tops = {int(next_token_probs(logits, T).argmax()) for T in TEMPERATURE_GRID}
+    top = m.token_text(int(logits.argmax()))
+    cold = float(next_token_probs(logits, 0.1).max())
+    hot = float(next_token_probs(logits, 5.0).max())
+    return ("no" if len(tops) == 1 else "yes"), {"token": top, "cold": cold, "hot": hot}
+
+
+def _l10_sink():
+    """Where the last token of L10_PROMPT looks in the model's strongest sink head (largest share on the first token)."""
+    from .decoder import head_stats
+
+    tr = _lm().trace(L10_PROMPT)
+    hs = head_stats(tr.attentions)
+    l, h = divmod(int(hs.sink.argmax()), hs.sink.shape[1])
+    row = tr.attentions[l, h, -1]  # (n,): the last query's weights
+    n = row.shape[0]
+    j = int(row.argmax())
+    where = "first" if j == 0 else "itself" if j == n - 1 else "previous" if j == n - 2 else "other"
+    return where, {"l": l, "h": h, "share": float(row[0]), "first": tr.tokens[0], "last": tr.tokens[-1]}
+
+
 # --------------------------------------------------------------------------- the registry
 def _lesson(lesson_id: str, panel: str, scenario: Mapping, exercises: list[Exercise]) -> Lesson:
     return Lesson(lesson_id, panel, _freeze(scenario), tuple(exercises))
@@ -1141,6 +1187,13 @@ def _build() -> tuple[Lesson, ...]:
             _number("cross-attention.outputs", _l9_outputs, tolerance=0.0, lo=1, hi=_MAX_TOKENS, integer=True, decimals=0,
                     diagnoses=("keys", "pairs")),
         ]),
+        _lesson("model-writing", "masks", L10, [
+            _number("model-writing.paris", _l10_paris, tolerance=3.0, lo=0.0, hi=100.0, decimals=1,
+                    prompt_values=_pv(prompt=L10_PROMPT, tol=3)),
+            _choice_ex("model-writing.temperature", ("no", "yes"), _l10_temperature, prompt_values=_pv(prompt=L10_PROMPT)),
+            _choice_ex("model-writing.sink", ("first", "previous", "itself", "other"), _l10_sink,
+                       prompt_values=_pv(prompt=L10_PROMPT)),
+        ]),
     )
 
 
@@ -1217,6 +1270,7 @@ PROGRESS_ORDER: tuple[str, ...] = (
     "position", "position.shuffle", "position.pe-value", "position.move",
     "cross-attention", "cross-attention.shape", "cross-attention.cielo", "cross-attention.vediamo",
     "cross-attention.outputs",
+    "model-writing", "model-writing.paris", "model-writing.temperature", "model-writing.sink",
 )
 _PROGRESS_VERSION = "1"
 MAX_PROGRESS_CHARS = 64

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
-from core import codegen
+from core import codegen, pretrained
 from core import tutorial as tut
 from ui import scenario, state
 from ui.i18n import table
@@ -54,6 +54,7 @@ NUMBERS = {
     "multi-head.d-head": 8 / 2,
     "position.pe-value": math.sin(1.0),
     "cross-attention.outputs": L9_X.shape[0],
+    "model-writing.paris": 100 * float(pretrained.smollm2().next_token(tut.L10_PROMPT).top_probs[0]),
 }
 PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
     "weighted-average.top": weights(X, X)[N],
@@ -73,6 +74,8 @@ CHOICES = {
     "multi-head.weights-shape": "1x2x4x4",  # (B, H, n, n)
     "position.shuffle": "same",  # permutation equivariance: the token's output only moves
     "cross-attention.shape": "x".join(map(str, weights(L9_X, L9_SRC).shape)),
+    "model-writing.temperature": "no",  # softmax(z / T) keeps the order of z for every T > 0
+    "model-writing.sink": "first",  # the strongest sink head looks at the first token (tests/core/test_tutorial.py)
 }
 EXERCISES = [(lesson, ex) for lesson in tut.LESSONS for ex in lesson.exercises]
 
