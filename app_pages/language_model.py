@@ -251,17 +251,22 @@ def heads_table(tr: dict) -> None:
     if tr["sink"] is None:
         st.info(t("lm.heads.short"))
         return
-    ind = compute.lm_induction(settings.get("device"))
-    cols = {"sink": t("lm.col.sink"), "previous": t("lm.col.previous"), "induction": t("lm.col.induction")}
-    vals = {"sink": tr["sink"], "previous": tr["previous"], "induction": ind["scores"]}
+    ind = compute.lm_induction(settings.get("device")) if st.toggle(t("lm.measure_induction"), key=K.running) else None
+    cols = {"sink": t("lm.col.sink"), "previous": t("lm.col.previous")}
+    vals = {"sink": tr["sink"], "previous": tr["previous"]}
+    if ind is not None:
+        cols["induction"], vals["induction"] = t("lm.col.induction"), ind["scores"]
     L, H = tr["sink"].shape
     rows = [{t("tm.col.layer"): l, t("tm.col.head"): h, **{cols[c]: float(vals[c][l, h]) for c in cols}}
             for l in range(L) for h in range(H)]
+    if st.session_state.get(K.sort) not in cols:
+        st.session_state[K.sort] = "sink"
     by = st.columns([1, 2])[0].selectbox(t("tm.sort"), list(cols), key=K.sort, format_func=labeller("lm.col."))
     df = pd.DataFrame(rows).sort_values(cols[by], ascending=False, kind="stable")
     cfg = {cols[c]: st.column_config.ProgressColumn(cols[c], format="%.3f", min_value=0.0, max_value=1.0) for c in cols}
     st.dataframe(df, hide_index=True, width="stretch", height=300, column_config=cfg, key=K.heads)
-    st.caption(t("lm.induction.caption", first=f"{ind['first']:.2f}", second=f"{ind['second']:.2f}"))
+    if ind is not None:
+        st.caption(t("lm.induction.caption", first=f"{ind['first']:.2f}", second=f"{ind['second']:.2f}"))
     top = df.iloc[0]
     layer, head = int(top[t("tm.col.layer")]), int(top[t("tm.col.head")])
     st.markdown(t("lm.heads.top", col=cols[by], l=layer, h=head, share=f"{top[cols[by]]:.0%}"))
@@ -295,21 +300,24 @@ def mechanism_controls(L: int, H: int) -> tuple[tuple, tuple, int | None, int]:
     return tuple(sorted(heads)), tuple(sorted(layers)), (w or None), (int(s) if w else 0)
 
 
-def before_after(text: str, heads: tuple, layers: tuple, window: int | None, sinks: int, dec: int) -> None:
+def before_after(text: str, tr: dict, heads: tuple, layers: tuple, window: int | None, sinks: int, dec: int) -> None:
     """The next token with the model as trained and with the mechanism changed, side by side."""
-    dev = settings.get("device")
-    before = compute.lm_next(text, (), (), None, 0, dev)
-    after = compute.lm_next(text, heads, layers, window, sinks, dev)
+    before = compute.lm_sampling(tr["logits"], 1.0, None, None)  # the trace's own last-position distribution
+    changed = bool(heads or layers or window)
+    after = compute.lm_next(text, heads, layers, window, sinks, settings.get("device")) if changed else \
+        {"tokens": before["tokens"], "probs": before["model"], "ids": before["ids"], "all": None}
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**{t('lm.before')}**")
-        show_bars(weight_bars(before["tokens"], before["probs"], min(dec, 3)), key=K.bars_before)
+        show_bars(weight_bars(before["tokens"], before["model"], min(dec, 3)), key=K.bars_before)
     with c2:
         st.markdown(f"**{t('lm.after')}**")
         show_bars(weight_bars(after["tokens"], after["probs"], min(dec, 3)), key=K.bars_after)
-    top = before["ids"][0]
-    st.markdown(t("lm.change", tok=md(before["tokens"][0]), before=f"{before['probs'][0]:.1%}",
-                  after=f"{after['all'][top]:.1%}", new=md(after["tokens"][0])))
+    if not changed:
+        st.caption(t("lm.unchanged"))
+        return
+    st.markdown(t("lm.change", tok=md(before["tokens"][0]), before=f"{before['model'][0]:.1%}",
+                  after=f"{after['all'][before['ids'][0]]:.1%}", new=md(after["tokens"][0])))
 
 
 def streaming_llm() -> None:
@@ -348,7 +356,7 @@ def mechanism_tab(text: str, tr: dict, dec: int) -> None:
     st.markdown(t("lm.mechanism.text"))
     L, H = tr["attentions"].shape[:2]
     heads, layers, window, sinks = mechanism_controls(L, H)
-    page.guarded([], lambda: before_after(text, heads, layers, window, sinks, dec))
+    page.guarded([], lambda: before_after(text, tr, heads, layers, window, sinks, dec))
     streaming_llm()
     lens_table(tr)
 

@@ -89,7 +89,7 @@ def trace_vs_transformers(model, repeats: int = 10) -> tuple[float, float, int]:
     path = decoder.gguf_path()
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                            attn_implementation="eager", dtype=torch.float32).eval()
-    ids = model.encode(PROMPT_32)[:32]
+    ids = model.encode(PROMPT_32 + " " + PROMPT_32)[:32]
     text = model.decode(ids)
     assert len(model.encode(text)) == 32
     ids_t = torch.tensor([ids])
@@ -108,7 +108,7 @@ def cached_step_ms(model, repeats: int = 30) -> float:
     from core import decoder
 
     P, c = model.weights, model.config
-    ids = torch.tensor(model.encode(PROMPT_32)[:32])
+    ids = torch.tensor(model.encode(PROMPT_32 + " " + PROMPT_32)[:32])
     with torch.no_grad():
         out = decoder.forward(ids, P, c, use_cache=True, keep_qkv=False, logits_for="last")
         caches = out.caches

@@ -43,7 +43,8 @@ import torch.nn.functional as F
 
 from .attention import attention
 from .gguf_file import GGUFFile
-from .kv_cache import KVCache, attend_with_cache
+from .kv_cache import KVCache, attend_with_cache, kv_cache_bytes
+from .masks import window
 from .multihead import kv_head_map, merge_heads, repeat_kv
 from .positional import rope
 
@@ -164,23 +165,10 @@ def swiglu(x: torch.Tensor, W_gate: torch.Tensor, W_up: torch.Tensor, W_down: to
     return (F.silu(x @ W_gate) * (x @ W_up)) @ W_down
 
 
-def key_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, mech: Mechanism = PLAIN) -> torch.Tensor:
-    """Which keys each query may attend to, True = may attend: (n_q, n_k).
-
-    Causal (key position ≤ query position); with ``mech.window`` = w also within the last w
-    positions (q − k < w), or among the first ``mech.sinks`` positions (k < sinks).
-    """
-    diff = q_pos[:, None] - k_pos[None, :]  # (n_q, n_k): how far back each key is
-    allowed = diff >= 0
-    if mech.window is not None:
-        allowed = allowed & ((diff < mech.window) | (k_pos[None, :] < mech.sinks))
-    return allowed
-
-
 def cache_bytes(c: LlamaConfig, positions: int, *, kv_heads: int | None = None, bytes_per_value: int = 4) -> int:
-    """Bytes of a KV cache holding ``positions`` tokens: 2 (K and V) · L · H_kv · positions · d_head · bytes."""
-    h = c.n_kv_heads if kv_heads is None else kv_heads
-    return 2 * c.n_layers * h * positions * c.d_head * bytes_per_value
+    """Bytes of this model's KV cache holding ``positions`` tokens (``core.kv_cache_bytes``; float32 here)."""
+    return kv_cache_bytes(layers=c.n_layers, n_kv_heads=c.n_kv_heads if kv_heads is None else kv_heads, d_head=c.d_head,
+                          tokens=positions, bytes_per_value=bytes_per_value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,7 +190,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | 
 
     Plain causal attention goes through ``core.kv_cache.attend_with_cache`` (RoPE at the cache's
     offset, GQA, the cache extended); a window (``mech.window``) through ``core.positional.rope``,
-    ``core.multihead.repeat_kv`` and ``core.attention`` with :func:`key_mask` (full passes only).
+    ``core.multihead.repeat_kv`` and ``core.attention`` with ``core.masks.window(causal_only=True, sinks=)``
+    (full passes only).
     Returns (weights (H, n, c + n), output (H, n, d_head), q rotated, cache after).
     """
     if mech.window is None:
@@ -213,7 +202,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | 
     pos = torch.arange(q.shape[-2], device=q.device)  # (n,)
     q = rope(q, positions=pos, base=c.rope_base, pairing="adjacent")  # (H, n, d_head)
     k = rope(k, positions=pos, base=c.rope_base, pairing="adjacent")  # (G, n, d_head)
-    heads = attention(q, repeat_kv(k, c.n_heads), repeat_kv(v, c.n_heads), mask=key_mask(pos, pos, mech))  # (H, n, n)
+    mask = window(q.shape[-2], mech.window, causal_only=True, sinks=mech.sinks, device=q.device)  # (n, n)
+    heads = attention(q, repeat_kv(k, c.n_heads), repeat_kv(v, c.n_heads), mask=mask)  # (H, n, n)
     return heads.weights, heads.output, q, KVCache(k=k, v=v)
 
 

@@ -1160,6 +1160,52 @@ def _l11_length():
     return ("same" if gap < 1e-5 else "grows"), {"gap": gap}
 
 
+# ---- 12. a real language model writing (SmolLM2-135M, core.decoder) -------------------------------
+# The panel shows the causal mask on the worked example; the exercises are checked against the real model.
+L12 = {"causal": True, "query": O}
+L12_PROMPT = "The capital of France is"
+
+
+def _lm():
+    from .pretrained import smollm2  # loaded once per process; imported here so the other lessons never need it
+
+    return smollm2()
+
+
+def _l12_paris():
+    """p(next token) of the model's top guess after L12_PROMPT, in percent."""
+    m = _lm()
+    nt = m.next_token(L12_PROMPT)
+    return 100.0 * float(nt.top_probs[0]), {"token": nt.top_tokens[0], "prompt": L12_PROMPT, "lo": 0.0, "hi": 100.0}, {}
+
+
+def _l12_temperature():
+    """Does temperature alone change the most likely token? Checked on the model's logits over the Playground's grid."""
+    from .decoder import next_token_probs
+
+    m = _lm()
+    logits = torch.log(m.next_token(L12_PROMPT).probs)
+    tops = {int(next_token_probs(logits, T).argmax()) for T in TEMPERATURE_GRID}
+    top = m.token_text(int(logits.argmax()))
+    cold = float(next_token_probs(logits, 0.1).max())
+    hot = float(next_token_probs(logits, 5.0).max())
+    return ("no" if len(tops) == 1 else "yes"), {"token": top, "cold": cold, "hot": hot}
+
+
+def _l12_sink():
+    """Where the last token of L12_PROMPT looks in the model's strongest sink head (largest share on the first token)."""
+    from .decoder import head_stats
+
+    tr = _lm().trace(L12_PROMPT)
+    hs = head_stats(tr.attentions)
+    l, h = divmod(int(hs.sink.argmax()), hs.sink.shape[1])
+    row = tr.attentions[l, h, -1]  # (n,): the last query's weights
+    n = row.shape[0]
+    j = int(row.argmax())
+    where = "first" if j == 0 else "itself" if j == n - 1 else "previous" if j == n - 2 else "other"
+    return where, {"l": l, "h": h, "share": float(row[0]), "first": tr.tokens[0], "last": tr.tokens[-1]}
+
+
 # --------------------------------------------------------------------------- the registry
 # What each lesson's text teaches, in the tutorial's order; exercises declare what they need.
 CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
@@ -1174,6 +1220,7 @@ CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "cross-attention": ("cross_attention",),
     "kv-cache": ("kv_cache", "grouped_query"),
     "rope": ("rope",),
+    "model-writing": ("next_token", "attention_sink"),
 })
 
 
@@ -1191,6 +1238,7 @@ CURRICULUM: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "cross-attention": ("C16", "C27"),
     "kv-cache": ("C11", "C20", "C21"),
     "rope": ("C23", "C24"),
+    "model-writing": ("C11", "C20"),
 })
 
 
@@ -1310,6 +1358,14 @@ def _build() -> tuple[Lesson, ...]:
                        decimals=3, prompt_values=_pv(i=ROPE_PAIR, d=ROPE_D, base=int(ROPE_BASE), tol=0.005)), "rope"),
             N_(_choice_ex("rope.length", ("same", "grows", "shrinks"), _l11_length), "rope"),
         ]),
+        _lesson("model-writing", "masks", L12, [
+            N_(_number("model-writing.paris", _l12_paris, tolerance=3.0, lo=0.0, hi=100.0, decimals=1,
+                       prompt_values=_pv(prompt=L12_PROMPT, tol=3)), "next_token", "softmax"),
+            N_(_choice_ex("model-writing.temperature", ("no", "yes"), _l12_temperature, prompt_values=_pv(prompt=L12_PROMPT)),
+               "temperature", "next_token"),
+            N_(_choice_ex("model-writing.sink", ("first", "previous", "itself", "other"), _l12_sink,
+                          prompt_values=_pv(prompt=L12_PROMPT)), "attention_sink", "heads", "causal_mask"),
+        ]),
     )
 
 
@@ -1396,6 +1452,7 @@ PROGRESS_ORDER: tuple[str, ...] = (
     "cross-attention.outputs",
     "kv-cache", "kv-cache.bytes", "kv-cache.group", "kv-cache.keys",
     "rope", "rope.shift", "rope.angle", "rope.length",
+    "model-writing", "model-writing.paris", "model-writing.temperature", "model-writing.sink",
 )
 _PROGRESS_VERSION = "1"
 MAX_PROGRESS_CHARS = 64

@@ -111,6 +111,24 @@ def test_a_layer_off_changes_the_next_token_as_core_says(model):
     assert [row["label"] for row in spec(at, K.bars_before)["rows"]][0] == "␣Paris"
 
 
+def test_heads_table_measures_sinks_previous_and_induction_as_core(model):
+    at = page(LM)
+    _run_with(at, **{K.running: True})
+    no_errors(at)
+    en = table("en")
+    df = at.dataframe[0].value.sort_values(en["lm.col.induction"], ascending=False, kind="stable")
+    assert len(df) == 270
+    tr = model.trace(PROMPT)
+    hs = decoder.head_stats(tr.attentions)
+    ind = decoder.induction(model, 32, 0)
+    row = df.iloc[0]  # the strongest induction head
+    l, h = int(row[en["tm.col.layer"]]), int(row[en["tm.col.head"]])
+    assert (l, h) == divmod(int(ind.scores.argmax()), 9)
+    assert abs(row[en["lm.col.induction"]] - float(ind.scores[l, h])) < 1e-6
+    assert abs(row[en["lm.col.sink"]] - float(hs.sink[l, h])) < 1e-6
+    assert abs(row[en["lm.col.previous"]] - float(hs.previous[l, h])) < 1e-6
+
+
 @pytest.mark.parametrize("prompt,message", [
     ("x " * 10_000, "lm.too_long"),  # 20,000 characters
     ("", "lm.empty"),

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from attention_lab import codegen
+from core import pretrained
 from core import tutorial as tut
 from ui import scenario, state
 from ui.i18n import table
@@ -57,6 +58,7 @@ NUMBERS = {
     "kv-cache.bytes": 2 * 32 * 8 * 128 * 2 / 1024,  # Llama-3-8B, bfloat16: KiB per token
     "kv-cache.keys": 3,  # the third token attends to tokens 1 … 3 (itself included)
     "rope.angle": 10000 ** (-2 * 1 / 8),
+    "model-writing.paris": 100 * float(pretrained.smollm2().next_token(tut.L12_PROMPT).top_probs[0]),
 }
 PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
     "weighted-average.top": weights(X, X)[N],
@@ -79,6 +81,8 @@ CHOICES = {
     "kv-cache.group": str(5 // (8 // 2)),  # H = 8, G = 2: groups of 4 consecutive query heads
     "rope.shift": "same",  # R(m)ᵀR(n) = R(n − m): the score depends on the distance only
     "rope.length": "same",  # rotations keep lengths
+    "model-writing.temperature": "no",  # softmax(z / T) keeps the order of z for every T > 0
+    "model-writing.sink": "first",  # the strongest sink head looks at the first token (tests/core/test_tutorial.py)
 }
 EXERCISES = [(lesson, ex) for lesson in tut.LESSONS for ex in lesson.exercises]
 

@@ -29,7 +29,7 @@ def open_at(chromium, url: str, width: int, height: int, lang: str = "en"):
     page.dialogs = []
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
     page.goto(url)
-    wait_idle(page, timeout=120_000)
+    wait_idle(page, timeout=300_000)  # the first visit loads the model (seconds; minutes on a loaded 2-core machine)
     expect(page.locator(css(K.bars_model)).get_by_text("␣Paris")).to_be_visible(timeout=120_000)
     return ctx, page
 

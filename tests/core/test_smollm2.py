@@ -267,3 +267,86 @@ def test_next_token_probs_equal_transformers_warpers():
         decoder.next_token_probs(logits, -1.0)
     with pytest.raises(ValueError, match="top_p"):
         decoder.next_token_probs(logits, 1.0, None, 1.5)
+
+
+# ----------------------------------------------------------------------------- measurements and changed mechanisms
+
+
+def test_head_stats_equal_numpy_loops():
+    g = torch.Generator().manual_seed(1)
+    n = 7
+    logits = torch.randn(2, 3, n, n, generator=g).masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), float("-inf"))
+    A = torch.softmax(logits, -1)
+    hs = decoder.head_stats(A)
+    a = A.numpy()
+    for l in range(2):
+        for h in range(3):
+            assert abs(float(hs.sink[l, h]) - np.mean([a[l, h, i, 0] for i in range(1, n)])) < 1e-6
+            assert abs(float(hs.previous[l, h]) - np.mean([a[l, h, i, i - 1] for i in range(1, n)])) < 1e-6
+    with pytest.raises(ValueError, match="two tokens"):
+        decoder.head_stats(A[..., :1, :1])
+
+
+def test_induction_scores_read_the_right_cells(model):
+    ind = decoder.induction(model, 8, seed=3)
+    T = 8
+    ids = ind.token_ids
+    assert torch.equal(ids[:T], ids[T:]) and len(set(ids[:T].tolist())) == T
+    tr = model.trace(model.decode(ids.tolist()))
+    if tr.token_ids.tolist() == ids.tolist():  # the random tokens re-tokenise to themselves: same attentions
+        want = np.mean([tr.attentions[:, :, T + j, j + 1].numpy() for j in range(T - 1)], axis=0)
+        assert np.abs(ind.scores.numpy() - want).max() < 1e-5
+    assert float(ind.scores.max()) > 0.3  # some head copies (this model has induction heads)
+    assert ind.loss_second < ind.loss_first
+
+
+def test_logit_lens_ends_with_the_models_own_answer(model):
+    tr = model.trace(PROMPTS["english"])
+    lens = decoder.logit_lens(model, tr)
+    probs = torch.softmax(tr.logits[-1], -1)
+    assert lens.final_id == int(probs.argmax())
+    assert abs(float(lens.final_prob[-1]) - float(probs.max())) < 1e-5
+    assert lens.top_ids.shape == (31, 5)
+
+
+def test_a_window_hides_old_keys_and_a_wide_one_changes_nothing(model):
+    text = "one two three four five six seven eight nine ten eleven twelve"
+    n = len(model.encode(text))
+    w = decoder.Mechanism(window=4, sinks=2)
+    tr = model.trace(text, mech=w)
+    allowed = masks.window(n, 4, causal_only=True, sinks=2)
+    assert float(tr.attentions[:, :, ~allowed].abs().max()) == 0.0
+    plain = decoder.text_loss(model, text)
+    wide = decoder.text_loss(model, text, decoder.Mechanism(window=n))
+    assert abs(plain.loss - wide.loss) < 1e-5
+    assert decoder.text_loss(model, text, decoder.Mechanism(window=2)).loss != pytest.approx(plain.loss, abs=1e-3)
+
+
+@pytest.mark.slow
+def test_heads_and_layers_off_equal_transformers_with_hooks(model, reference):
+    """Zeroing head outputs before W_o in transformers (a forward pre-hook on o_proj) gives the same logits."""
+    hf, _ = reference
+    ids = torch.tensor([model.encode(PROMPTS["english"])])
+    off = {(2, 4), (2, 5), (17, 0)}
+
+    def zero(heads):
+        def hook(_module, args):
+            x = args[0].clone()  # (1, n, 9·64): heads side by side, query head h at columns h·64 …
+            for h in heads:
+                x[..., h * 64:(h + 1) * 64] = 0.0
+            return (x,)
+        return hook
+
+    handles = [hf.model.layers[l].self_attn.o_proj.register_forward_pre_hook(zero([h for ll, h in off if ll == l]))
+               for l in {l for l, _ in off}]
+    handles.append(hf.model.layers[5].self_attn.o_proj.register_forward_pre_hook(zero(range(9))))
+    try:
+        with torch.no_grad():
+            want = hf(ids).logits[0, -1]
+    finally:
+        for h in handles:
+            h.remove()
+    got = model.next_token(PROMPTS["english"], mech=decoder.Mechanism(heads_off=frozenset(off), layers_off=frozenset({5})))
+    want_p = torch.softmax(want, -1)
+    assert float((got.probs - want_p).abs().max()) < 1e-4
+    assert int(got.probs.argmax()) == int(want_p.argmax())

@@ -125,8 +125,8 @@ def test_progress_order_is_unchanged_by_moving_an_exercise():
 
 def test_lessons_ids_panels_and_exercise_counts():
     ids = [lesson.id for lesson in T.LESSONS]
-    assert len(ids) == len(set(ids)) == 11
-    assert ids[0] == "weighted-average" and ids[8] == "cross-attention" and ids[9:] == ["kv-cache", "rope"]
+    assert len(ids) == len(set(ids)) == 12
+    assert ids[0] == "weighted-average" and ids[8] == "cross-attention" and ids[9:] == ["kv-cache", "rope", "model-writing"]
     for lesson in T.LESSONS:
         assert re.fullmatch(r"[a-z]+(-[a-z]+)*", lesson.id)
         assert lesson.panel in T.PANELS
@@ -601,6 +601,36 @@ def test_cross_attention():
     assert wrong(check("cross-attention.vediamo", 2), "cross-attention.vediamo.wrong")
 
 
+def test_model_writing_against_the_model():
+    """The language-model lesson's truths, from SmolLM2-135M's own numbers (numpy on its trace)."""
+    pytest.importorskip("tokenizers")
+    from core import decoder, pretrained
+
+    try:
+        m = pretrained.smollm2()
+    except decoder.ModelNotInstalled:
+        pytest.skip("the language model package is not installed")
+    tr = m.trace(T.L10_PROMPT)
+    p = np.exp(tr.logits[-1].numpy().astype(np.float64) - tr.logits[-1].numpy().max())
+    p /= p.sum()
+    truth = 100 * p.max()
+    assert ok(check("model-writing.paris", f"{truth:.1f}"))
+    assert wrong(check("model-writing.paris", f"{truth - 10:.1f}"), "model-writing.paris.wrong")
+    assert wrong(check("model-writing.paris", "150"), "common.out_of_range")
+    assert ok(check("model-writing.temperature", "no"))  # z / T keeps the order of z for every T > 0
+    assert wrong(check("model-writing.temperature", "yes"), "model-writing.temperature.why.yes")
+    A = tr.attentions.numpy()  # (30, 9, n, n)
+    sink = A[:, :, 1:, 0].mean(-1)  # (30, 9)
+    l, h = np.unravel_index(np.argmax(sink), sink.shape)
+    j = int(np.argmax(A[l, h, -1]))
+    n = A.shape[-1]
+    right = "first" if j == 0 else "itself" if j == n - 1 else "previous" if j == n - 2 else "other"
+    assert right == "first"  # a sink head looks at the first token
+    assert ok(check("model-writing.sink", right))
+    for other in ("previous", "itself", "other"):
+        assert wrong(check("model-writing.sink", other), f"model-writing.sink.why.{other}")
+
+
 # ------------------------------------------------------------------ reveals
 @pytest.mark.parametrize("ex", ALL, ids=lambda e: e.id)
 def test_reveal_passes_its_own_check(ex):
@@ -647,6 +677,7 @@ def test_progress_garbage_never_raises():
 
 # ------------------------------------------------------------------ every feedback message is reachable
 LESSON_TESTS = [
+    test_model_writing_against_the_model,
     test_weighted_average_weight, test_weighted_average_top_accepts_either_tied_key, test_dot_product_score,
     test_dot_product_top_score, test_dot_product_edit_k_solved_by_search, test_dot_product_edit_k_wrong_states,
     test_softmax_no_scale, test_softmax_sharp_solved_by_a_temperature_search, test_weighted_sum_output,
