@@ -225,10 +225,8 @@ def inspector(A, inp, dec: int) -> None:
     if not 0 <= int(ss.get("query")) < len(inp.q_labels):
         ss.put("query", 0)
     j = int(ss.get("query"))
-    c1, c2 = st.columns([1, 1])
-    with c1:
-        weights_map(A, inp, dec, query=j)
-    with c2:
+    weights_map(A, inp, dec, query=j)  # the map above the bars: side by side in the panel's column the map was cut
+    with st.container():
         by_label(st.selectbox, "query", inp.q_labels, t("pg.inspector.query"))
         st.markdown(f"**{t('pg.inspector.alpha', q=md(inp.q_labels[j]))}**")
         show_bars(weight_bars(inp.k_labels, A.weights[j].numpy(), dec), key=K.alpha)
@@ -267,7 +265,7 @@ def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
         st.info(t("tu.hidden", n=hidden))
     elif lesson.panel == "pipeline":
         pipeline(trace, inp.q_labels, inp.k_labels, "row", dec, score, prefix=K.pipeline, query=int(ss.get("query")),
-                 clicks=K.clicks)
+                 clicks=K.clicks, per_row=1)  # the panel is 3/5 of the page: two maps side by side were cut at 1280 px
     elif lesson.panel == "inspector":
         inspector(trace.attn, inp, dec)
     elif lesson.panel == "masks":
@@ -304,8 +302,8 @@ def multihead_panel(tokens: list[str], dec: int) -> None:
     st.caption(t("mh.random"))
     labels = shorts([f"{i} {s}" for i, s in enumerate(tokens)])
     shown = min(H, 4)
-    for h, col in zip(range(shown), st.columns(shown), strict=True):
-        with col:
+    for h in range(shown):  # one under the other: side by side in the panel's column the maps were cut
+        with st.container():
             st.markdown(f"**{t('mh.head', h=h)}**")
             show_heatmap(heatmap(tr.weights[0, h].numpy(), x_labels=labels, y_labels=labels, x_title=t("axis.key"),
                                  y_title=t("axis.query"), decimals=min(dec, 2), sequential=True), key=state.item(K.heads, h))
