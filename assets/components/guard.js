@@ -51,18 +51,43 @@ function guardReopen(g) {
   window.location.replace(href);
 }
 
+// Streamlit's own dialog while the connection is down is its developer message ("Connection error …
+// restart it in your terminal", in English): hidden while the app's message is up, back once connected.
+function guardHideStreamlitDialogs(g) {
+  for (const d of document.querySelectorAll('[data-testid="stDialog"]')) {
+    if (!d.dataset.attnlabHidden) {
+      d.dataset.attnlabHidden = d.style.display || "-";
+      d.style.display = "none";
+    }
+    guardOverlay(g); // no wait: Streamlit's dialog is already up
+  }
+}
+
+function guardShowStreamlitDialogs() {
+  for (const d of document.querySelectorAll("[data-attnlab-hidden]")) {
+    d.style.display = d.dataset.attnlabHidden === "-" ? "" : d.dataset.attnlabHidden;
+    delete d.dataset.attnlabHidden;
+  }
+}
+
 function guardStateChanged(g, state) {
   const prev = g.lastState;
   g.lastState = state;
   if (state === "CONNECTED") {
     clearTimeout(g.downTimer);
+    if (g.dialogs) g.dialogs.disconnect();
+    g.dialogs = null;
     guardHideOverlay();
+    guardShowStreamlitDialogs();
     return;
   }
   if (prev === "CONNECTED") {
     g.href = window.location.href; // the link as it was when the connection dropped
     clearTimeout(g.downTimer);
     g.downTimer = setTimeout(() => guardOverlay(g), GUARD_DOWN_MS);
+    g.dialogs = new MutationObserver(() => guardHideStreamlitDialogs(g));
+    g.dialogs.observe(document.body, { childList: true, subtree: true });
+    guardHideStreamlitDialogs(g);
   }
   if (state === "DISCONNECTED_FOREVER") guardPollThenReopen(g); // Streamlit gave up: reopen once it answers
 }

@@ -72,6 +72,12 @@ def test_a_restart_brings_back_the_typed_scenario_and_says_so_in_the_learners_la
         overlay = page.locator("#attnlab-connection")
         expect(overlay).to_be_visible(timeout=30_000)
         expect(overlay).to_contain_text(table(lang)["conn.title"])
+        # Streamlit's own "Connection error" dialog comes up while the server is away: it stays hidden
+        page.wait_for_function("() => !!document.querySelector('[data-testid=stDialog]')", timeout=60_000)
+        expect(page.locator("[data-testid=stDialog]:visible")).to_have_count(0)
+        expect(page.get_by_text(re.compile("restart it in your terminal|not responding")).locator("visible=true")
+               ).to_have_count(0)
+        expect(overlay).to_be_visible()
         covered = page.evaluate("() => { const e = document.elementFromPoint(innerWidth / 2, innerHeight / 2);"
                                 " return !!(e && e.closest('#attnlab-connection')); }")
         assert covered, "the app's message is not on top of the page"
