@@ -10,7 +10,7 @@ The live view is an `anywidget <https://anywidget.dev>`_ whose JavaScript is the
 ``assets/components`` files (dom_lib.js, heatmap_lib.js, maps.js, bars_lib.js, inspector.js), read
 at run time and joined as they are (each file's ``export default`` becomes a named function): the
 same tables and canvases, hover values, a click on a weights row or the query picker moves the
-inspector. Every output also carries a static SVG of the same maps (``text/html`` and
+inspector, a language picker switches English / 한국어. Every output also carries a static SVG of the same maps (``text/html`` and
 ``image/svg+xml``), so a saved notebook, GitHub's viewer and ``nbconvert --to html`` show the maps
 without a kernel. Streamlit is never imported; anywidget is needed only for the live view
 (``pip install -e ".[notebook]"``).
