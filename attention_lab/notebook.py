@@ -10,7 +10,7 @@ The live view is an `anywidget <https://anywidget.dev>`_ whose JavaScript is the
 ``assets/components`` files (dom_lib.js, heatmap_lib.js, maps.js, bars_lib.js, inspector.js), read
 at run time and joined as they are (each file's ``export default`` becomes a named function): the
 same tables and canvases, hover values, a click on a weights row or the query picker moves the
-inspector. Every output also carries a static SVG of the same maps (``text/html`` and
+inspector, a language picker switches English / 한국어. Every output also carries a static SVG of the same maps (``text/html`` and
 ``image/svg+xml``), so a saved notebook, GitHub's viewer and ``nbconvert --to html`` show the maps
 without a kernel. Streamlit is never imported; anywidget is needed only for the live view
 (``pip install -e ".[notebook]"``).
@@ -33,7 +33,7 @@ from core._paths import ASSETS
 
 from . import panels as P
 from .heatmap_spec import _DIV, _MASKED_RGB, _SEQ, _rgb
-from .strings import translate
+from .strings import LANGS, translate
 
 COMPONENTS = ASSETS / "components"
 ADAPTER = Path(__file__).with_name("widget.js")  # anywidget's render(): feeds the components the widget's data
@@ -73,6 +73,7 @@ def _widget_class():
         _css = widget_css()
         data = traitlets.Dict().tag(sync=True)
         query = traitlets.Int(0).tag(sync=True)
+        lang = traitlets.Unicode("en").tag(sync=True)  # the language picked in the widget (data["langs"] holds both)
 
     return AttentionMaps
 
@@ -92,17 +93,19 @@ class Maps:
     inspectors: list[dict] | None = None
     query: int = 0
     title: str = ""
+    langs: dict | None = None  # every language's panels and inspectors (the widget's language picker)
 
     def __post_init__(self) -> None:
         self.static_id = uuid.uuid4().hex  # the live widget hides the static twin with this id
 
     def data(self) -> dict:
         return {"panels": self.panels, "per_row": self.per_row, "present": False, "url": None, "conv": self.conv,
-                "inspectors": self.inspectors, "static_id": self.static_id}
+                "inspectors": self.inspectors, "static_id": self.static_id, "lang": self.lang, "langs": self.langs,
+                "lang_names": {"en": "English", "ko": "한국어"}}
 
     def widget(self):
         """The live anywidget (raises ImportError without anywidget)."""
-        return _widget_class()(data=self.data(), query=self.query)
+        return _widget_class()(data=self.data(), query=self.query, lang=self.lang)
 
     def svg(self) -> str:
         return maps_svg(self.panels, self.per_row, title=self.title)
@@ -223,10 +226,21 @@ def heads_maps(weights, tokens_q, tokens_k, *, lang: str = "en", decimals: int =
     return Maps(panels, 3 if w.shape[1] <= 8 else 2 if w.shape[1] <= 16 else 1, lang, "row", None, 0, title)
 
 
-def show(trace, *, tokens=None, tokens_k=None, lang: str = "en", decimals: int = 3, steps=None, query: int = 0,
+def show(trace, *, lang: str = "en", **kwargs) -> Maps:
+    """The maps of any trace of ``core`` (see the module's docstring) in ``lang`` ("en" or "ko"); the live
+    widget carries both languages (its picker switches them). Keywords: see :func:`maps_of`."""
+    lang = lang if lang in LANGS else "en"
+    view = maps_of(trace, lang=lang, **kwargs)
+    view.langs = {code: {"panels": v.panels, "inspectors": v.inspectors}
+                  for code, v in ((code, view if code == view.lang else maps_of(trace, lang=code, **kwargs)) for code in LANGS)}
+    return view
+
+
+def maps_of(trace, *, tokens=None, tokens_k=None, lang: str = "en", decimals: int = 3, steps=None, query: int = 0,
          layer: int = 0, head: int | None = None, batch: int = 0, title: str = "") -> Maps:
-    """The maps of any trace of ``core`` (see the module's docstring), in ``lang`` ("en" or "ko"),
-    values printed with ``decimals`` digits. Returns a :class:`Maps`; Jupyter displays it."""
+    """The maps of any trace of ``core`` in one language: ``tokens`` / ``tokens_k`` label queries and keys,
+    values are printed with ``decimals`` digits, ``steps`` picks pipeline steps, ``layer`` / ``head`` /
+    ``batch`` pick what a multi-head or pretrained trace shows. Returns a :class:`Maps`."""
     kind = type(trace).__name__
     if kind == "MultiHeadTrace":
         heads = trace.heads

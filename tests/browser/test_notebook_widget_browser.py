@@ -4,7 +4,7 @@ Jupyter is not needed to run the widget's code: anywidget hands ``render({model,
 ``get / set / on / off / save_changes`` (a Backbone model, whose ``set`` fires ``change:<name>``).
 The page below is that host, in a few lines; everything drawn is the widget's own code. Checked:
 the maps and their values, hover text, a click on the weights map and the query picker moving the
-query (highlighted row, inspector), and the static twin hidden once the widget draws."""
+query (highlighted row, inspector), the language picker, and the static twin hidden once the widget draws."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_the_widget_draws_the_maps_and_moves_the_query(chromium):
     tr = core.lab.playground(X, X, mask=masks.causal(4))
     view = N.show(tr, tokens=C18)
     html = HOST % {"css": N.widget_css(), "sid": view.static_id, "esm": json.dumps(N.widget_js()),
-                   "vals": json.dumps({"data": view.data(), "query": 0}, ensure_ascii=False)}
+                   "vals": json.dumps({"data": view.data(), "query": 0, "lang": "en"}, ensure_ascii=False)}
     ctx = chromium.new_context(viewport={"width": 1400, "height": 1800})
     try:
         page = ctx.new_page()
@@ -76,6 +76,12 @@ def test_the_widget_draws_the_maps_and_moves_the_query(chromium):
         expect(page.locator(".alinspector .section.al-alpha")).to_contain_text(f"{tr.attn.weights[3, 3]:.3f}")
         # the masked logits as the app draws them: −∞ above the diagonal
         expect(page.locator('.almaps .panel[data-key="masked"] td', has_text="−∞")).to_have_count(6)
+        # the language picker: the same maps, every text in Korean, the picked query kept
+        page.locator("select.al-lang").select_option("ko")
+        expect(page.locator('.almaps .panel[data-key="weights"] .title')).to_have_text("4 · 소프트맥스 가중치 α")
+        expect(page.locator('.almaps .panel[data-key="weights"] tr.hl th.row')).to_have_text(C18[3])
+        expect(page.locator(".alinspector .head .title")).to_have_text(view.langs["ko"]["inspectors"][3]["title"])
+        assert page.evaluate("window.changes")[-1] == ["lang", "ko"]
         assert not errors, errors
     finally:
         ctx.close()
