@@ -32,6 +32,16 @@ export default function (component) {
     grid.appendChild(box);
   });
   root.replaceChildren(head, pick, grid);
-  root.classList.toggle("present", !!data.present);  // presenter view: every text larger
+  root.classList.toggle("present", !!data.present);  // presenter view: every text larger …
+  if (data.present) {  // … as large as fits the window's height (many keys: smaller, never cut)
+    let scale = 1;
+    root.style.setProperty("--al-fit", "1");
+    while (scale > 0.45 && root.offsetHeight > window.innerHeight - 90) {
+      scale *= 0.9;
+      root.style.setProperty("--al-fit", scale.toFixed(3));
+    }
+  } else {
+    root.style.removeProperty("--al-fit");
+  }
   bringIntoView(root, root, data.focus ? "inspector" : "");  // the step-through's last step
 }

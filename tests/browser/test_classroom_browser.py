@@ -88,7 +88,7 @@ def test_a_lesson_link_opens_focused_with_the_same_numbers_and_its_qr_code_decod
         W = wait_z(page, PG_WEIGHTS, "z.length === 4")
         np.testing.assert_allclose(W, core.attention(C18_X, C18_X, C18_X, mask=core.masks.causal(4)).weights, atol=6e-4)
         page.get_by_role("tab", name=re.compile("Share")).click()
-        image = page.locator("[data-testid=stImage] img").first
+        image = page.locator(".alqr img.code").first
         expect(image).to_be_visible(timeout=30_000)
         page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=image.element_handle())
         settled(page)  # the tab's rerun has finished and the picture no longer moves
@@ -112,10 +112,10 @@ def test_the_weights_map_saves_as_png_and_svg_with_its_labels_as_text(server_url
         assert "&lt;b&gt;x&lt;/b&gt;" in svg and "<b>" not in svg and "나는" in svg  # labels are text, HTML stays text
         assert re.search(r"<text[^>]*>4 · ", svg) or "weights" in svg.lower()  # the map's title
         with page.expect_download() as d:
-            host.get_by_role("button", name="PNG").click()
+            host.get_by_role("button", name="PNG 2×").click()
         png = Image.open(d.value.path())
         width, height = (int(v) for v in re.search(r'width="(\d+)" height="(\d+)"', svg).groups())
-        assert png.format == "PNG" and png.size == (width, height)
+        assert png.format == "PNG" and png.size == (2 * width, 2 * height)
     finally:
         ctx.close()
 

@@ -97,7 +97,7 @@ def test_language_and_settings_survive_page_switches(server_url, new_page):
     checked = page.locator(css(state.setting_widget("lang")) + " label:has(input:checked)").inner_text()
     assert "한국어" in checked
     # a rerun on the new page keeps them too
-    open_tab(page, "③ 점수 함수")
+    open_tab(page, "③ 점수")
     page.locator(css(state.SCENARIO.score)).get_by_text("코사인").click()
     wait_idle(page)
     expect(page.locator("h1")).to_contain_text("어텐션 놀이터")
@@ -141,7 +141,7 @@ def test_html_token_is_shown_as_text_and_never_runs(server_url, new_page):
 
 def test_malformed_scenario_upload_shows_a_message(server_url, new_page, tmp_path):
     page = new_page(f"{server_url}/Playground")
-    open_tab(page, "⑤ Share & export")
+    open_tab(page, "⑤ Share")
     bad = tmp_path / "bad.json"
     bad.write_text("{ this is not json")
     page.locator(css(state.PLAYGROUND.upload) + " input[type=file]").set_input_files(str(bad))
@@ -227,7 +227,7 @@ def test_a_closed_tab_keeps_its_settings_through_reruns_of_the_page_body(server_
     open_tab(page, "④ Mask")
     page.locator(css(state.SCENARIO.causal) + " label").click()
     wait_z(page, PG_WEIGHTS, "z[0][1] === 0")
-    open_tab(page, "③ Score function")
+    open_tab(page, "③ Score")
     box = page.locator(css(state.SCENARIO.tokens) + " input")
     box.fill("a b c d e")
     box.press("Enter")
@@ -308,7 +308,7 @@ def test_the_x_editor_is_folded_until_opened_and_stays_open_across_changes(serve
     # the open editor shows the tokens: a token change redraws it too (nothing on screen is stale)
     expect(page.get_by_text("X 3×3", exact=True)).to_be_visible(timeout=30_000)
     open_tab(page, "② Q, K, V")
-    open_tab(page, "① Embeddings X")
+    open_tab(page, "① X")
     expect(grids).to_have_count(1, timeout=30_000)
     expect(page.get_by_text("X 3×3", exact=True)).to_be_visible()
 
