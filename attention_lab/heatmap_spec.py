@@ -54,7 +54,7 @@ def heatmap(
     isnan = np.zeros(z.shape, dtype=bool) if nan is None else np.asarray(nan, dtype=bool)
     lo, hi, stops = _range(shown[~ninf & np.isfinite(shown)], sequential)
     cells = _cells(shown, ninf, isnan, lo, hi, stops, decimals)
-    z_shown = np.where(ninf, np.nan, shown)
+    z_shown = np.where(ninf | isnan, np.nan, shown)  # −∞ and NaN cells hold no number (null); their text says which
     longest = max((len(str(x)) for x in x_labels), default=0)
     if cells["rgb"] is not None:  # a canvas map: its values as float64 bytes (NaN: a −∞ cell), base64
         z_out = base64.b64encode(z_shown.astype("<f8").tobytes()).decode("ascii")

@@ -9,11 +9,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from ui import nav
+from ui import nav, state
 from ui.i18n import table
+from ui.state import css_class as css
 
 from .a11y_audit import settle
 from .conftest import ARTIFACTS
+from .helpers import PG_WEIGHTS
 
 pytestmark = pytest.mark.browser
 
@@ -72,12 +74,15 @@ def test_screenshots_at_200_percent_zoom_and_with_high_contrast(server_url, chro
     ctx = _zoomed(chromium, lang)
     try:
         page = ctx.new_page()
+        further = {"playground": css(PG_WEIGHTS), "tutorial": css(state.item(state.TUTORIAL.panel, "exercise", "masks.weight"))}
         for name, path in (("playground", "Playground"), ("tutorial", "Tutorial?lesson=masks")):
             sep = "&" if "?" in path else "?"
             page.goto(f"{server_url}/{path}{sep}lang={lang}")
             settle(page, lang)
             assert page.evaluate(REFLOW) == []
             page.screenshot(path=str(ARTIFACTS / f"a11y-zoom200-{name}-{lang}.png"))
+            page.locator(further[name]).first.scroll_into_view_if_needed()  # further down: a map, an exercise
+            page.screenshot(path=str(ARTIFACTS / f"a11y-zoom200-{name}-{lang}-2.png"))
     finally:
         ctx.close()
     ctx = chromium.new_context(viewport={"width": 1280, "height": 1000}, locale="ko-KR" if lang == "ko" else "en-US")
@@ -86,13 +91,13 @@ def test_screenshots_at_200_percent_zoom_and_with_high_contrast(server_url, chro
         page.goto(f"{server_url}/Playground?lang={lang}&hc=1")
         settle(page, lang)
         expect(page.locator("html")).to_have_class("al-hc")
-        toggle = page.get_by_role("checkbox", name=table(lang)["settings.contrast"])
+        toggle = page.get_by_role("switch", name=table(lang)["settings.contrast"])
         expect(toggle).to_be_checked()
         # the maps draw their cells outlined in black
         assert page.evaluate("() => [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')]"
                              ".some((h) => h.shadowRoot && h.shadowRoot.querySelector('.almaps.hc, .alhm.hc'))")
         page.screenshot(path=str(ARTIFACTS / f"a11y-high-contrast-playground-{lang}.png"))
-        toggle.click()  # off again: the class and the link parameter go
+        toggle.press("Space")  # off again, by keyboard: the class and the link parameter go
         expect(page.locator("html")).not_to_have_class("al-hc", timeout=30_000)
         assert "hc=" not in page.url
     finally:

@@ -24,6 +24,7 @@ OVERFLOW = """() => {
     const roots = [el];
     if (el.shadowRoot) roots.push(...el.shadowRoot.querySelectorAll('*'));
     for (const e of roots) {
+      if (e.clientWidth <= 1 && e.clientHeight <= 1) continue;  // visually hidden text for screen readers (.sr-only)
       // KaTeX's display box is 1–3 px narrower than its last glyph's ink box: 4 px of slack
       if (e.scrollWidth > e.clientWidth + 4 && getComputedStyle(e).overflowX !== 'visible') {
         out.push((el.getAttribute('data-testid') || el.className) + ': ' + (el.innerText || '').slice(0, 60)
