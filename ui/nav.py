@@ -62,7 +62,7 @@ PAGES = (
     PageInfo("linear_attention", "Linear_attention", ":material/linear_scale:", "C4, C28",
              "modern"),
     PageInfo("language_model", "Language_model", ":material/edit_note:",
-             "C11, C20, C23–C24 in a trained decoder (causal masks, GQA, RoPE, KV cache)", "models"),
+             "C11, C20, C23–C24 in a trained decoder", "models"),
 )
 SECTIONS = ("start", "tutorial", "explore", "models", "modern")
 PAGE_BY_NAME = {p.name: p for p in PAGES}

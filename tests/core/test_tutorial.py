@@ -610,7 +610,7 @@ def test_model_writing_against_the_model():
         m = pretrained.smollm2()
     except decoder.ModelNotInstalled:
         pytest.skip("the language model package is not installed")
-    tr = m.trace(T.L10_PROMPT)
+    tr = m.trace(T.L12_PROMPT)
     p = np.exp(tr.logits[-1].numpy().astype(np.float64) - tr.logits[-1].numpy().max())
     p /= p.sum()
     truth = 100 * p.max()
