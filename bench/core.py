@@ -123,8 +123,11 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip", nargs="*", default=[], choices=["time", "memory", "decode"], help="parts to leave out")
-    skip = set(ap.parse_args(argv).skip)
-    torch.set_num_threads(torch.get_num_threads())
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs of each decoding variant (median)")
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch threads")
+    args = ap.parse_args(argv)
+    skip = set(args.skip)
+    torch.set_num_threads(args.threads)
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"threads {torch.get_num_threads()}, python {platform.python_version()}, load average "
           + " ".join(f"{x:.1f}" for x in os.getloadavg()))
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| peak memory growth, n={n} d=64, chunk 128 | chunked {chk:.1f} MiB | standard {std:.1f} MiB "
               f"| {100 * chk / std:.1f} % (target ≤ 10 %) |")
     if "decode" not in skip:
-        dc = decode_comparison()
+        dc = decode_comparison(repeats=args.repeats)
         print(f"| decoding {dc['n']} tokens, one SmolLM2-135M-shaped attention layer (H 9, G 3, d 64, RoPE): time "
               f"| KV cache {dc['cached_s'] * 1e3:.0f} ms | recompute each step {dc['recompute_s'] * 1e3:.0f} ms "
               f"| {dc['recompute_s'] / dc['cached_s']:.1f}× faster with the cache (outputs agree to {dc['gap']:.1e}) |")
