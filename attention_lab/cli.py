@@ -10,6 +10,7 @@ scripts/run.sh`` does the same from a checkout, creating ``.venv`` first."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -32,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"attention-lab: app.py not found in {root}; reinstall with `pip install -e .` from the Attention Lab folder",
               file=sys.stderr)
         return 2
+    if os.name == "posix":  # become the server: a signal to this process (Ctrl-C, terminate) reaches streamlit itself
+        os.chdir(root)
+        os.execv(sys.executable, command(args))
     return subprocess.call(command(args), cwd=root)
 
 

@@ -127,12 +127,14 @@ def test_the_console_command_serves_the_app(editable):
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read().decode()
         assert "<title>" in page or "streamlit" in page.lower()
     finally:
-        proc.terminate()
+        proc.terminate()  # the command became the server (exec): terminating it ends the server, nothing is left behind
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    with pytest.raises(OSError):  # no server outlived the command
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
 
 
 def test_the_wheel_carries_the_packages_and_the_app_and_runs_from_its_install(tmp_path):
