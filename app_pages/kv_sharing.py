@@ -66,7 +66,7 @@ def head_maps(r: dict, labels: list[str], dec: int) -> None:
     panels = [{"key": state.item(K.weights, h), "title": t("kvs.head", h=h, g=r["kv_head_of"][h]), "mathml": "",
                "shape": "", "map": s, "before": [], "after": [], "warning": None} for h, s in enumerate(specs)]
     if fits_one_element(specs):
-        show_maps(panels, key=K.weights, per_row=min(4, len(panels)))
+        show_maps(panels, key=K.weights, per_row=min(2, len(panels)))  # 4 side by side overflowed at 1280 px
     else:
         for p in panels:
             st.markdown(f"**{p['title']}**")

@@ -93,7 +93,7 @@ def alibi_panel(r: dict, dec: int) -> None:
     panels = [{"key": state.item(K.alibi, h), "title": t("lp.alibi.head", h=h, m=f"{slopes[h]:.4g}"), "mathml": "",
                "shape": "", "map": s, "before": [], "after": [], "warning": None} for h, s in enumerate(specs)]
     if fits_one_element(specs):
-        show_maps(panels, key=K.alibi, per_row=min(4, H))
+        show_maps(panels, key=K.alibi, per_row=min(2, H))
     else:
         for p in panels:
             show_heatmap(p["map"], key=p["key"])

@@ -1,6 +1,7 @@
 """Server-side reruns of every page, measured with AppTest: ``python -m bench.reruns [ROOT]``.
 
-Prints one JSON object (milliseconds, medians). ``ROOT`` is a checkout of this project, by default
+Prints one JSON object (milliseconds, medians); ``--pages llm`` (or ``--pages KV_cache,Long_context``) measures
+only a seed change on those pages. ``ROOT`` is a checkout of this project, by default
 this one; ``bench.playground --before REV`` runs this file against a worktree of an older commit
 in the same run, so "before" and "after" are measured on the same machine at the same time. The
 script therefore finds pages and widgets by what every version has in common — the page's URL
@@ -121,11 +122,27 @@ def measure(root: Path, sizes=(8, 64, 256)) -> dict:
     return out
 
 
+LLM_PAGES = ("KV_cache", "KV_sharing", "LLM_positions", "Long_context", "Tiled_attention", "Linear_attention")
+
+
+def measure_pages(root: Path, urls) -> dict:
+    """Only a seed change on the given pages (and the bare app, for scale): ``--pages KV_cache,…`` or ``--pages llm``."""
+    keep_compiled_pages()
+    return {"bare": bare(root)} | {f"seed.{url}": seed_change(root, url) for url in urls}
+
+
 def main() -> None:
-    root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[1]).resolve()
+    args = sys.argv[1:]
+    pages = None
+    if "--pages" in args:
+        i = args.index("--pages")
+        pages = LLM_PAGES if args[i + 1] == "llm" else tuple(args[i + 1].split(","))
+        args = args[:i] + args[i + 2:]
+    root = Path(args[0] if args else Path(__file__).resolve().parents[1]).resolve()
     os.chdir(root)
     sys.path.insert(0, str(root))
-    print(json.dumps({k: round(v, 1) for k, v in measure(root).items()}))
+    result = measure(root) if pages is None else measure_pages(root, pages)
+    print(json.dumps({k: round(v, 1) for k, v in result.items()}))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from . import positional
-from ._tensor import TensorLike, as_tensors
+from ._tensor import TensorLike, as_tensors, shape_str
 from .attention import attention
 
 POSITION_KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
@@ -70,6 +70,10 @@ def permutation_check(X: TensorLike, perm, *, W_q: TensorLike, W_k: TensorLike, 
     t = as_tensors({"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v} | ({} if table is None else {"P": table}))
     Xt = t["X"]
     n = Xt.shape[0]
+    for name in ("W_q", "W_k", "W_v"):
+        if Xt.dim() != 2 or t[name].dim() != 2 or t[name].shape[0] != Xt.shape[1]:
+            raise ValueError(f"X {shape_str(Xt.shape)} and {name} {shape_str(t[name].shape)} do not fit: X @ {name} "
+                             "needs X (n, d) and W (d, d_out)")
     p = torch.as_tensor(list(perm), dtype=torch.long, device=Xt.device)
     if sorted(p.tolist()) != list(range(n)):
         raise ValueError(f"{list(perm)} is not a permutation of 0..{n - 1}")

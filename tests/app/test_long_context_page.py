@@ -73,3 +73,15 @@ def test_korean():
     at = page(PAGE, query={"lang": "ko"})
     no_errors(at)
     assert "슬라이딩 윈도우" in texts(at)
+
+
+def test_the_new_pages_dynamic_string_keys_exist_in_both_languages():
+    from ui.i18n import table
+
+    keys = [f"lp.kind.{k}" for k in ("sinusoidal", "learned", "rope", "alibi")] + ["lp.pairing.adjacent", "lp.pairing.half"]
+    keys += [f"lp.perm.{k}" for k in ("sinusoidal", "learned", "rope", "alibi")] + ["lp.added.sinusoidal", "lp.added.learned"]
+    keys += [f"kvs.kind.{k}" for k in ("mha", "gqa", "mqa")] + [f"kvs.dtype.{k}" for k in ("bf16", "fp32", "int8")]
+    keys += [f"lc.{k}" for k in ("n", "window", "sinks", "layers", "table_window", "table_sinks")]
+    keys += [f"ta.{k}" for k in ("n", "block_q", "block_k")] + ["kv.cache.keys", "kv.cache.values", "kv.full.differ"]
+    for lang in ("en", "ko"):
+        assert [k for k in keys if k not in table(lang)] == [], lang

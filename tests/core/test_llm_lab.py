@@ -1,0 +1,60 @@
+"""core.llm_lab: the permutation experiment with each kind of positions, against numpy written here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import llm_lab, positional
+
+
+def sa_numpy(Z, Wq, Wk, Wv, *, base=None, slope=None):
+    q, k, v = Z @ Wq, Z @ Wk, Z @ Wv
+    n, d = q.shape
+    if base is not None:  # RoPE as complex multiplication of the adjacent pairs
+        theta = base ** (-np.arange(0, d, 2) / d)
+        rot = np.exp(1j * np.arange(n)[:, None] * theta)
+        for x in (q, k):
+            z = (x[:, 0::2] + 1j * x[:, 1::2]) * rot
+            x[:, 0::2], x[:, 1::2] = z.real, z.imag
+    s = q @ k.T / np.sqrt(d)
+    if slope is not None:
+        s = s - slope * np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    w = np.exp(s - s.max(1, keepdims=True))
+    return (w / w.sum(1, keepdims=True)) @ v
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(2, 7), seed=st.integers(0, 10_000), kind=st.sampled_from(["none", "sinusoidal", "rope", "alibi"]))
+def test_against_numpy_and_equivariance_only_without_positions(n, seed, kind):
+    g = np.random.default_rng(seed)
+    X, Wq, Wk, Wv = g.normal(size=(n, 4)), *(g.normal(size=(4, 4)) for _ in range(3))
+    perm = list(g.permutation(n))
+    table = positional.sinusoidal(n, 4).double().numpy() if kind == "sinusoidal" else None
+    c = llm_lab.permutation_check(X, perm, W_q=Wq, W_k=Wk, W_v=Wv, kind=kind, table=table, base=100.0, slope=0.5)
+    extra = {"rope": {"base": 100.0}, "alibi": {"slope": 0.5}}.get(kind, {})
+    Z = X[perm] + (0 if table is None else table)
+    np.testing.assert_allclose(c.sa_px.numpy(), sa_numpy(Z, Wq, Wk, Wv, **extra), atol=1e-9)
+    if kind == "none":
+        assert c.max_diff < 1e-9  # SA(PX) = P·SA(X)
+
+
+def test_a_shift_breaks_every_kind_of_positions():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(5, 4, generator=g, dtype=torch.float64)
+    Wq, Wk, Wv = (torch.randn(4, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    for kind, table in (("sinusoidal", positional.sinusoidal(5, 4).double()), ("rope", None), ("alibi", None)):
+        c = llm_lab.permutation_check(X, [1, 2, 3, 4, 0], W_q=Wq, W_k=Wk, W_v=Wv, kind=kind, table=table)
+        assert c.max_diff > 1e-3, kind
+
+
+@pytest.mark.parametrize("kwargs", [{"kind": "nope"}, {"kind": "alibi", "slope": 0.0}, {"kind": "sinusoidal"},
+                                    {"perm": [0, 0, 1]}, {"W_k": np.eye(4)}])
+def test_bad_input_raises_value_error(kwargs):
+    X = np.eye(3)
+    args = {"perm": [2, 1, 0], "W_q": X, "W_k": X, "W_v": X} | kwargs
+    with pytest.raises(ValueError):
+        llm_lab.permutation_check(X, args.pop("perm"), **args)
