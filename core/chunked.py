@@ -97,9 +97,9 @@ def _online_update(row_max, denom, acc, S_c, V_c):
     # a row with nothing visible yet keeps max −inf; use 0 there so no (−inf) − (−inf)
     safe_max = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)
     correction = torch.exp(row_max - safe_max)  # rescales the old sums to the new max
-    P_c = torch.exp(S_c - safe_max)  # (..., n_q, c); masked entries give exp(−inf) = 0
+    P_c = (S_c - safe_max).exp_()  # (..., n_q, c); masked entries give exp(−inf) = 0 (in place: one block less)
     denom = denom * correction + P_c.sum(dim=-1, keepdim=True)
-    acc = acc * correction + P_c @ V_c  # (..., n_q, d_v)
+    acc = (P_c @ V_c).add_(acc * correction)  # (..., n_q, d_v)
     return new_max, denom, acc, correction, P_c
 
 

@@ -36,7 +36,7 @@ from ._tensor import TensorLike, as_tensors, shape_str
 from .attention import AttentionTrace, attention
 from .masks import causal
 from .multihead import kv_head_map, merge_heads, repeat_kv, split_heads
-from .positional import rope
+from .positional import rope, rope_cos_sin, rotate
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,21 +126,32 @@ def attend_with_cache(
         raise ValueError(f"q, k, v must be (..., heads, s, d): {shape_str(Q.shape)}, {shape_str(K.shape)}, "
                          f"{shape_str(V.shape)}")
     H, G, s = Q.shape[-3], K.shape[-3], Q.shape[-2]
-    head_of = kv_head_map(int(H), int(G))
+    kv_head_map(int(H), int(G))
     if K.shape[-2] != s or V.shape[-2] != s or V.shape[-3] != G:
         raise ValueError(f"q {shape_str(Q.shape)}, k {shape_str(K.shape)} and v {shape_str(V.shape)} need the same "
                          "number of new tokens, and k and v the same number of heads")
+    if cache is not None:
+        cache = KVCache(k=t["cache.k"], v=t["cache.v"])
     past = 0 if cache is None else cache.length
-    positions = torch.arange(past, past + s)  # (s,)
+    cos_sin = None
     if rope_base is not None:
-        Q = rope(Q, positions=positions, base=rope_base, pairing=rope_pairing)
-        K = rope(K, positions=positions, base=rope_base, pairing=rope_pairing)
-    new_cache = KVCache(k=K, v=V) if cache is None else KVCache(k=t["cache.k"], v=t["cache.v"]).append(K, V)
-    n_k = new_cache.length
-    mask = None if s == 1 else causal(s, n_k, device=Q.device)  # (s, t+s): new token i sees keys ≤ t + i
+        rope(Q[..., :1, :1, :], base=rope_base, pairing=rope_pairing)  # checks base, pairing and an even d_k
+        cos_sin = rope_cos_sin(torch.arange(past, past + s), Q.shape[-1], base=rope_base, device=Q.device, dtype=Q.dtype)
+    return _attend(Q, K, V, cache, cos_sin=cos_sin, pairing=rope_pairing, scale=scale, bias=bias)
+
+
+def _attend(Q, K, V, cache, *, cos_sin, pairing, scale, bias) -> CachedAttentionStep:
+    """attend_with_cache on checked tensors; cos_sin: RoPE's (cos, sin) (s, d_k/2) for the new positions, or None."""
+    H, s = Q.shape[-3], Q.shape[-2]
+    past = 0 if cache is None else cache.length
+    if cos_sin is not None:  # RoPE at positions t … t+s−1
+        Q, K = rotate(Q, *cos_sin, pairing=pairing), rotate(K, *cos_sin, pairing=pairing)
+    new_cache = KVCache(k=K, v=V) if cache is None else cache.append(K, V)  # (..., G, t+s, d)
+    mask = None if s == 1 else causal(s, past + s, device=Q.device)  # (s, t+s): new token i sees keys ≤ t + i
     trace = attention(Q, repeat_kv(new_cache.k, int(H)), repeat_kv(new_cache.v, int(H)), mask=mask,
                       scale=scale, bias=bias)  # weights (..., H, s, t+s), output (..., H, s, d_v)
-    return CachedAttentionStep(q=Q, positions=positions, cache=new_cache, attention=trace, kv_head_of=head_of)
+    return CachedAttentionStep(q=Q, positions=torch.arange(past, past + s), cache=new_cache, attention=trace,
+                               kv_head_of=kv_head_map(int(H), int(K.shape[-3])))
 
 
 # ---------------------------------------------------------------------------
@@ -251,12 +262,18 @@ def cached_decode(
     G = H if n_kv_heads is None else n_kv_heads
     head_of = kv_head_map(H, n_kv_heads)
     d_k, d_v, d_out = _check_decode_weights(X, t, H, G)
+    n = X.shape[-2]
+    cos, sin = None, None
+    if rope_base is not None:
+        rope(X.new_zeros(1, d_k), base=rope_base, pairing=rope_pairing)  # checks base, pairing and an even d_k
+        cos, sin = rope_cos_sin(torch.arange(n), d_k, base=rope_base, device=X.device, dtype=X.dtype)  # (n, d_k/2)
     steps, cache, rows = [], None, []
-    for pos in range(X.shape[-2]):
+    for pos in range(n):
         x_t = X[..., pos:pos + 1, :]  # (..., 1, d_model)
         q = split_heads(x_t @ t["W_q"], H)  # (..., H, 1, d_k)
         k, v = split_heads(x_t @ t["W_k"], G), split_heads(x_t @ t["W_v"], G)  # (..., G, 1, d)
-        step = attend_with_cache(q, k, v, cache, rope_base=rope_base, rope_pairing=rope_pairing)
+        cs = None if cos is None else (cos[pos:pos + 1], sin[pos:pos + 1])
+        step = _attend(q, k, v, cache, cos_sin=cs, pairing=rope_pairing, scale=None, bias=None)
         cache = step.cache
         out = merge_heads(step.output) @ t["W_o"]  # (..., 1, d_out)
         rows.append(out)

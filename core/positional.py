@@ -126,13 +126,28 @@ def rope(x: TensorLike, *, positions: TensorLike | None = None, base: float = 10
     except RuntimeError:
         raise ValueError(f"positions {shape_str(pos.shape)} do not match x {shape_str(t.shape)}: "
                          f"give one position per row, ({n},)") from None
-    angle = rope_angles(pos, d, base=base)  # (..., n, d/2)
-    cos = torch.cos(angle).to(device=t.device, dtype=t.dtype)
-    sin = torch.sin(angle).to(device=t.device, dtype=t.dtype)
+    cos, sin = rope_cos_sin(pos, d, base=base, device=t.device, dtype=t.dtype)
+    return rotate(t, cos, sin, pairing=pairing)
+
+
+def rope_cos_sin(positions: TensorLike, d: int, *, base: float = 10000.0, device=None,
+                 dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos(m·θ_i) and sin(m·θ_i) for positions (...,) → two (..., d/2) tensors (angles in float64, then
+    rounded to ``dtype``): compute them once for a whole sequence and slice them per step."""
+    angle = rope_angles(positions, d, base=base)  # (..., d/2)
+    return (torch.cos(angle).to(device=device, dtype=dtype), torch.sin(angle).to(device=device, dtype=dtype))
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, pairing: str = "adjacent") -> torch.Tensor:
+    """RoPE's rotation with precomputed cos, sin (..., n, d/2) (:func:`rope_cos_sin`): x (..., n, d) → (..., n, d).
+
+    No input checks: :func:`rope` is the checked entry point.
+    """
+    d = x.shape[-1]
     if pairing == "adjacent":
-        a, b = t[..., 0::2], t[..., 1::2]  # (..., n, d/2) each
+        a, b = x[..., 0::2], x[..., 1::2]  # (..., n, d/2) each
         return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)  # (..., n, d)
-    a, b = t[..., : d // 2], t[..., d // 2:]
+    a, b = x[..., : d // 2], x[..., d // 2:]
     return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)  # (..., n, d)
 
 
