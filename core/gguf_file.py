@@ -36,6 +36,7 @@ F32, F16, Q4_1, Q8_0 = 0, 1, 3, 8
 TYPE_NAMES = {F32: "F32", F16: "F16", Q4_1: "Q4_1", Q8_0: "Q8_0"}
 _HEAD_BYTES = 16 * 2**20  # read at most this much for the metadata
 BLOCK = 32  # weights per quantised block
+_CHUNK_BLOCKS = 1 << 16  # blocks dequantised at once (2 M weights: ~16 MB of float temporaries)
 _BLOCK_BYTES = {Q4_1: 20, Q8_0: 34}
 
 
@@ -86,8 +87,13 @@ class GGUFFile:
             return self._read(offset, 2 * count).view(torch.float16).float().reshape(shape)
         if ttype not in _BLOCK_BYTES or shape[-1] % BLOCK:
             raise ValueError(f"tensor '{name}' has type {ttype} (shape {shape}), which this reader cannot dequantise")
-        raw = self._read(offset, count // BLOCK * _BLOCK_BYTES[ttype])  # (n_blocks · block bytes,) uint8
-        return dequantize(raw, ttype).reshape(shape)
+        bb = _BLOCK_BYTES[ttype]
+        raw = self._read(offset, count // BLOCK * bb)  # (n_blocks · block bytes,) uint8
+        out = torch.empty(count, dtype=torch.float32)
+        step = _CHUNK_BLOCKS  # a chunk at a time: the float temporaries stay small (the peak memory of a load)
+        for b in range(0, count // BLOCK, step):
+            out[b * BLOCK:(b + step) * BLOCK] = dequantize(raw[b * bb:(b + step) * bb], ttype)
+        return out.reshape(shape)
 
     def _read(self, offset: int, nbytes: int) -> torch.Tensor:
         """nbytes of tensor data at ``offset`` as a uint8 tensor (read, not mapped: no file pages stay resident)."""
