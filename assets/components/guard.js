@@ -17,12 +17,15 @@ function guardApp() {
 function guardOverlay(g) {
   let box = document.getElementById("attnlab-connection");
   if (!box) {
-    box = document.createElement("div");
+    // a modal <dialog>: the browser's top layer, above everything the page draws (Streamlit's overlays too)
+    box = document.createElement("dialog");
     box.id = "attnlab-connection";
     box.setAttribute("role", "alertdialog");
     box.setAttribute("aria-live", "assertive");
-    box.style.cssText = "position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;" +
-      "justify-content:center;background:rgba(255,255,255,0.92);font:1.1rem/1.5 system-ui,'attention-lab-kr',sans-serif";
+    box.style.cssText = "position:fixed;inset:0;width:100%;height:100%;max-width:none;max-height:none;margin:0;" +
+      "padding:0;border:none;display:flex;align-items:center;justify-content:center;" +
+      "background:rgba(255,255,255,0.92);font:1.1rem/1.5 system-ui,'attention-lab-kr',sans-serif";
+    box.addEventListener("cancel", (e) => e.preventDefault()); // Escape does not hide it
     const card = document.createElement("div");
     card.style.cssText = "max-width:34rem;padding:1.5rem 2rem;border-radius:12px;background:#fff;" +
       "box-shadow:0 4px 24px rgba(0,0,0,0.18);color:#111";
@@ -34,15 +37,26 @@ function guardOverlay(g) {
     card.append(title, body);
     box.appendChild(card);
     document.body.appendChild(box);
+    box.showModal();
+    // a modal library (react-aria, behind Streamlit's dialogs) makes everything outside its own dialog
+    // inert and aria-hidden, this one too once it is there: undone, so learners can read it (and a reader hears it)
+    const keepReadable = () => ["inert", "aria-hidden"].forEach((a) => box.hasAttribute(a) && box.removeAttribute(a));
+    new MutationObserver(keepReadable).observe(box, { attributes: true, attributeFilter: ["inert", "aria-hidden"] });
+    keepReadable();
   }
-  box.querySelector(".title").textContent = g.text.title;
-  box.querySelector(".body").textContent = g.text.body;
+  for (const [cls, text] of [[".title", g.text.title], [".body", g.text.body]]) {
+    const el = box.querySelector(cls);
+    if (el.textContent !== text) el.textContent = text;
+  }
   return box;
 }
 
 function guardHideOverlay() {
   const box = document.getElementById("attnlab-connection");
-  if (box) box.remove();
+  if (box) {
+    if (box.open) box.close();
+    box.remove();
+  }
 }
 
 function guardReopen(g) {
@@ -54,12 +68,11 @@ function guardReopen(g) {
 // Streamlit's own dialog while the connection is down is its developer message ("Connection error …
 // restart it in your terminal", in English): hidden while the app's message is up, back once connected.
 function guardHideStreamlitDialogs(g) {
-  for (const d of document.querySelectorAll('[data-testid="stDialog"]')) {
-    if (!d.dataset.attnlabHidden) {
-      d.dataset.attnlabHidden = d.style.display || "-";
-      d.style.display = "none";
-    }
-    guardOverlay(g); // no wait: Streamlit's dialog is already up
+  // only dialogs not hidden yet: the observer also sees this function's own changes, which must not loop
+  for (const d of document.querySelectorAll('[data-testid="stDialog"]:not([data-attnlab-hidden])')) {
+    d.dataset.attnlabHidden = d.style.display || "-";
+    d.style.display = "none";
+    if (!document.getElementById("attnlab-connection")) guardOverlay(g); // no wait: Streamlit's dialog is up
   }
 }
 

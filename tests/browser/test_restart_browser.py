@@ -78,9 +78,10 @@ def test_a_restart_brings_back_the_typed_scenario_and_says_so_in_the_learners_la
         expect(page.get_by_text(re.compile("restart it in your terminal|not responding")).locator("visible=true")
                ).to_have_count(0)
         expect(overlay).to_be_visible()
-        covered = page.evaluate("() => { const e = document.elementFromPoint(innerWidth / 2, innerHeight / 2);"
-                                " return !!(e && e.closest('#attnlab-connection')); }")
-        assert covered, "the app's message is not on top of the page"
+        on_top = page.evaluate("() => { const e = document.elementFromPoint(innerWidth / 2, innerHeight / 2);"
+                               " return e && e.closest('#attnlab-connection') ? 'yes'"
+                               " : (e ? e.outerHTML.slice(0, 200) : 'none'); }")
+        assert on_top == "yes", f"the app's message is not on top of the page: {on_top}"
 
         proc = start(port, tmp_path / "server.log")
         wait_healthy(url, proc)
