@@ -98,6 +98,17 @@ def test_the_qr_code_stays_in_its_column_goes_full_screen_and_warns_about_localh
         right = page.locator("[data-testid=stColumn]", has=page.locator(css(state.SCENARIO.tokens))).last.bounding_box()
         assert column["x"] - 1 <= box["x"] and box["x"] + box["width"] <= column["x"] + column["width"] + 1, (box, column)
         assert box["x"] + box["width"] <= right["x"], (box, right)  # clear of the maps and the inspector
+        tabs = page.get_by_role("tab")  # every setup tab in sight, its label whole: the Share tab at a glance
+        ends = [tabs.nth(i).bounding_box() for i in range(tabs.count())]
+        assert len(ends) == 5 and all(b["x"] + b["width"] <= column["x"] + column["width"] + 1 for b in ends), (ends, column)
+        assert page.evaluate("() => [...document.querySelectorAll('[role=tab]')]"
+                             ".every((t) => t.scrollWidth <= t.clientWidth + 1)")
+        if lang == "ko":  # Streamlit's own uploader texts ("Upload", "1MB per file • JSON"): ours drawn over them
+            drawn = page.evaluate("() => [...document.querySelectorAll('[data-testid=stFileUploaderDropzone] button p,"
+                                  " [data-testid=stFileUploaderDropzoneInstructions] span')].map((e) =>"
+                                  " [getComputedStyle(e).fontSize, getComputedStyle(e, '::after').content])")
+            assert drawn == [["0px", f'"{table(lang)["class.upload.browse"]}"'],
+                             ["0px", '"' + table(lang)["class.upload.limit"].format(types="JSON", kb=256) + '"']], drawn
         note = page.get_by_text("--server.address 0.0.0.0")  # the server of the tests listens on 127.0.0.1
         expect(note.first).to_be_visible()
         page.locator(".alqr button.full").click()
