@@ -18,10 +18,19 @@ SERIOUS = {"serious", "critical"}
 STREAMLIT_OWN = {"list": ("[data-testid=stSidebarNav]", 1), "listitem": ("[data-testid=stSidebarNav]", len(nav.PAGES))}
 
 _INSIDE = "([sel, scope]) => { const e = document.querySelector(sel); return !!(e && e.closest(scope)); }"
-# settled: the frame set the language, no element is still a loading skeleton, and every display
-# formula that scrolls sideways has been made focusable (the frame checks after the page changes)
-_SETTLED = """(lang) => document.documentElement.lang === lang
+# settled: this page's run has ended and drawn — the frame set the language in this document (index.html
+# starts with lang="en"), the title is there, no element is still a loading skeleton, every component
+# has drawn (its shadow root holds one of the app's elements), nothing is faded as stale (a rerun
+# under way), and every display formula that scrolls
+# sideways has been made focusable (the frame checks after the page changes)
+_SETTLED = """(lang) => document.documentElement.dataset.alFrame === lang
+  && document.documentElement.lang === lang
+  && !!document.querySelector('[data-testid=stApp][data-test-script-state=notRunning]')
+  && !!document.querySelector('[data-testid=stMain] h1')
   && !document.querySelector('[data-testid=stMain] [data-testid=stSkeleton]')
+  && !document.querySelector('[data-stale=true]')
+  && [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')].every((h) => !h.shadowRoot
+       || !!h.shadowRoot.querySelector('[class^=al], [class*=" al"]'))
   && [...document.querySelectorAll('.katex-display')].every((b) => b.scrollWidth <= b.clientWidth + 1 || b.tabIndex === 0)"""
 
 _AXE = None

@@ -21,6 +21,12 @@ from .conftest import ARTIFACTS
 pytestmark = pytest.mark.browser
 
 WIDTHS = {1280: 800, 390: 844}
+# the tab is selected and the rerun its click started has drawn the tab's controls into its panel
+SELECTED_TAB_DRAWN = """(label) => { const tab = [...document.querySelectorAll('[role=tab]')].find((t) =>
+    t.innerText.trim() === label && t.getAttribute('aria-selected') === 'true');
+  const panel = tab && document.getElementById(tab.getAttribute('aria-controls'));
+  return !!panel && !!panel.querySelector('[data-testid=stElementContainer]')
+    && !document.querySelector('[data-stale=true]'); }"""
 TIMES: dict[str, float] = {}  # seconds per test, written to test-artifacts/a11y-times.txt
 
 
@@ -101,8 +107,7 @@ def test_axe_playground_with_the_x_editor_and_every_setup_tab_open(server_url, c
         for tab in ("qkv", "score", "mask", "share", "embed"):
             label = strings[f"pg.tab.{tab}"]
             page.get_by_role("tab", name=label).click()
-            page.wait_for_function("(label) => [...document.querySelectorAll('[role=tab]')].some((t) => "
-                                   "t.innerText.trim() === label && t.getAttribute('aria-selected') === 'true')", arg=label)
+            page.wait_for_function(SELECTED_TAB_DRAWN, arg=label, timeout=60_000)
             settle(page, lang)
             views[f"tab-{tab}"] = audit(page)
         _check(views)
