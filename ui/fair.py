@@ -5,8 +5,10 @@ largest scenario (512 tokens) again as soon as the last one is drawn kept a core
 students' p95 went from ~40 ms to ~350 ms. Here each session's reruns are timed in CPU seconds of the
 thread that ran them; a session that spent more than SHARE of one core over the last WINDOW seconds
 waits, before its next run, until it is back under its share (it sleeps in its own thread: the others'
-reruns go on meanwhile). Normal use is far under it: a 512-token change costs ~0.3–1 s of CPU; typing
-one every few seconds stays under 0.25 of a core, and small scenarios cost a few ms.
+reruns go on meanwhile) — but only while another session's run is in progress: a learner alone on the
+server, or a class whose reruns do not overlap, never waits. Normal use is far under it: a 512-token
+change costs ~0.3–1 s of CPU; typing one every few seconds stays under 0.25 of a core, and small
+scenarios cost a few ms.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ SHARE = float("inf") if os.environ.get("ATTN_LAB_FAIR_SHARE") == "off" else floa
 WINDOW = 10.0  # seconds
 MAX_WAIT = 5.0  # a run never waits longer than this
 _depth = threading.local()  # runs nest (the frame, a page's fragment, a fragment inside it): time the outermost
+_running = [0]  # metered runs in progress on this server (every session's thread)
+_lock = threading.Lock()
 
 
 def _spent() -> deque:
@@ -58,13 +62,19 @@ def metered(render: Callable[[], None]) -> None:
         render()
         return
     spent = _spent()
-    pause = wait_needed(spent, time.monotonic())
+    with _lock:
+        contended = _running[0] > 0
+    pause = wait_needed(spent, time.monotonic()) if contended else 0.0
     if pause > 0:
-        time.sleep(pause)  # throttling this session's own thread, not a test's synchronisation
+        time.sleep(pause)  # throttling this session's own thread while others run, not a test's synchronisation
+    with _lock:
+        _running[0] += 1
     _depth.n = 1
     t0 = time.thread_time()
     try:
         render()
     finally:
         _depth.n = 0
+        with _lock:
+            _running[0] -= 1
         spent.append((time.monotonic(), time.thread_time() - t0))

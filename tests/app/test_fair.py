@@ -39,3 +39,19 @@ def test_every_run_of_a_session_is_counted_once():
     assert n >= 1 and all(cpu >= 0 for _, cpu in spent)
     at.text_input(key=state.SCENARIO.tokens).input("a b c d e").run()
     assert len(at.session_state[state.FRAME.cpu_spent]) == n + 1  # nested boundaries: one entry per run
+
+
+def test_a_session_alone_on_the_server_never_waits(monkeypatch):
+    """The share is enforced only while another session's run is in progress (contention)."""
+    slept = []
+    monkeypatch.setattr(fair.time, "sleep", lambda s: slept.append(s))
+    spent = deque([(fair.time.monotonic(), 1000.0)])  # far over its share
+    monkeypatch.setattr(fair, "_spent", lambda: spent)
+    fair.metered(lambda: None)
+    assert slept == []
+    fair._running[0] += 1  # another session's run is in progress
+    try:
+        fair.metered(lambda: None)
+    finally:
+        fair._running[0] -= 1
+    assert slept and 0 < slept[0] <= fair.MAX_WAIT
