@@ -58,7 +58,7 @@ NUMBERS = {
     "kv-cache.bytes": 2 * 32 * 8 * 128 * 2 / 1024,  # Llama-3-8B, bfloat16: KiB per token
     "kv-cache.keys": 3,  # the third token attends to tokens 1 … 3 (itself included)
     "rope.angle": 10000 ** (-2 * 1 / 8),
-    "model-writing.paris": 100 * float(pretrained.smollm2().next_token(tut.L12_PROMPT).top_probs[0]),
+    "model-writing.paris": round(100 * float(pretrained.smollm2().next_token(tut.L12_PROMPT).top_probs[0]), 2),
 }
 PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
     "weighted-average.top": weights(X, X)[N],
