@@ -7,9 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from ui import compute, page, settings, state
-from ui.i18n import t
+from ui.i18n import current_lang, t
 from ui.inputs import numbers_panel
 from ui.text import shorts
+from ui.widgets import formulas
 from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import fits_one_element, heatmap, show_heatmap, show_maps
 from ui.widgets.layout import shape_badge, token_labels
@@ -103,7 +104,8 @@ def bounded(key: str, default: int, limit: int, problems: page.Problems) -> int:
 
 def cache_table(rows: list[dict], n: int, batch: int, dtype: str) -> None:
     """The presets' cache sizes: as published (GQA), and with the same shapes as MHA and MQA."""
-    st.latex(r"\text{bytes} = 2 \times L \times G \times d_{head} \times n \times B \times \text{bytes per value}")
+    st.latex(formulas.localize(r"\text{bytes} = 2 \times L \times G \times d_{head} \times n \times B \times "
+                                r"\text{bytes per value}", current_lang()))
     st.markdown(t("kvs.cache.now", n=f"{n:,}", b=batch, dtype=t("kvs.dtype." + dtype)))
     df = pd.DataFrame([{t("kvs.col.model"): r["name"], "L": r["layers"], "H": r["heads"], "G": r["kv_heads"],
                         "d_head": r["d_head"], t("kvs.col.actual"): r["actual_text"], t("kvs.col.mha"): r["mha_text"],

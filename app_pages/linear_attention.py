@@ -65,7 +65,7 @@ def main() -> None:
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("la.intro"))
     st.latex(r"\alpha_{ij} = \frac{\varphi(q_i)^\top \varphi(k_j)}{\sum_{j'} \varphi(q_i)^\top \varphi(k_{j'})},\qquad "
-             r"\varphi(x) = \mathrm{elu}(x) + 1")
+             r"\varphi(x) = \begin{cases} x + 1 & (x > 0) \\ e^{x} & (x \le 0) \end{cases}")  # elu(x) + 1
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))
     if len(tokens) > MAX_TOKENS:
         problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))

@@ -60,7 +60,8 @@ PROJECTION = {
 
 # the words inside formulas, in the learner's language (the math stays as it is)
 _WORDS = {"ko": {"row": "행", "column": "열", "col": "열", "target": "타깃", "source": "소스",
-                 "the function's own scale": "함수 기본값", "edited": "직접 고침"}}
+                 "the function's own scale": "함수 기본값", "edited": "직접 고침",
+                 "bytes": "바이트 수", "bytes per value": "숫자 하나의 바이트 수"}}
 
 
 def localize(formula: str, lang: str) -> str:
