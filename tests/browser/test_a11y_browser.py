@@ -19,6 +19,7 @@ from .a11y_audit import MAP_TABLES, SHOW_TABLES, audit, grown, settle, table_mis
 from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
+CIRCLED = "①②③④⑤"  # the Playground numbers its setup tabs so (app_pages/playground.py)
 
 WIDTHS = {1280: 800, 390: 844}
 # the tab is selected and the rerun its click started has drawn the tab's controls into its panel
@@ -104,8 +105,9 @@ def test_axe_playground_with_the_x_editor_and_every_setup_tab_open(server_url, c
         page.locator("[data-testid=stDataFrame]").first.wait_for(timeout=30_000)
         settle(page, lang)
         views["x-editor-open"] = audit(page)
+        order = ("embed", "qkv", "score", "mask", "share")  # numbered as the page numbers them (a full link)
         for tab in ("qkv", "score", "mask", "share", "embed"):
-            label = strings[f"pg.tab.{tab}"]
+            label = f"{CIRCLED[order.index(tab)]} {strings[f'class.tab.{tab}']}"
             page.get_by_role("tab", name=label).click()
             page.wait_for_function(SELECTED_TAB_DRAWN, arg=label, timeout=60_000)
             settle(page, lang)
