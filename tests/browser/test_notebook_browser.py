@@ -27,7 +27,7 @@ def test_the_downloaded_notebook_as_html_shows_the_pages_weights(server_url, new
     open_tab(page, "④ Mask")
     page.locator(css(state.SCENARIO.causal) + " label").click()
     W = wait_z(page, PG_WEIGHTS, "z.length === 4 && z[0][1] === 0 && z[0][0] === 1")
-    open_tab(page, "⑤ Share & export")
+    open_tab(page, "⑤ Share")
     wait_idle(page)  # the tab's run has ended: its download button is the one that stays
     with page.expect_download() as download:
         page.locator(css(state.item(state.CODE_EXPORT.download, state.PLAYGROUND.code)) + " button").click()
