@@ -158,7 +158,7 @@ def test_korean_locale_defaults_to_korean(server_url, new_page):
     page = new_page(f"{server_url}/Playground", locale="ko-KR")
     expect(page.locator("h1")).to_contain_text("어텐션 놀이터", timeout=30_000)
     wait_z(page, PG_WEIGHTS, "z.length === 4")
-    expect(page.get_by_text("4 · 소프트맥스 가중치 α")).to_be_visible()
+    expect(page.get_by_text("4 · 소프트맥스 가중치 α", exact=True)).to_be_visible()
     shot(page, "playground-korean")
 
 

@@ -42,6 +42,9 @@ CSS = """
   font-size: 0.92rem;
   background: #eef2ff; color: #1e3a8a; border-radius: 6px; padding: 2px 8px; display: inline-block;}
 div[data-testid="stMetricValue"] {font-size: 1.4rem;}
+/* words inside formulas (행, 열, 타깃 … in Korean) fall back to the app's Korean web font */
+.katex .mord.text, .katex .text {font-family: KaTeX_Main, "attention-lab-kr", "Times New Roman", serif;}
+.katex-mathml, .katex-mathml * {font-family: math, "attention-lab-kr", serif;}
 /* display formulas a little smaller than KaTeX's 1.21em, so the long ones fit half a page */
 .katex-display > .katex {font-size: 1.08em;}
 /* a compact header: the pipeline should start high on a 720-pixel projector screen */
