@@ -120,7 +120,7 @@ def test_one_session_keeps_at_most_the_cap_and_ended_sessions_are_freed(server):
         def freed() -> bool:
             return upload_bytes(server) == 0
 
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 240  # a guard against a hang on a loaded machine, not a timing check
         while not freed():
             assert time.monotonic() < deadline, f"{upload_bytes(server)} bytes of an ended session still held"
             await ws2.close()
