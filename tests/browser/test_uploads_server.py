@@ -120,7 +120,7 @@ def test_one_session_keeps_at_most_the_cap_and_ended_sessions_are_freed(server):
         def freed() -> bool:
             return upload_bytes(server) == 0
 
-        deadline = time.monotonic() + 240  # a guard against a hang on a loaded machine, not a timing check
+        deadline = time.monotonic() + 60
         while not freed():
             assert time.monotonic() < deadline, f"{upload_bytes(server)} bytes of an ended session still held"
             await ws2.close()
@@ -131,4 +131,9 @@ def test_one_session_keeps_at_most_the_cap_and_ended_sessions_are_freed(server):
         assert put(server, sid2, token, 1000) == 204  # a live session still can
         await ws2.close()
 
-    asyncio.run(scenario())
+    # in a thread of its own: after the other browser tests, Playwright's sync API keeps an event loop
+    # running in this one, and asyncio.run refuses to start a second
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
