@@ -5,7 +5,9 @@
    float32) on the same token ids, the two alternating in one run, median of 10 each. Targets: ≤ 300 ms and
    no slower than transformers (the ratio).
 3. One cached generation step (one new token after a 32-token prompt, logits of the last position only),
-   median of 30. Target ≤ 60 ms.
+   median of 30. Target ≤ 60 ms. Beside it, and beside the trace, the floor any float32 forward pass has
+   on this machine: the model's matrix products alone (for 1 token bound by memory bandwidth, for 32 by
+   arithmetic), measured in the same run.
 4. Resident memory of one process that runs the app's two model pages through Streamlit's AppTest
    (app.py, the trained-model page, then this page writing 8 tokens): both models loaded and used.
    Target ≤ 1.2 GB.
@@ -104,7 +106,28 @@ def trace_vs_transformers(model, repeats: int = 10) -> tuple[float, float, int]:
     return statistics.median(ours), statistics.median(theirs), len(ids)
 
 
-def cached_step_ms(model, repeats: int = 30) -> float:
+def matmul_floor_ms(model, n: int, repeats: int = 10) -> float:
+    """Median ms of the model's matrix products alone for n tokens: x (n, d) @ W for every weight matrix of
+    every block and the output head — what any float32 forward pass must do. For n = 1 it is bound by
+    memory (all 513 MB of weights read once), for n = 32 by arithmetic."""
+    P = model.weights
+    mats = [getattr(layer, name) for layer in P.layers for name in ("W_q", "W_k", "W_v", "W_o", "W_gate", "W_up",
+                                                                    "W_down")]
+    xs = {w.shape[0]: torch.randn(n, w.shape[0]) for w in mats}
+    head = P.E.T  # (d, vocab)
+
+    def products():
+        for w in mats:
+            xs[w.shape[0]] @ w
+        xs[head.shape[0]] @ head
+
+    with torch.no_grad():
+        products()
+        return _median_ms(products, repeats)
+
+
+def cached_step_ms(model, repeats: int = 30) -> tuple[float, float]:
+    """Median ms of one cached step and of the 1-token matmul floor, alternating in one run."""
     from core import decoder
 
     P, c = model.weights, model.config
@@ -112,13 +135,14 @@ def cached_step_ms(model, repeats: int = 30) -> float:
     with torch.no_grad():
         out = decoder.forward(ids, P, c, use_cache=True, keep_qkv=False, logits_for="last")
         caches = out.caches
-        times = []
+        times, floors = [], []
         for i in range(repeats):
             t0 = time.perf_counter()
             step = decoder.forward(torch.tensor([100 + i]), P, c, caches=caches, keep_qkv=False, logits_for="last")
             times.append(time.perf_counter() - t0)
             caches = step.caches
-    return statistics.median(times) * 1e3
+            floors.append(matmul_floor_ms(model, 1, repeats=1) / 1e3)
+    return statistics.median(times) * 1e3, statistics.median(floors) * 1e3
 
 
 def storage(model) -> dict:
@@ -152,7 +176,8 @@ def main() -> None:
     loads = [_child(_LOAD_CHILD)["load_s"] for _ in range(3)]
     model = pretrained.smollm2()
     ours, theirs, n = trace_vs_transformers(model)
-    step = cached_step_ms(model)
+    step, floor_1 = cached_step_ms(model)
+    floor_32 = matmul_floor_ms(model, n)
     st = storage(model)
     rss = _child(_RSS_CHILD)
     load = statistics.median(loads)
@@ -163,7 +188,15 @@ def main() -> None:
     print(f"| `trace()` of {n} tokens, 1 thread, median of 10 | {ours:.0f} ms | ≤ 300 ms | {ok(ours <= 300)} |")
     print(f"| transformers' eager forward on the same ids, alternating in the same run | {theirs:.0f} ms | — | — |")
     print(f"| ratio ours / transformers | {ours / theirs:.2f} | ≤ 1 | {ok(ours <= theirs)} |")
+    print(f"| the matrix products alone for {n} tokens (every W and the output head: the arithmetic floor) "
+          f"| {floor_32:.0f} ms | — | — |")
     print(f"| one cached generation step after {n} tokens, median of 30 | {step:.0f} ms | ≤ 60 ms | {ok(step <= 60)} |")
+    print(f"| the matrix products alone for 1 token (all {model.weights.nbytes() / 2**20:.0f} MB of weights read once: "
+          f"the memory floor), alternating with the step | {floor_1:.0f} ms | — | — |")
+    # the absolute targets lie at or under these floors on the project's CPU (BENCHMARKS.md): the reachable
+    # form measures what this code adds to the work every float32 forward must do, in the same run
+    print(f"| trace / its arithmetic floor | {ours / floor_32:.2f} | ≤ 1.5 (proposed) | {ok(ours <= 1.5 * floor_32)} |")
+    print(f"| cached step / its memory floor | {step / floor_1:.2f} | ≤ 2 (proposed) | {ok(step <= 2 * floor_1)} |")
     print(f"| RSS of one process serving both model pages (AppTest: MiniLM page, then this page writing 8 tokens) | "
           f"{rss['rss_mb']:.0f} MB (peak {rss['peak_mb']:.0f} MB) | ≤ 1.2 GB | {ok(rss['peak_mb'] <= 1200)} |")
     print("\n| weight storage | weights | widening every weight once (per step) | logits vs float32 |\n|---|---|---|---|")

@@ -230,6 +230,7 @@ def attention(
     device: str | torch.device | None = None,
     dtype: torch.dtype | None = None,
     bias: TensorLike | None = None,
+    check_finite: bool = True,
 ) -> AttentionTrace:
     r"""Attention of queries ``q`` over keys ``k`` and values ``v``; returns an :class:`AttentionTrace`.
 
@@ -247,6 +248,9 @@ def attention(
     then −∞ where masked. Row: (n_q, n_k) or broadcastable, e.g. (H, n_q, n_k) per head (ALiBi,
     :func:`core.positional.alibi_bias`, or a learned relative-position table); column: its transpose.
     Must be finite (forbid with ``mask``).
+    check_finite: False skips the NaN/∞ scans of the inputs and of the scaled scores (shapes are
+    still checked) — for a caller whose tensors come from a model's own matmuls, e.g. the decoder's
+    30 blocks per token, where the scans cost more than the attention itself.
 
     Raises ValueError (naming the shapes) on any malformed input.
     """
@@ -257,7 +261,7 @@ def attention(
     named: dict[str, Any] = {"Q": q, "K": k, "V": v}
     for pname, p in (params or {}).items():
         named[f"params['{pname}']"] = p
-    t = as_tensors(named, device=device, dtype=dtype)
+    t = as_tensors(named, device=device, dtype=dtype, finite=check_finite)
     q_t, k_t, v_t = t.pop("Q"), t.pop("K"), t.pop("V")
     P = {name[len("params['"):-2]: val for name, val in t.items()}
 
@@ -284,7 +288,7 @@ def attention(
     scores = _scores(score, q_r, k_r, P)  # (..., n_q, n_k)
     # scaled logits: f(Q, K) · scale / T
     scaled = scores * (scale_f / temp_f)  # (..., n_q, n_k)
-    if not bool(torch.isfinite(scaled).all()):
+    if check_finite and not bool(torch.isfinite(scaled).all()):
         raise ValueError(
             f"scores overflow {q_r.dtype}: the values of Q {shape_str(q_t.shape)} and "
             f"K {shape_str(k_t.shape)} are too large for this precision"

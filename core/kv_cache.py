@@ -107,6 +107,8 @@ def attend_with_cache(
     rope_pairing: str = "adjacent",
     scale: float | None = None,
     bias: TensorLike | None = None,
+    cos_sin: tuple[torch.Tensor, torch.Tensor] | None = None,
+    check_finite: bool = True,
 ) -> CachedAttentionStep:
     """Causal attention of s new tokens over the cache plus themselves; appends their keys and values.
 
@@ -117,10 +119,13 @@ def attend_with_cache(
     cached key and the new keys up to itself. ``scale`` defaults to 1/√d_k.
     ``bias``: an additive bias before the mask, broadcastable to (..., H, s, t+s) (ALiBi's rows for
     these positions: ``alibi_bias(H, s, t + s)``).
+    ``cos_sin``: RoPE's (cos, sin) (s, d_k/2) for positions t … t+s−1, computed once by the caller
+    (:func:`core.positional.rope_cos_sin`) when many blocks share them, instead of ``rope_base``.
+    ``check_finite=False`` skips the NaN/∞ scans (see :func:`core.attention.attention`).
     Returns a :class:`CachedAttentionStep` (``.output``, ``.weights``, ``.cache``).
     """
-    t = as_tensors({"q": q, "k": k, "v": v}) if cache is None else \
-        as_tensors({"q": q, "k": k, "v": v, "cache.k": cache.k, "cache.v": cache.v})
+    named = {"q": q, "k": k, "v": v} if cache is None else {"q": q, "k": k, "v": v, "cache.k": cache.k, "cache.v": cache.v}
+    t = as_tensors(named, finite=check_finite)
     Q, K, V = t["q"], t["k"], t["v"]
     if min(Q.dim(), K.dim(), V.dim()) < 3:
         raise ValueError(f"q, k, v must be (..., heads, s, d): {shape_str(Q.shape)}, {shape_str(K.shape)}, "
@@ -133,14 +138,20 @@ def attend_with_cache(
     if cache is not None:
         cache = KVCache(k=t["cache.k"], v=t["cache.v"])
     past = 0 if cache is None else cache.length
-    cos_sin = None
-    if rope_base is not None:
+    if cos_sin is not None:
+        if rope_base is not None:
+            raise ValueError("give rope_base or precomputed cos_sin, not both")
+        if tuple(cos_sin[0].shape) != (s, Q.shape[-1] // 2):
+            raise ValueError(f"cos_sin must be ({s}, {Q.shape[-1] // 2}) for {s} new tokens, got "
+                             f"{shape_str(cos_sin[0].shape)}")
+    elif rope_base is not None:
         rope(Q[..., :1, :1, :], base=rope_base, pairing=rope_pairing)  # checks base, pairing and an even d_k
         cos_sin = rope_cos_sin(torch.arange(past, past + s), Q.shape[-1], base=rope_base, device=Q.device, dtype=Q.dtype)
-    return _attend(Q, K, V, cache, cos_sin=cos_sin, pairing=rope_pairing, scale=scale, bias=bias)
+    return _attend(Q, K, V, cache, cos_sin=cos_sin, pairing=rope_pairing, scale=scale, bias=bias,
+                   check_finite=check_finite)
 
 
-def _attend(Q, K, V, cache, *, cos_sin, pairing, scale, bias) -> CachedAttentionStep:
+def _attend(Q, K, V, cache, *, cos_sin, pairing, scale, bias, check_finite=True) -> CachedAttentionStep:
     """attend_with_cache on checked tensors; cos_sin: RoPE's (cos, sin) (s, d_k/2) for the new positions, or None."""
     H, s = Q.shape[-3], Q.shape[-2]
     past = 0 if cache is None else cache.length
@@ -149,7 +160,7 @@ def _attend(Q, K, V, cache, *, cos_sin, pairing, scale, bias) -> CachedAttention
     new_cache = KVCache(k=K, v=V) if cache is None else cache.append(K, V)  # (..., G, t+s, d)
     mask = None if s == 1 else causal(s, past + s, device=Q.device)  # (s, t+s): new token i sees keys ≤ t + i
     trace = attention(Q, repeat_kv(new_cache.k, int(H)), repeat_kv(new_cache.v, int(H)), mask=mask,
-                      scale=scale, bias=bias)  # weights (..., H, s, t+s), output (..., H, s, d_v)
+                      scale=scale, bias=bias, check_finite=check_finite)  # weights (..., H, s, t+s), output (..., H, s, d_v)
     return CachedAttentionStep(q=Q, positions=torch.arange(past, past + s), cache=new_cache, attention=trace,
                                kv_head_of=kv_head_map(int(H), int(K.shape[-3])))
 

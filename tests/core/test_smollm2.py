@@ -85,6 +85,10 @@ def test_own_gguf_reader_equals_the_gguf_package():
         got = own.tensor(name).numpy()
         assert got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+        if want.ndim == 2:  # the decoder's layout: the transpose, contiguous, written in row chunks
+            got_t = own.tensor(name, transposed=True)
+            assert got_t.is_contiguous()
+            np.testing.assert_array_equal(got_t.numpy(), want.T)
 
 
 def test_dequantize_by_hand():
