@@ -13,7 +13,9 @@ scenarios cost a few ms.
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -30,6 +32,15 @@ MAX_WAIT = 5.0  # a run never waits longer than this
 _depth = threading.local()  # runs nest (the frame, a page's fragment, a fragment inside it): time the outermost
 _running = [0]  # metered runs in progress on this server (every session's thread)
 _lock = threading.Lock()
+
+# one line in the server's log each time a session is held back (bench.classroom counts them)
+_log = logging.getLogger("attention_lab.fair")
+if not _log.handlers:
+    _handler = logging.StreamHandler(sys.stderr)
+    _handler.setFormatter(logging.Formatter("%(asctime)s fair share: %(message)s"))
+    _log.addHandler(_handler)
+    _log.setLevel(logging.INFO)
+    _log.propagate = False
 
 
 def _spent() -> deque:
@@ -66,6 +77,8 @@ def metered(render: Callable[[], None]) -> None:
         contended = _running[0] > 0
     pause = wait_needed(spent, time.monotonic()) if contended else 0.0
     if pause > 0:
+        _log.info("a session waited %.2f s (%.2f CPU-s in the last %.0f s, share %.2f of a core)", pause,
+                  sum(cpu for _, cpu in spent), WINDOW, SHARE)
         time.sleep(pause)  # throttling this session's own thread while others run, not a test's synchronisation
     with _lock:
         _running[0] += 1
