@@ -49,7 +49,7 @@ FRAME = _room("frame", "a11y session_id guard cpu_spent")
 SCENARIO_NAMES = ("tokens source mode embedding d_model qkv d_k d_v score d_a scale temperature causal pad blocked "
                   "convention query")
 SCENARIO = _room("scenario", SCENARIO_NAMES + " overrides editor_version messages carry changed url_loaded "
-                 "last_tokens last_source last_trace preset x_fold x_fold_open")
+                 "last_tokens last_source last_trace preset x_fold x_fold_open started")
 
 
 def scenario_value(name: str) -> str:

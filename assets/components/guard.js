@@ -87,6 +87,10 @@ function guardStateChanged(g, state) {
   const prev = g.lastState;
   g.lastState = state;
   if (state === "CONNECTED") {
+    // back: a restarted server or another replica has a new session that has not run the page yet and
+    // would not until the learner's next action; a run now lets the guard see the new session and
+    // reopen the link (on the same session the run changes nothing)
+    if (prev && prev !== "CONNECTED" && g.trigger) g.trigger("reconnected", Date.now());
     clearTimeout(g.downTimer);
     if (g.dialogs) g.dialogs.disconnect();
     g.dialogs = null;
@@ -134,6 +138,7 @@ export default function (component) {
   if (!parentElement.querySelector(".al-silent")) parentElement.appendChild(document.createElement("div")).className = "al-silent";
   const g = window.__attnlabGuard || (window.__attnlabGuard = { sid: null, href: null });
   g.text = data.text;
+  g.trigger = component.setTriggerValue;
   if (g.reopening) return;
   if (g.sid === null) g.sid = data.sid;
   else if (g.sid !== data.sid) {

@@ -25,4 +25,10 @@ def session_id() -> str:
 
 def connection_guard() -> None:
     """Mount the guard (the frame calls this first on every full run, before anything writes the URL)."""
-    _GUARD(data={"sid": session_id(), "text": {"title": t("conn.title"), "body": t("conn.body")}}, key=state.FRAME.guard)
+    # on_reconnected_change: the guard's trigger after a reconnect asks for a run (the callback has nothing to do)
+    _GUARD(data={"sid": session_id(), "text": {"title": t("conn.title"), "body": t("conn.body")}}, key=state.FRAME.guard,
+           on_reconnected_change=_reconnected)
+
+
+def _reconnected() -> None:
+    """The run the guard asked for after a reconnect: drawing the frame is all it needs."""
