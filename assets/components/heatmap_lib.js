@@ -552,7 +552,10 @@ function svgFontFaces(data) {
     const cache = (window.__attentionLabSvgFontFiles = window.__attentionLabSvgFontFiles || {});
     return Promise.all([...used].sort((a, b) => a - b).map((k) => {
       const s = slices[k];
-      if (!cache[s.file]) cache[s.file] = fetchBytes(SVG_FONT_DIR + s.file).then(base64);
+      if (!cache[s.file]) {
+        cache[s.file] = fetchBytes(SVG_FONT_DIR + s.file).then(base64)
+          .catch((e) => { delete cache[s.file]; throw e; });  // the next click tries again
+      }
       return cache[s.file].then((b64) => ({ range: s.range, b64 }));
     }));
   }).catch(() => null);
