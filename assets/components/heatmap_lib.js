@@ -447,7 +447,7 @@ function buildSvg(data, faces) {
   }
   if (faces && faces.length) {
     const style = document.createElementNS(NS, "style");
-    style.textContent = faces.map((f) => "@font-face { font-family: 'attention-lab-kr'; font-weight: 100 900; " +
+    style.textContent = faces.map((f) => "@font-face { font-family: 'attention-lab-kr'; font-weight: 400; " +
       "unicode-range: " + f.range + "; src: url(data:font/woff2;base64," + f.b64 + ") format('woff2'); }").join("\n");
     svg.appendChild(style);
   }
