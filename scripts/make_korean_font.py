@@ -6,6 +6,7 @@
 Source: Noto Sans CJK KR from Debian's fonts-noto-cjk (SIL Open Font License 1.1, see
 static/OFL.txt). The subset keeps every Hangul syllable (U+AC00–D7A3), the Hangul Jamo blocks
 and CJK punctuation: about 0.6 MB per weight as WOFF2. Latin text keeps Streamlit's own font.
+After it, run scripts/make_svg_font.py: the slices of the regular weight that SVG exports embed.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import base64
 import io
 import json
 import math
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -317,6 +318,26 @@ def test_korean_labels_and_the_font():
     assert texts(root, "title") == ["어텐션 가중치"] and legend_names(root) == ["가중치", "점수"]
     assert {"나는", "학생", "입니다"} <= set(texts(root, "tick"))
     assert root.get("font-family") == "Source Sans, attention-lab-kr, Noto Sans CJK KR, sans-serif"
+
+
+def test_a_korean_picture_carries_the_slices_of_the_shipped_font_it_uses():
+    from attention_lab import svg_font
+
+    spec = {"data": [{"type": "bar", "x": ["나는", "오늘", "사과를", "먹었다"], "y": [1, 2, 3, 4], "name": "가중치"}],
+            "layout": {"title": {"text": "어텐션 가중치"}}}
+    svg = figure_svg(spec)
+    faces = re.findall(r"@font-face \{[^}]*?unicode-range: ([^;]+);[^}]*?base64,([A-Za-z0-9+/=]+)\)", svg)
+    assert faces and len(faces) == svg.count("@font-face") == len(svg_font.used_slices("나는오늘사과를먹었다가중치어텐션"))
+    covered = set()
+    for rng, _ in faces:
+        for part in rng.split(","):
+            lo, _, hi = part.strip()[2:].partition("-")
+            covered.update(range(int(lo, 16), int(hi or lo, 16) + 1))
+    assert {ord(c) for c in "나는오늘사과를먹었다가중치어텐션"} <= covered
+    assert sum(len(data) for _, data in faces) <= 120_000  # a few slices, not the whole font (830 KB as base64)
+    assert ET.fromstring(svg).tag == f"{SVG}svg"  # still well-formed XML
+    english = figure_svg({"data": [{"type": "bar", "x": ["the", "cat"], "y": [1, 2]}], "layout": {"title": {"text": "Weights"}}})
+    assert "@font-face" not in english and "<style" not in english
 
 
 @pytest.mark.parametrize("spec", [

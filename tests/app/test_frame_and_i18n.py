@@ -36,6 +36,32 @@ def test_every_literal_key_used_in_code_exists():
     assert not missing, missing
 
 
+SOURCE_NUMBER = re.compile(r"(source|자료)\s*#?\s*0\d\d", re.IGNORECASE)  # the documents' numbers: for code comments
+
+
+def test_the_number_pattern_finds_a_planted_citation():
+    for text in ("위키 문서 “어텐션”(자료 000)에서는", "The blog post (source 003) scales", "Source 004: lecture notes"):
+        assert SOURCE_NUMBER.search(text), text
+    assert not SOURCE_NUMBER.search("블로그 글 “트랜스포머는 어떻게 동작할까? – 2편”은 7개 토큰 예제를")
+
+
+def test_sources_are_cited_by_their_titles_not_by_number():
+    """Learners read a source's title ('the wiki article “Attention”'), never an internal number
+    ('source 000', '자료 000'): in the string tables, the start texts and the lessons."""
+    files = [*sorted((ROOT / "assets" / "i18n").glob("*.json")), *sorted((ROOT / "assets" / "explain").glob("*.md")),
+             *sorted((ROOT / "assets" / "lessons").glob("*"))]
+    found = [(p.name, m.group(0)) for p in files for m in SOURCE_NUMBER.finditer(p.read_text(encoding="utf-8"))]
+    found += [(lang, k) for lang in ("en", "ko") for k, v in table(lang).items() if SOURCE_NUMBER.search(v)]
+    assert found == [], found
+    # the home page's list of sources names each by its title
+    for lang, title in (("en", "“How does the Transformer work? – Part 2”"), ("ko", "“트랜스포머는 어떻게 동작할까? – 2편”")):
+        at = page("app.py", query={"lang": lang})
+        no_errors(at)
+        shown = "\n".join(m.value for m in at.markdown) + "\n".join(c.value for c in at.caption)
+        assert title in shown and table(lang)["sources.help"] in shown, lang
+        assert not SOURCE_NUMBER.search(shown), SOURCE_NUMBER.findall(shown)
+
+
 def test_dynamic_keys_exist_for_every_option():
     import core
     from ui import scenario

@@ -187,7 +187,7 @@ def test_the_detector_finds_english_sentences(text):
         "`torch.softmax(scores, dim=-1)` — 행을 따라 적용합니다.",
         "CPU에서 torch의 scaled_dot_product_attention은 0을, nn.MultiheadAttention은 NaN을 돌려줍니다.",
         "왜 √d_k인가 · when you play the game of thrones",  # an example sentence of a source
-        "블로그 글 “Attention Mechanism”(자료 002)의 “Seq2Seq with Attention” 코드",
+        "블로그 글 “Attention Mechanism”의 “Seq2Seq with Attention” 코드",
         "φ는 ReLU 또는 GELU이고, LayerNorm에는 γ와 β가 없습니다.",
         "<span class='shape-badge'>Q (4×3) · Kᵀ (3×4) → (4×4)</span>",
     ],

@@ -170,16 +170,56 @@ def test_png_pictures_at_the_chosen_scale_with_labels_as_on_screen(server_url, c
         ctx.close()
 
 
-def test_the_svg_carries_the_korean_font_and_renders_korean_without_cjk_fonts(server_url, chromium):
-    ctx, page = _open(chromium, f"{server_url}/Playground?lang=ko", 1500, 1400, "ko")
+KO_16 = "어제 저녁 나는 친구와 함께 시장에 가서 싱싱한 사과와 배를 사고 집에 돌아와 모두 맛있게 먹었다"
+# the base64 font data an SVG may carry: its slices of the shipped font, not the whole font (0.8 MB)
+SVG_FONT_BOUND = {"나는 오늘 사과를 먹었다": 120_000, KO_16: 160_000}
+
+
+def _svg_of_weights(server_url, chromium, tokens: str | None = None) -> str:
+    """The weights map's SVG download in Korean (the worked example when no tokens are given)."""
+    query = urlencode({"lang": "ko"} | ({"tok": tokens, "emb": "random"} if tokens else {}))
+    ctx, page = _open(chromium, f"{server_url}/Playground?{query}", 1500, 1400, "ko")
     try:
-        wait_z(page, PG_WEIGHTS, "z.length === 4")
+        wait_z(page, PG_WEIGHTS, f"z.length === {len(tokens.split()) if tokens else 4}")
         with page.expect_download() as d:
             page.locator(css(PG_WEIGHTS)).get_by_role("button", name="SVG").click()
-        svg = d.value.path().read_text(encoding="utf-8")
+        return d.value.path().read_text(encoding="utf-8")
     finally:
         ctx.close()
+
+
+def _font_faces(svg: str) -> list[tuple[str, str]]:
+    """(unicode-range, base64 data) of each @font-face in the SVG."""
+    return re.findall(r"@font-face \{[^}]*?unicode-range: ([^;]+);[^}]*?base64,([A-Za-z0-9+/=]+)\)", svg)
+
+
+def _check_embedded_slices(svg: str, bound: int) -> int:
+    """The SVG carries, as @font-face rules with their unicode-range, slices of the shipped font that
+    cover every Hangul syllable of its labels, and no more than ``bound`` characters of base64."""
+    faces = _font_faces(svg)
+    assert faces and len(faces) == svg.count("@font-face"), svg[:2000]
+    size = sum(len(data) for _, data in faces)
+    assert size <= bound, (len(faces), size)  # only the slices it uses (the whole font is 830 KB as base64)
+    covered = set()
+    for rng, _ in faces:
+        for part in rng.split(","):
+            lo, _, hi = part.strip()[2:].partition("-")
+            covered.update(range(int(lo, 16), int(hi or lo, 16) + 1))
+    hangul = {ord(c) for c in re.sub(r"<style>.*?</style>", "", svg, flags=re.S) if 0xAC00 <= ord(c) <= 0xD7A3}
+    assert hangul and hangul <= covered, sorted(chr(c) for c in hangul - covered)  # each syllable's glyph is inside
+    return size
+
+
+def test_a_16_token_korean_svg_carries_only_the_slices_it_uses(server_url, chromium):
+    svg = _svg_of_weights(server_url, chromium, KO_16)
+    assert all(re.search(rf">(\d+ )?{w}</text>", svg) for w in KO_16.split()), svg[-3000:]  # every token a label
+    _check_embedded_slices(svg, SVG_FONT_BOUND[KO_16])
+
+
+def test_the_svg_carries_the_korean_font_and_renders_korean_without_cjk_fonts(server_url, chromium):
+    svg = _svg_of_weights(server_url, chromium)
     assert "@font-face" in svg and "data:font/woff2;base64," in svg  # the shipped font is inside
+    _check_embedded_slices(svg, SVG_FONT_BOUND["나는 오늘 사과를 먹었다"])
     bare = re.sub(r"<style>.*?</style>", "", svg, flags=re.S)
     view = chromium.new_page(viewport={"width": 900, "height": 700})
     try:

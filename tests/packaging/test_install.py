@@ -148,7 +148,8 @@ def test_the_wheel_carries_the_packages_and_the_app_and_runs_from_its_install(tm
     for name in ("core/__init__.py", "core/_paths.py", "attention_lab/notebook.py", "attention_lab/widget.js",
                  "attention_lab/codegen.py", data + "app.py", data + "ui/pipeline.py", data + "app_pages/playground.py",
                  data + "assets/components/maps.js", data + "assets/i18n/ko.notebook.json", data + ".streamlit/config.toml",
-                 data + "assets/checkpoints/vit_shapes.pt", data + "static/attention-lab-kr-400.woff2"):
+                 data + "assets/checkpoints/vit_shapes.pt", data + "static/attention-lab-kr-400.woff2",
+                 data + "static/svg-font/slices.json", data + "static/svg-font/kr-400-00.woff2"):
         assert name in names, name
     assert not [n for n in names if n.startswith(("ui/", "app_pages/", "tests/", "bench/"))]
     py = _fresh_venv(tmp_path / "venv")

@@ -12,7 +12,8 @@ bar (vertical or ``orientation: "h"``; ``barmode`` group / stack / overlay), his
 image (a PNG data URI), layout shapes (line, rect), annotations and linear / log / category axes
 (``range``, ``autorange: "reversed"``, ``visible``, ``showticklabels``, ``side: "top"``,
 ``scaleanchor``). Anything else is left out of the picture rather than guessed. All text is
-escaped: a token such as ``<script>`` or ``&`` stays text.
+escaped: a token such as ``<script>`` or ``&`` stays text. A picture with Korean carries the glyphs
+it uses of the shipped Korean font (``attention_lab.svg_font``), so it renders on a machine without one.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 import plotly.colors
 from PIL import Image
+
+from attention_lab.svg_font import font_faces
 
 FONT = "Source Sans, attention-lab-kr, Noto Sans CJK KR, sans-serif"  # every chart's font: Korean renders too
 WIDTH, HEIGHT = 700, 450  # plotly's defaults where the figure gives none
@@ -732,6 +735,9 @@ def figure_svg(spec: dict) -> str:
         _axis_text(xa, ya, fr),
         _legend(fr),
     ]
+    faces = font_faces("".join(body))  # the shipped Korean font's slices its text needs: Korean renders anywhere
+    if faces:
+        body.insert(0, _el("style", faces))
     font = (layout.get("font") or {}).get("family") or FONT
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
             + _el("svg", "".join(body), xmlns="http://www.w3.org/2000/svg", **{"xmlns:xlink": "http://www.w3.org/1999/xlink"},
