@@ -17,7 +17,7 @@ from ui.widgets.layout import dim_labels, shape_badge, token_labels
 KEYS = state.KV_CACHE
 D_MODELS = (8, 16)
 HEADS = (1, 2, 4)
-MAX_TOKENS = 32  # the page decodes at most this many tokens (every step is drawn)
+MAX_DECODED_TOKENS = 32  # the page decodes at most this many tokens (every step is drawn)
 
 
 def divisors(h: int) -> list[int]:
@@ -143,9 +143,9 @@ def main() -> None:
     st.latex(r"\alpha_t = \mathrm{softmax}\!\Big(\frac{q_t\,[k_1 \dots k_t]^\top}{\sqrt{d_{head}}}\Big),\quad "
              r"o_t = \alpha_t\,[v_1 \dots v_t]")
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))
-        tokens = tokens[:MAX_TOKENS]
+    if len(tokens) > MAX_DECODED_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DECODED_TOKENS)))
+        tokens = tokens[:MAX_DECODED_TOKENS]
     d, H, G, rope = shape_controls(problems)
     r = page.guarded(problems, lambda: compute.decode(tuple(tokens), d, H, G, rope, seed), keep=KEYS.last)
     step = step_controls(len(tokens), problems) if r else 1

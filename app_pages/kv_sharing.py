@@ -18,7 +18,7 @@ from ui.widgets.layout import shape_badge, token_labels
 KEYS = state.KV_SHARING
 HEADS = (1, 2, 4, 8)
 D_MODEL = 16
-MAX_TOKENS = 64  # tokens this page draws (every head's map)
+MAX_DRAWN_TOKENS = 64  # tokens this page draws (every head's map)
 TOKENS_MAX = 1_048_576  # the context length a learner may type for the cache table (2²⁰)
 BATCH_MAX = 4096
 DTYPES = {"bf16": 2, "fp32": 4, "int8": 1}
@@ -126,9 +126,9 @@ def main() -> None:
     st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\Big(\frac{Q_h K_{g(h)}^\top}{\sqrt{d_{head}}}\Big) V_{g(h)},\qquad "
              r"g(h) = \Big\lfloor \frac{h}{H/G} \Big\rfloor")
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))
-        tokens = tokens[:MAX_TOKENS]
+    if len(tokens) > MAX_DRAWN_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
+        tokens = tokens[:MAX_DRAWN_TOKENS]
     H, G = heads_controls(problems)
     r = page.guarded(problems, lambda: compute.grouped_heads(tuple(tokens), D_MODEL, H, G, seed))
     page.show_problems(problems)

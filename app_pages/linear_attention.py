@@ -16,7 +16,7 @@ from ui.widgets.layout import dim_labels, token_labels
 
 KEYS = state.LINEAR_ATTENTION
 D = 8
-MAX_TOKENS = 64
+MAX_DRAWN_TOKENS = 64  # tokens this page draws (both weight maps)
 COST_NS = (64, 256, 1024, 4096, 16384, 65536)
 
 
@@ -67,9 +67,9 @@ def main() -> None:
     st.latex(r"\alpha_{ij} = \frac{\varphi(q_i)^\top \varphi(k_j)}{\sum_{j'} \varphi(q_i)^\top \varphi(k_{j'})},\qquad "
              r"\varphi(x) = \begin{cases} x + 1 & (x > 0) \\ e^{x} & (x \le 0) \end{cases}")  # elu(x) + 1
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))
-    if len(tokens) > MAX_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))
-        tokens = tokens[:MAX_TOKENS]
+    if len(tokens) > MAX_DRAWN_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
+        tokens = tokens[:MAX_DRAWN_TOKENS]
     if not isinstance(st.session_state.setdefault(KEYS.causal, False), bool):
         st.session_state[KEYS.causal] = False
     st.toggle(t("la.causal"), key=KEYS.causal, help=t("la.causal.help"))

@@ -21,7 +21,7 @@ KINDS = ("sinusoidal", "learned", "rope", "alibi")
 D = 8  # the width of the page's embeddings and heads
 ALIBI_HEADS = (1, 2, 4, 8)
 BASE_MAX = 1e9
-MAX_TOKENS = 32
+MAX_DRAWN_TOKENS = 32  # tokens this page draws (each position's map and vectors)
 
 
 def kind_control(problems: page.Problems) -> str:
@@ -127,7 +127,7 @@ def main() -> None:
     problems: page.Problems = []
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("lp.intro"))
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))[:MAX_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))[:MAX_DRAWN_TOKENS]
     kind = kind_control(problems)
     base, pairing, pair = rope_controls(problems) if kind == "rope" else (10000.0, "adjacent", 0)
     st.session_state.setdefault(KEYS.alibi_heads, 4)

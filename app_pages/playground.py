@@ -92,7 +92,7 @@ def set_view(**changes) -> None:
 def on_step_key(direction: str) -> None:
     v = st.session_state.get(KEYS.view) or view.View()
     if v.step:
-        set_view(step=min(view.STEPS, v.step + 1) if direction == "next" else max(1, v.step - 1))
+        set_view(step=min(view.STEP_COUNT, v.step + 1) if direction == "next" else max(1, v.step - 1))
 
 
 def presenter_css(v: view.View) -> None:
@@ -119,7 +119,7 @@ def view_controls(v: view.View) -> None:
         st.button("◀", key=KEYS.step_prev, disabled=v.step <= 1, on_click=on_step_key, args=("prev",), help=t("pg.steps.prev"),
                   width="stretch")
     with c3:
-        st.button("▶", key=KEYS.step_next, disabled=v.step >= view.STEPS, on_click=on_step_key, args=("next",),
+        st.button("▶", key=KEYS.step_next, disabled=v.step >= view.STEP_COUNT, on_click=on_step_key, args=("next",),
                   help=t("pg.steps.next"), width="stretch")
     with c4:
         st.button(t("pg.steps.all"), key=KEYS.step_all, on_click=set_view, kwargs={"step": 0}, width="stretch")
@@ -141,7 +141,7 @@ def step_key(name: str, f) -> str:
 
 def newest_step(v: view.View) -> str | None:
     """The panel the step-through showed last (scrolled into view and focused), None without it."""
-    return view.PANELS[v.step - 1] if v.step else None
+    return view.STEP_PANELS[v.step - 1] if v.step else None
 
 
 def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
@@ -149,7 +149,7 @@ def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
     if not v.step:
         return
     f = core.lab.step_facts(trace.attn)
-    name = view.PANELS[v.step - 1]
+    name = view.STEP_PANELS[v.step - 1]
     dec = settings.get("precision")
     vals = {"n_q": f.n_q, "n_k": f.n_k, "d_v": f.d_v, "s": f"{f.scale:.{dec}g}", "T": f"{f.temperature:g}",
             "f": f"{f.factor:.{dec}g}", "top": f"{f.top_score[0]:.{dec}f}", "q": md(q_labels[f.top_score[1]]),
@@ -159,7 +159,7 @@ def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
     text = t(step_key(name, f), **vals)
     if name in ("weights", "output") and f.fully_masked:
         text += " " + t(f"pg.steps.say.{name}.fully_masked", **vals)
-    st.info(f"**{t('pg.steps.label', k=v.step, n=view.STEPS)}** — " + text)
+    st.info(f"**{t('pg.steps.label', k=v.step, n=view.STEP_COUNT)}** — " + text)
 
 
 # ---------------------------------------------------------------------------- the score tab
@@ -233,12 +233,12 @@ def lesson_link(query: dict) -> str:
     st.caption(t("share.lesson.help"))
     visible = st.multiselect(t("share.lesson.groups"), view.GROUPS, default=[g for g in view.GROUPS if g not in v.hidden],
                              format_func=labeller("share.group."), key=KEYS.lesson_groups)
-    panels = st.multiselect(t("share.lesson.panels"), view.PANELS, default=list(v.panels),
+    panels = st.multiselect(t("share.lesson.panels"), view.STEP_PANELS, default=list(v.panels),
                             format_func=labeller("share.panel."), key=KEYS.lesson_panels)
     present = st.checkbox(t("pg.present"), value=v.present, key=KEYS.lesson_present)
     teacher = st.checkbox(t("class.lesson.teacher"), value=False, key=KEYS.lesson_teacher, help=t("class.lesson.teacher.help"))
     focused = view.View(present=present, hidden=frozenset(g for g in view.GROUPS if g not in visible),
-                        panels=tuple(p for p in view.PANELS if p in panels) or view.PANELS, student=not teacher)
+                        panels=tuple(p for p in view.STEP_PANELS if p in panels) or view.STEP_PANELS, student=not teacher)
     base = {k: q for k, q in query.items() if k not in view.url_keys()}
     return f"{base_url()}?{urlencode(base | view.to_query(focused))}"
 

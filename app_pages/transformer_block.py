@@ -18,7 +18,7 @@ from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
 KEYS = state.TRANSFORMER_BLOCK
 D, H, D_FF = 8, 2, 32
-STEPS = {
+NORM_STEPS = {  # per placement of the norm: the block's formulas, then its steps (trace field, title)
     "post": (r"Z = \mathrm{LN}(X + \mathrm{MHA}(X)),\quad Y = \mathrm{LN}(Z + \mathrm{FFN}(Z))",
              [("attn", "MHA(X)"), ("res1", "X + MHA(X)"), ("z", "Z = LN(·)"), ("ffn", "FFN(Z)"),
               ("res2", "Z + FFN(Z)"), ("y", "Y = LN(·)")]),
@@ -47,7 +47,7 @@ def source_typo() -> None:
 def column(norm: str, sb, labels, n: int, dec: int) -> None:
     """One block's steps, top to bottom, each with its shape."""
     st.subheader(t(f"tb.{norm}"))
-    latex, steps = STEPS[norm]
+    latex, steps = NORM_STEPS[norm]
     st.latex(latex)
     if norm == "pre":
         source_typo()
