@@ -356,7 +356,7 @@ def results(outer: list) -> None:
     page.show_problems(problems)
     # The URL mirrors the whole scenario and view after every change. A run of the whole page
     # updates it through Streamlit; a rerun of this part alone lets the pipeline's element put it
-    # in the address bar itself (Streamlit's own update re-renders the whole app: ~70 ms a change).
+    # in the address bar itself (Streamlit's own update re-renders the whole app on every change).
     query = current_query(v)
     if fresh or kept is None:
         sync_url(query)
