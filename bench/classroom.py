@@ -657,8 +657,8 @@ def cpu_seconds(pid: int) -> float:
 
 def machine_cpu() -> tuple[float, float]:
     """(busy, total) CPU seconds of the whole machine since boot, summed over cores."""
-    c = psutil.cpu_times()
-    total = sum(c)
+    c = psutil.cpu_times()  # guest time is counted in user time already: left out
+    total = sum(getattr(c, f, 0.0) for f in ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"))
     return total - c.idle - getattr(c, "iowait", 0.0), total
 
 
