@@ -14,10 +14,10 @@ from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
-K = state.KV_CACHE
+KEYS = state.KV_CACHE
 D_MODELS = (8, 16)
 HEADS = (1, 2, 4)
-MAX_TOKENS = 32  # the page decodes at most this many tokens (every step is drawn)
+MAX_DECODED_TOKENS = 32  # the page decodes at most this many tokens (every step is drawn)
 
 
 def divisors(h: int) -> list[int]:
@@ -28,19 +28,19 @@ def shape_controls(problems: page.Problems) -> tuple[int, int, int, float | None
     """d_model, H, G (a divisor of H) and the RoPE base (None: no positions)."""
     c1, c2, c3, c4 = st.columns(4)
     with c1:
-        st.session_state.setdefault(K.d_model, 8)
-        st.select_slider(t("kv.d_model"), options=D_MODELS, key=K.d_model)
+        st.session_state.setdefault(KEYS.d_model, 8)
+        st.select_slider(t("kv.d_model"), options=D_MODELS, key=KEYS.d_model)
     with c2:
-        st.session_state.setdefault(K.heads, 2)
-        st.select_slider(t("kv.heads"), options=HEADS, key=K.heads)
-    H = int(st.session_state[K.heads]) if st.session_state[K.heads] in HEADS else 2
+        st.session_state.setdefault(KEYS.heads, 2)
+        st.select_slider(t("kv.heads"), options=HEADS, key=KEYS.heads)
+    H = int(st.session_state[KEYS.heads]) if st.session_state[KEYS.heads] in HEADS else 2
     with c3:
-        G = kv_heads_control(K.kv_heads, H, problems)
+        G = kv_heads_control(KEYS.kv_heads, H, problems)
     with c4:
-        st.session_state.setdefault(K.rope, False)
-        st.toggle(t("kv.rope"), key=K.rope, help=t("kv.rope.help"))
-    d = int(st.session_state[K.d_model]) if st.session_state[K.d_model] in D_MODELS else 8
-    return d, H, G, 10000.0 if st.session_state[K.rope] else None
+        st.session_state.setdefault(KEYS.rope, False)
+        st.toggle(t("kv.rope"), key=KEYS.rope, help=t("kv.rope.help"))
+    d = int(st.session_state[KEYS.d_model]) if st.session_state[KEYS.d_model] in D_MODELS else 8
+    return d, H, G, 10000.0 if st.session_state[KEYS.rope] else None
 
 
 def kv_heads_control(key: str, H: int, problems: page.Problems) -> int:
@@ -56,35 +56,35 @@ def kv_heads_control(key: str, H: int, problems: page.Problems) -> int:
 
 
 def set_step(step: int) -> None:
-    st.session_state[K.step] = step
+    st.session_state[KEYS.step] = step
 
 
 def on_step_key(direction: str) -> None:
-    n = st.session_state.get(K.n, 1)
-    step = int(st.session_state.get(K.step, 1) or 1)
+    n = st.session_state.get(KEYS.n, 1)
+    step = int(st.session_state.get(KEYS.step, 1) or 1)
     set_step(min(n, step + 1) if direction == "next" else max(1, step - 1))
 
 
 def step_controls(n: int, problems: page.Problems) -> int:
     """◀ / ▶ (or the ← → keys) move the decoding step t = 1 … n; 'all' shows the last one."""
-    st.session_state[K.n] = n
-    raw = st.session_state.get(K.step, 1)
+    st.session_state[KEYS.n] = n
+    raw = st.session_state.get(KEYS.step, 1)
     step = raw if isinstance(raw, int) and not isinstance(raw, bool) else 1
     if not 1 <= step <= n:
         if raw != 1:
             problems.append(("warning", t("kv.step.bad", n=n)))
         step = min(max(step, 1), n)
-    st.session_state[K.step] = step
+    st.session_state[KEYS.step] = step
     c1, c2, c3 = st.columns([1, 1, 4])
     with c1:
-        st.button("◀", key=K.step_prev, disabled=step <= 1, on_click=on_step_key, args=("prev",), width="stretch",
+        st.button("◀", key=KEYS.step_prev, disabled=step <= 1, on_click=on_step_key, args=("prev",), width="stretch",
                   help=t("kv.step.prev"))
     with c2:
-        st.button("▶", key=K.step_next, disabled=step >= n, on_click=on_step_key, args=("next",), width="stretch",
+        st.button("▶", key=KEYS.step_next, disabled=step >= n, on_click=on_step_key, args=("next",), width="stretch",
                   help=t("kv.step.next"))
     with c3:
         st.markdown(t("kv.step.now", t=step, n=n))
-    arrow_keys(key=K.arrow_keys, on_key=on_step_key)
+    arrow_keys(key=KEYS.arrow_keys, on_key=on_step_key)
     return step
 
 
@@ -94,7 +94,7 @@ def new_row(r: dict, step: int, labels: list[str], dec: int) -> None:
     st.markdown(t("kv.row.title", tok=labels[step - 1], t=step))
     show_heatmap(heatmap(w, x_labels=labels[:step], y_labels=[f"h{h}" for h in range(w.shape[0])],
                          x_title=t("kv.axis.cached"), y_title=t("kv.axis.head"), sequential=True, decimals=dec),
-                 key=K.new_row)
+                 key=KEYS.new_row)
     st.caption(t("kv.row.caption", h=w.shape[0], t=step))
 
 
@@ -102,7 +102,7 @@ def cache_maps(r: dict, step: int, labels: list[str], dec: int) -> None:
     """The cache after step t: t keys and t values, G · d_head wide."""
     width = r["keys"].shape[1]
     cols = st.columns(2)
-    for col, (name, key) in zip(cols, (("keys", K.keys), ("values", K.values)), strict=True):
+    for col, (name, key) in zip(cols, (("keys", KEYS.keys), ("values", KEYS.values)), strict=True):
         with col:
             st.markdown(f"**{t('kv.cache.' + name, t=step)}**")
             show_heatmap(heatmap(r[name][:step], x_labels=dim_labels(width, "k" if name == "keys" else "v"),
@@ -115,7 +115,7 @@ def full_matrix(r: dict, step: int, labels: list[str], dec: int) -> None:
     """Head 0's full causal matrix with row t outlined, and the check that they are the same numbers."""
     st.markdown(f"**{t('kv.full.title')}**")
     show_heatmap(heatmap(r["full_weights"][0], x_labels=labels, y_labels=labels, x_title=t("axis.key"),
-                         y_title=t("axis.query"), sequential=True, decimals=dec, highlight_row=step - 1), key=K.full)
+                         y_title=t("axis.query"), sequential=True, decimals=dec, highlight_row=step - 1), key=KEYS.full)
     gap = r["gaps"][step - 1]
     out = r["out_gaps"][step - 1]
     same = max(gap, out) < 1e-5
@@ -132,7 +132,7 @@ def cost(r: dict, step: int) -> None:
                        {"type": "scatter", "mode": "lines+markers", "x": x, "y": r["cum_recompute"],
                         "name": t("kv.cost.recompute")}],
                       {"xaxis": {"title": {"text": t("kv.cost.x")}}, "yaxis": {"title": {"text": t("kv.cost.y")}}})
-    show_chart(fig, key=K.cost, title=t("kv.cost.title"))
+    show_chart(fig, key=KEYS.cost, title=t("kv.cost.title"))
     st.caption(t("kv.cost.caption", total_c=f"{r['cum_cached'][-1]:,}", total_f=f"{r['cum_recompute'][-1]:,}"))
 
 
@@ -143,11 +143,11 @@ def main() -> None:
     st.latex(r"\alpha_t = \mathrm{softmax}\!\Big(\frac{q_t\,[k_1 \dots k_t]^\top}{\sqrt{d_{head}}}\Big),\quad "
              r"o_t = \alpha_t\,[v_1 \dots v_t]")
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))
-        tokens = tokens[:MAX_TOKENS]
+    if len(tokens) > MAX_DECODED_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DECODED_TOKENS)))
+        tokens = tokens[:MAX_DECODED_TOKENS]
     d, H, G, rope = shape_controls(problems)
-    r = page.guarded(problems, lambda: compute.decode(tuple(tokens), d, H, G, rope, seed), keep=K.last)
+    r = page.guarded(problems, lambda: compute.decode(tuple(tokens), d, H, G, rope, seed), keep=KEYS.last)
     step = step_controls(len(tokens), problems) if r else 1
     page.show_problems(problems)
     if r is None:

@@ -15,10 +15,10 @@ from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import fits_one_element, heatmap, show_heatmap, show_maps
 from ui.widgets.layout import shape_badge, token_labels
 
-K = state.KV_SHARING
+KEYS = state.KV_SHARING
 HEADS = (1, 2, 4, 8)
 D_MODEL = 16
-MAX_TOKENS = 64  # tokens this page draws (every head's map)
+MAX_DRAWN_TOKENS = 64  # tokens this page draws (every head's map)
 TOKENS_MAX = 1_048_576  # the context length a learner may type for the cache table (2²⁰)
 BATCH_MAX = 4096
 DTYPES = {"bf16": 2, "fp32": 4, "int8": 1}
@@ -28,21 +28,21 @@ def heads_controls(problems: page.Problems) -> tuple[int, int]:
     """H (query heads) and G among the divisors of H; a G that does not divide H is named and replaced."""
     c1, c2 = st.columns(2)
     with c1:
-        st.session_state.setdefault(K.heads, 4)
-        if st.session_state[K.heads] not in HEADS:
+        st.session_state.setdefault(KEYS.heads, 4)
+        if st.session_state[KEYS.heads] not in HEADS:
             problems.append(("error", t("kvs.h.bad", options=", ".join(map(str, HEADS)))))
-            st.session_state[K.heads] = 4
-        st.select_slider(t("kv.heads"), options=HEADS, key=K.heads, help=t("kvs.heads.help", d=D_MODEL))
-    H = int(st.session_state[K.heads])
+            st.session_state[KEYS.heads] = 4
+        st.select_slider(t("kv.heads"), options=HEADS, key=KEYS.heads, help=t("kvs.heads.help", d=D_MODEL))
+    H = int(st.session_state[KEYS.heads])
     options = [g for g in range(1, H + 1) if H % g == 0]
-    current = st.session_state.get(K.kv_heads, max(1, H // 2))
+    current = st.session_state.get(KEYS.kv_heads, max(1, H // 2))
     if current not in options:
-        if K.kv_heads in st.session_state:
+        if KEYS.kv_heads in st.session_state:
             problems.append(("error", t("kv.g.bad", g=current, h=H, options=", ".join(map(str, options)))))
-        current = options[-1] if K.kv_heads in st.session_state else max(1, H // 2)
-    st.session_state[K.kv_heads] = current
+        current = options[-1] if KEYS.kv_heads in st.session_state else max(1, H // 2)
+    st.session_state[KEYS.kv_heads] = current
     with c2:
-        st.select_slider(t("kv.kv_heads"), options=options, key=K.kv_heads, help=t("kv.kv_heads.help"))
+        st.select_slider(t("kv.kv_heads"), options=options, key=KEYS.kv_heads, help=t("kv.kv_heads.help"))
     return H, int(current)
 
 
@@ -55,7 +55,7 @@ def groups_map(r: dict) -> None:
     H, G = r["reads"].shape
     st.markdown(t("kvs.groups.title", kind=t("kvs.kind." + kind(H, G)), h=H, g=G, size=H // G))
     show_heatmap(heatmap(r["reads"], x_labels=[f"kv{g}" for g in range(G)], y_labels=[f"q{h}" for h in range(H)],
-                         x_title=t("kvs.axis.kv"), y_title=t("kv.axis.head"), sequential=True, decimals=0), key=K.groups)
+                         x_title=t("kvs.axis.kv"), y_title=t("kv.axis.head"), sequential=True, decimals=0), key=KEYS.groups)
     shape_badge(t("kvs.shapes", h=H, g=G, dh=r["d_head"], d=D_MODEL))
 
 
@@ -64,10 +64,10 @@ def head_maps(r: dict, labels: list[str], dec: int) -> None:
     w = r["weights"]  # (H, n, n)
     specs = [heatmap(w[h], x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
                      sequential=True, decimals=dec, compact=True) for h in range(w.shape[0])]
-    panels = [{"key": state.item(K.weights, h), "title": t("kvs.head", h=h, g=r["kv_head_of"][h]), "mathml": "",
+    panels = [{"key": state.item(KEYS.weights, h), "title": t("kvs.head", h=h, g=r["kv_head_of"][h]), "mathml": "",
                "shape": "", "map": s, "before": [], "after": [], "warning": None} for h, s in enumerate(specs)]
     if fits_one_element(specs):
-        show_maps(panels, key=K.weights, per_row=min(2, len(panels)))  # 4 side by side overflowed at 1280 px
+        show_maps(panels, key=KEYS.weights, per_row=min(2, len(panels)))  # 4 side by side overflowed at 1280 px
     else:
         for p in panels:
             st.markdown(f"**{p['title']}**")
@@ -78,18 +78,18 @@ def head_maps(r: dict, labels: list[str], dec: int) -> None:
 def cache_controls(problems: page.Problems) -> tuple[int, int, str]:
     """Context length, batch and number format for the cache table; out-of-range values are named
     (and replaced before the widgets are drawn, which would refuse them)."""
-    n, b = bounded(K.tokens, 8192, TOKENS_MAX, problems), bounded(K.batch, 1, BATCH_MAX, problems)
-    if st.session_state.setdefault(K.dtype, "bf16") not in DTYPES:
-        st.session_state[K.dtype] = "bf16"
+    n, b = bounded(KEYS.tokens, 8192, TOKENS_MAX, problems), bounded(KEYS.batch, 1, BATCH_MAX, problems)
+    if st.session_state.setdefault(KEYS.dtype, "bf16") not in DTYPES:
+        st.session_state[KEYS.dtype] = "bf16"
     c1, c2, c3 = st.columns(3)
     with c1:
-        st.number_input(t("kvs.tokens"), min_value=1, max_value=TOKENS_MAX, step=1024, key=K.tokens,
+        st.number_input(t("kvs.tokens"), min_value=1, max_value=TOKENS_MAX, step=1024, key=KEYS.tokens,
                         help=t("kvs.tokens.help", max=f"{TOKENS_MAX:,}"))
     with c2:
-        st.number_input(t("kvs.batch"), min_value=1, max_value=BATCH_MAX, step=1, key=K.batch)
+        st.number_input(t("kvs.batch"), min_value=1, max_value=BATCH_MAX, step=1, key=KEYS.batch)
     with c3:
-        st.selectbox(t("kvs.dtype"), list(DTYPES), key=K.dtype, format_func=lambda k: t("kvs.dtype." + k))
-    return n, b, st.session_state[K.dtype]
+        st.selectbox(t("kvs.dtype"), list(DTYPES), key=KEYS.dtype, format_func=lambda k: t("kvs.dtype." + k))
+    return n, b, st.session_state[KEYS.dtype]
 
 
 def bounded(key: str, default: int, limit: int, problems: page.Problems) -> int:
@@ -110,12 +110,12 @@ def cache_table(rows: list[dict], n: int, batch: int, dtype: str) -> None:
     df = pd.DataFrame([{t("kvs.col.model"): r["name"], "L": r["layers"], "H": r["heads"], "G": r["kv_heads"],
                         "d_head": r["d_head"], t("kvs.col.actual"): r["actual_text"], t("kvs.col.mha"): r["mha_text"],
                         t("kvs.col.mqa"): r["mqa_text"]} for r in rows])
-    st.dataframe(df, hide_index=True, width="stretch", key=K.table)
+    st.dataframe(df, hide_index=True, width="stretch", key=KEYS.table)
     names = [r["name"] for r in rows]
     data = [{"type": "bar", "name": t("kvs.kind." + k), "x": names, "y": [r[k + "_gib"] for r in rows]}
             for k in ("mha", "gqa", "mqa")]
     fig = line_figure(data, {"barmode": "group", "yaxis": {"title": {"text": t("kvs.chart.y")}}}, height=320)
-    show_chart(fig, key=K.chart, title=t("kvs.chart.title", n=f"{n:,}", b=batch))
+    show_chart(fig, key=KEYS.chart, title=t("kvs.chart.title", n=f"{n:,}", b=batch))
     st.caption(t("kvs.cache.caption"))
 
 
@@ -126,9 +126,9 @@ def main() -> None:
     st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\Big(\frac{Q_h K_{g(h)}^\top}{\sqrt{d_{head}}}\Big) V_{g(h)},\qquad "
              r"g(h) = \Big\lfloor \frac{h}{H/G} \Big\rfloor")
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))
-        tokens = tokens[:MAX_TOKENS]
+    if len(tokens) > MAX_DRAWN_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
+        tokens = tokens[:MAX_DRAWN_TOKENS]
     H, G = heads_controls(problems)
     r = page.guarded(problems, lambda: compute.grouped_heads(tuple(tokens), D_MODEL, H, G, seed))
     page.show_problems(problems)

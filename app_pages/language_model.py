@@ -20,7 +20,7 @@ from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import shape_badge, token_labels
 from ui.widgets.model_views import model_view, show_model_view
 
-K = state.LANGUAGE_MODEL
+KEYS = state.LANGUAGE_MODEL
 MODEL = "SmolLM2-135M"
 PRESETS = {
     "france": "The capital of France is",
@@ -33,30 +33,30 @@ DEFAULT = PRESETS["france"]
 
 
 def _on_preset() -> None:
-    choice = st.session_state.get(K.preset)
-    st.session_state[K.preset] = ""
+    choice = st.session_state.get(KEYS.preset)
+    st.session_state[KEYS.preset] = ""
     if choice in PRESETS:
-        st.session_state[K.prompt] = PRESETS[choice]
-        st.session_state[K.n_new] = 0
+        st.session_state[KEYS.prompt] = PRESETS[choice]
+        st.session_state[KEYS.n_new] = 0
 
 
 def _on_text() -> None:
-    st.session_state[K.prompt] = st.session_state[K.text]
-    st.session_state[K.n_new] = 0
+    st.session_state[KEYS.prompt] = st.session_state[KEYS.text]
+    st.session_state[KEYS.n_new] = 0
 
 
 def prompt_box() -> str:
     """The prompt, kept in plain session state so that it survives a visit to another page."""
-    st.session_state[K.text] = st.session_state.setdefault(K.prompt, DEFAULT)
+    st.session_state[KEYS.text] = st.session_state.setdefault(KEYS.prompt, DEFAULT)
     c1, c2 = st.columns([3, 1])
     with c1:
-        st.text_area(t("lm.prompt"), key=K.text, max_chars=4000, on_change=_on_text, height=80,
+        st.text_area(t("lm.prompt"), key=KEYS.text, max_chars=4000, on_change=_on_text, height=80,
                      help=t("lm.prompt.help", limit=compute.LM_MAX_TOKENS))
     with c2:
-        st.selectbox(t("lm.preset"), [""] + list(PRESETS), key=K.preset, on_change=_on_preset,
+        st.selectbox(t("lm.preset"), [""] + list(PRESETS), key=KEYS.preset, on_change=_on_preset,
                      format_func=labeller("lm.preset.", empty_key="lm.preset.none"))
     st.caption(t("lm.english_only"))
-    return str(st.session_state[K.text])
+    return str(st.session_state[KEYS.text])
 
 
 def load(text: str) -> dict | None:
@@ -91,13 +91,13 @@ def token_line(tr: dict) -> None:
 def sampling_controls() -> tuple[float, int | None, float | None, int]:
     c1, c2, c3, c4 = st.columns(4)
     with c1:
-        T = st.slider(t("lm.temperature"), 0.0, 2.0, 0.7, 0.05, key=K.temperature, help=t("lm.temperature.help"))
+        T = st.slider(t("lm.temperature"), 0.0, 2.0, 0.7, 0.05, key=KEYS.temperature, help=t("lm.temperature.help"))
     with c2:
-        k = st.slider(t("lm.top_k"), 0, 100, 0, 1, key=K.top_k, help=t("lm.top_k.help"))
+        k = st.slider(t("lm.top_k"), 0, 100, 0, 1, key=KEYS.top_k, help=t("lm.top_k.help"))
     with c3:
-        p = st.slider(t("lm.top_p"), 0.05, 1.0, 1.0, 0.05, key=K.top_p, help=t("lm.top_p.help"))
+        p = st.slider(t("lm.top_p"), 0.05, 1.0, 1.0, 0.05, key=KEYS.top_p, help=t("lm.top_p.help"))
     with c4:
-        seed = st.number_input(t("lm.seed"), 0, 10_000, 0, 1, key=K.seed)
+        seed = st.number_input(t("lm.seed"), 0, 10_000, 0, 1, key=KEYS.seed)
     return float(T), (int(k) or None), (None if p >= 1.0 else float(p)), int(seed)
 
 
@@ -109,38 +109,38 @@ def next_token_bars(tr: dict, T: float, k: int | None, p: float | None, dec: int
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**{t('lm.bars.model')}**")
-        show_bars(weight_bars(labels, s["model"], min(dec, 3)), key=K.bars_model)
+        show_bars(weight_bars(labels, s["model"], min(dec, 3)), key=KEYS.bars_model)
     with c2:
         st.markdown(f"**{t('lm.bars.sampled')}**")
-        show_bars(weight_bars(labels, s["sampled"], min(dec, 3)), key=K.bars_sampled)
+        show_bars(weight_bars(labels, s["sampled"], min(dec, 3)), key=KEYS.bars_sampled)
     mode = t("lm.greedy") if T == 0 else t("lm.kept", kept=s["kept"])
     st.caption(t("lm.bars.caption", top=md(labels[0]), p=f"{s['model'][0]:.1%}") + " " + mode)
 
 
 def _step(n: int) -> None:
-    st.session_state[K.n_new] = max(0, min(compute.LM_MAX_NEW, n))
+    st.session_state[KEYS.n_new] = max(0, min(compute.LM_MAX_NEW, n))
 
 
 def _on_key(pressed: str) -> None:
-    _step(int(st.session_state.get(K.n_new, 0)) + (1 if pressed == "next" else -1))
+    _step(int(st.session_state.get(KEYS.n_new, 0)) + (1 if pressed == "next" else -1))
 
 
 def writing_buttons() -> int:
     """One more token (button or →), one fewer (←), write to the end, start again; returns how many are written."""
-    st.session_state.setdefault(K.n_new, 0)
-    n = int(st.session_state[K.n_new])
+    st.session_state.setdefault(KEYS.n_new, 0)
+    n = int(st.session_state[KEYS.n_new])
     c1, c2, c3, c4 = st.columns([1, 1, 1, 1.4])
     with c1:
-        st.button(t("lm.one"), key=K.one, on_click=_step, args=(n + 1,), type="primary",
+        st.button(t("lm.one"), key=KEYS.one, on_click=_step, args=(n + 1,), type="primary",
                   disabled=n >= compute.LM_MAX_NEW, help=t("lm.one.help"))
     with c4:
-        goal = st.slider(t("lm.max_new"), 1, compute.LM_MAX_NEW, 16, key=K.max_new)
+        goal = st.slider(t("lm.max_new"), 1, compute.LM_MAX_NEW, 16, key=KEYS.max_new)
     with c2:
-        st.button(t("lm.run", n=goal), key=K.run, on_click=_step, args=(max(n, goal),))
+        st.button(t("lm.run", n=goal), key=KEYS.run, on_click=_step, args=(max(n, goal),))
     with c3:
-        st.button(t("lm.reset"), key=K.reset, on_click=_step, args=(0,), disabled=n == 0)
-    arrow_keys(key=K.keys, on_key=_on_key)
-    return int(st.session_state[K.n_new])
+        st.button(t("lm.reset"), key=KEYS.reset, on_click=_step, args=(0,), disabled=n == 0)
+    arrow_keys(key=KEYS.keys, on_key=_on_key)
+    return int(st.session_state[KEYS.n_new])
 
 
 def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> dict | None:
@@ -175,16 +175,16 @@ def new_token_heads(g: dict) -> None:
     L, H, c = A.shape
     st.subheader(t("lm.new_attention", tok=md(g["steps"][-1]["token"])))
     st.caption(t("lm.new_attention.caption"))
-    layer = st.slider(t("lm.layer"), 0, L - 1, min(L - 1, 15), key=K.gen_layer)
+    layer = st.slider(t("lm.layer"), 0, L - 1, min(L - 1, 15), key=KEYS.gen_layer)
     labels = shorts(token_labels(g["context"]))
     panels = []
     for grp in range(3):
         rows = list(range(grp * (H // 3), (grp + 1) * (H // 3)))
         spec = heatmap(A[layer, rows], x_labels=labels, y_labels=[t("lm.head.n", h=h) for h in rows],
                        x_title=t("axis.key"), y_title=t("lm.axis.head"), decimals=2, sequential=True)
-        panels.append({"key": state.item(K.gen_maps, grp), "title": t("lm.group", g=grp, a=rows[0], b=rows[-1]),
+        panels.append({"key": state.item(KEYS.gen_maps, grp), "title": t("lm.group", g=grp, a=rows[0], b=rows[-1]),
                        "mathml": "", "shape": f"{len(rows)} × {c}", "map": spec, "before": "", "after": "", "warning": ""})
-    show_maps(panels, key=K.gen_maps, per_row=1)
+    show_maps(panels, key=KEYS.gen_maps, per_row=1)
 
 
 def writing_tab(text: str, tr: dict, dec: int) -> None:
@@ -199,14 +199,14 @@ def writing_tab(text: str, tr: dict, dec: int) -> None:
 
 def chosen_head(L: int, H: int) -> tuple[int, int]:
     """The open head: a click on the model view (queued by its callback) or the two pickers."""
-    for _, (layer, head) in st.session_state.pop(K.clicks, []) or []:
+    for _, (layer, head) in st.session_state.pop(KEYS.clicks, []) or []:
         if 0 <= layer < L and 0 <= head < H:
-            st.session_state[K.layer], st.session_state[K.head] = int(layer), int(head)
-    if st.session_state.get(K.layer) not in range(L):
-        st.session_state[K.layer] = 0
-    if st.session_state.get(K.head) not in range(H):
-        st.session_state[K.head] = 0
-    return int(st.session_state[K.layer]), int(st.session_state[K.head])
+            st.session_state[KEYS.layer], st.session_state[KEYS.head] = int(layer), int(head)
+    if st.session_state.get(KEYS.layer) not in range(L):
+        st.session_state[KEYS.layer] = 0
+    if st.session_state.get(KEYS.head) not in range(H):
+        st.session_state[KEYS.head] = 0
+    return int(st.session_state[KEYS.layer]), int(st.session_state[KEYS.head])
 
 
 def models_view(tr: dict, chosen: tuple[int, int]) -> None:
@@ -216,7 +216,7 @@ def models_view(tr: dict, chosen: tuple[int, int]) -> None:
     st.caption(t("lm.model_view.caption"))
     spec = model_view(A, tr["tokens"], chosen, layer_word=t("tm.layer_word"), head_word=t("tm.head_word"),
                       axes=t("tm.model_view.axes"))
-    show_model_view(spec, key=K.grid, click_queue=K.clicks)
+    show_model_view(spec, key=KEYS.grid, click_queue=KEYS.clicks)
 
 
 def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
@@ -224,8 +224,8 @@ def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
     lang = current_lang()
     L, H = tr["attentions"].shape[:2]
     c1, c2, _ = st.columns([1, 1, 2])
-    c1.selectbox(t("tm.layer"), list(range(L)), key=K.layer, format_func=lambda i: t("tm.layer.n", lang, l=i))
-    c2.selectbox(t("tm.head"), list(range(H)), key=K.head, format_func=lambda i: t("tm.head.n", lang, h=i))
+    c1.selectbox(t("tm.layer"), list(range(L)), key=KEYS.layer, format_func=lambda i: t("tm.layer.n", lang, l=i))
+    c2.selectbox(t("tm.head"), list(range(H)), key=KEYS.head, format_func=lambda i: t("tm.head.n", lang, h=i))
     g = tr["kv_head_of"][head]
     st.subheader(t("lm.one_head", l=layer, h=head, g=g))
     q, k, v = tr["q"][layer, head], tr["k"][layer, g], tr["v"][layer, g]
@@ -235,13 +235,13 @@ def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
     causal = np.tril(np.ones((n, n), dtype=bool))
     run = compute.playground(q, k, "direct", None, None, None, q, k, v, "scaled_dot", {}, None, 1.0, causal, "row",
                              settings.get("device"))
-    pipeline(run, labels, labels, "row", dec, "scaled_dot", prefix=K.pipeline)
+    pipeline(run, labels, labels, "row", dec, "scaled_dot", prefix=KEYS.pipeline)
     gap = float(np.abs(run.attn.weights.numpy() - tr["attentions"][layer, head]).max())
     page.check_box(gap < 1e-5, t("lm.steps.check", gap=f"{gap:.1e}", l=layer, h=head))
 
 
 def _open_top(layer: int, head: int) -> None:
-    st.session_state[K.layer], st.session_state[K.head] = layer, head
+    st.session_state[KEYS.layer], st.session_state[KEYS.head] = layer, head
 
 
 def heads_table(tr: dict) -> None:
@@ -251,7 +251,7 @@ def heads_table(tr: dict) -> None:
     if tr["sink"] is None:
         st.info(t("lm.heads.short"))
         return
-    ind = compute.lm_induction(settings.get("device")) if st.toggle(t("lm.measure_induction"), key=K.running) else None
+    ind = compute.lm_induction(settings.get("device")) if st.toggle(t("lm.measure_induction"), key=KEYS.running) else None
     cols = {"sink": t("lm.col.sink"), "previous": t("lm.col.previous")}
     vals = {"sink": tr["sink"], "previous": tr["previous"]}
     if ind is not None:
@@ -259,18 +259,18 @@ def heads_table(tr: dict) -> None:
     L, H = tr["sink"].shape
     rows = [{t("tm.col.layer"): l, t("tm.col.head"): h, **{cols[c]: float(vals[c][l, h]) for c in cols}}
             for l in range(L) for h in range(H)]
-    if st.session_state.get(K.sort) not in cols:
-        st.session_state[K.sort] = "sink"
-    by = st.columns([1, 2])[0].selectbox(t("tm.sort"), list(cols), key=K.sort, format_func=labeller("lm.col."))
+    if st.session_state.get(KEYS.sort) not in cols:
+        st.session_state[KEYS.sort] = "sink"
+    by = st.columns([1, 2])[0].selectbox(t("tm.sort"), list(cols), key=KEYS.sort, format_func=labeller("lm.col."))
     df = pd.DataFrame(rows).sort_values(cols[by], ascending=False, kind="stable")
     cfg = {cols[c]: st.column_config.ProgressColumn(cols[c], format="%.3f", min_value=0.0, max_value=1.0) for c in cols}
-    st.dataframe(df, hide_index=True, width="stretch", height=300, column_config=cfg, key=K.heads)
+    st.dataframe(df, hide_index=True, width="stretch", height=300, column_config=cfg, key=KEYS.heads)
     if ind is not None:
         st.caption(t("lm.induction.caption", first=f"{ind['first']:.2f}", second=f"{ind['second']:.2f}"))
     top = df.iloc[0]
     layer, head = int(top[t("tm.col.layer")]), int(top[t("tm.col.head")])
     st.markdown(t("lm.heads.top", col=cols[by], l=layer, h=head, share=f"{top[cols[by]]:.0%}"))
-    st.button(t("tm.patterns.open", l=layer, h=head), key=K.open_top, on_click=_open_top, args=(layer, head))
+    st.button(t("tm.patterns.open", l=layer, h=head), key=KEYS.open_top, on_click=_open_top, args=(layer, head))
 
 
 def heads_tab(tr: dict, dec: int) -> None:
@@ -288,15 +288,15 @@ def _head_label(x: tuple[int, int]) -> str:
 def mechanism_controls(L: int, H: int) -> tuple[tuple, tuple, int | None, int]:
     c1, c2 = st.columns(2)
     with c1:
-        heads = st.multiselect(t("lm.off_heads"), [(l, h) for l in range(L) for h in range(H)], key=K.off_heads,
+        heads = st.multiselect(t("lm.off_heads"), [(l, h) for l in range(L) for h in range(H)], key=KEYS.off_heads,
                                format_func=_head_label, max_selections=64, help=t("lm.off_heads.help"))
     with c2:
-        layers = st.multiselect(t("lm.off_layers"), list(range(L)), key=K.off_layers, help=t("lm.off_layers.help"))
+        layers = st.multiselect(t("lm.off_layers"), list(range(L)), key=KEYS.off_layers, help=t("lm.off_layers.help"))
     c3, c4 = st.columns(2)
     with c3:
-        w = st.slider(t("lm.window"), 0, compute.LM_MAX_TOKENS, 0, 1, key=K.window, help=t("lm.window.help"))
+        w = st.slider(t("lm.window"), 0, compute.LM_MAX_TOKENS, 0, 1, key=KEYS.window, help=t("lm.window.help"))
     with c4:
-        s = st.slider(t("lm.sinks"), 0, 8, 0, 1, key=K.sinks, help=t("lm.sinks.help"), disabled=w == 0)
+        s = st.slider(t("lm.sinks"), 0, 8, 0, 1, key=KEYS.sinks, help=t("lm.sinks.help"), disabled=w == 0)
     return tuple(sorted(heads)), tuple(sorted(layers)), (w or None), (int(s) if w else 0)
 
 
@@ -309,10 +309,10 @@ def before_after(text: str, tr: dict, heads: tuple, layers: tuple, window: int |
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**{t('lm.before')}**")
-        show_bars(weight_bars(before["tokens"], before["model"], min(dec, 3)), key=K.bars_before)
+        show_bars(weight_bars(before["tokens"], before["model"], min(dec, 3)), key=KEYS.bars_before)
     with c2:
         st.markdown(f"**{t('lm.after')}**")
-        show_bars(weight_bars(after["tokens"], after["probs"], min(dec, 3)), key=K.bars_after)
+        show_bars(weight_bars(after["tokens"], after["probs"], min(dec, 3)), key=KEYS.bars_after)
     if not changed:
         st.caption(t("lm.unchanged"))
         return
@@ -324,7 +324,7 @@ def streaming_llm() -> None:
     """The StreamingLLM experiment: the loss of a long shipped text with a KV window, with and without sinks."""
     st.subheader(t("lm.streaming"))
     st.markdown(t("lm.streaming.text", sinks=compute.LM_SINKS))
-    if not st.toggle(t("lm.measure"), key=K.measure):
+    if not st.toggle(t("lm.measure"), key=KEYS.measure):
         return
     dev = settings.get("device")
     full = compute.lm_text_loss(None, 0, dev)
@@ -334,7 +334,7 @@ def streaming_llm() -> None:
             r = compute.lm_text_loss(w, s, dev)
             name = t("lm.cache.window_sinks", w=w, s=s) if s else t("lm.cache.window", w=w)
             rows.append({t("lm.col.cache"): name, t("lm.col.loss"): r["loss"], t("lm.col.ppl"): r["ppl"]})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=K.lens,
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=KEYS.lens,
                  column_config={t("lm.col.loss"): st.column_config.NumberColumn(format="%.3f"),
                                 t("lm.col.ppl"): st.column_config.NumberColumn(format="%.1f")})
     st.caption(t("lm.streaming.caption", n=full["tokens"]))

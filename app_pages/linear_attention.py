@@ -14,9 +14,9 @@ from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, token_labels
 
-K = state.LINEAR_ATTENTION
+KEYS = state.LINEAR_ATTENTION
 D = 8
-MAX_TOKENS = 64
+MAX_DRAWN_TOKENS = 64  # tokens this page draws (both weight maps)
 COST_NS = (64, 256, 1024, 4096, 16384, 65536)
 
 
@@ -24,8 +24,8 @@ def outputs(r: dict, labels: list[str], dec: int) -> None:
     st.subheader(t("la.orders.title"))
     c1, c2 = st.columns(2)
     for col, (name, key, title, formula) in zip((c1, c2), (
-            ("quadratic", K.quadratic, "la.quadratic", r"\big(\varphi(Q)\,\varphi(K)^\top\big)\,V"),
-            ("associative", K.associative, "la.associative", r"\varphi(Q)\,\big(\varphi(K)^\top V\big)")), strict=True):
+            ("quadratic", KEYS.quadratic, "la.quadratic", r"\big(\varphi(Q)\,\varphi(K)^\top\big)\,V"),
+            ("associative", KEYS.associative, "la.associative", r"\varphi(Q)\,\big(\varphi(K)^\top V\big)")), strict=True):
         with col:
             st.markdown(f"**{t(title)}**")
             st.latex(formula)
@@ -38,8 +38,8 @@ def weights(r: dict, labels: list[str], dec: int) -> None:
     """Linear attention's weights beside softmax's on the same Q and K; total variation per query."""
     st.subheader(t("la.weights.title"))
     c1, c2 = st.columns(2)
-    for col, (name, key, title) in zip((c1, c2), (("linear_weights", K.linear, "la.weights.linear"),
-                                                  ("softmax_weights", K.softmax, "la.weights.softmax")), strict=True):
+    for col, (name, key, title) in zip((c1, c2), (("linear_weights", KEYS.linear, "la.weights.linear"),
+                                                  ("softmax_weights", KEYS.softmax, "la.weights.softmax")), strict=True):
         with col:
             st.markdown(f"**{t(title)}**")
             side = [f"{v:.2f}" for v in r["total_variation"]] if name == "linear_weights" else None
@@ -54,7 +54,7 @@ def cost(c: dict) -> None:
     data = [{"type": "scatter", "mode": "lines+markers", "x": list(c["ns"]), "y": c[k], "name": t(name)}
             for k, name in (("quadratic", "la.quadratic"), ("associative", "la.associative"))]
     show_chart(line_figure(data, {"xaxis": {"type": "log", "title": {"text": "n"}},
-                                  "yaxis": {"type": "log", "title": {"text": t("la.cost.y")}}}), key=K.cost,
+                                  "yaxis": {"type": "log", "title": {"text": t("la.cost.y")}}}), key=KEYS.cost,
                title=t("la.cost.title"))
     st.caption(t("la.cost.caption", n=f"{c['ns'][-1]:,}", ratio=f"{c['quadratic'][-1] / c['associative'][-1]:,.0f}",
                  d=D))
@@ -67,13 +67,13 @@ def main() -> None:
     st.latex(r"\alpha_{ij} = \frac{\varphi(q_i)^\top \varphi(k_j)}{\sum_{j'} \varphi(q_i)^\top \varphi(k_{j'})},\qquad "
              r"\varphi(x) = \begin{cases} x + 1 & (x > 0) \\ e^{x} & (x \le 0) \end{cases}")  # elu(x) + 1
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))
-    if len(tokens) > MAX_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))
-        tokens = tokens[:MAX_TOKENS]
-    if not isinstance(st.session_state.setdefault(K.causal, False), bool):
-        st.session_state[K.causal] = False
-    st.toggle(t("la.causal"), key=K.causal, help=t("la.causal.help"))
-    r = page.guarded(problems, lambda: compute.linear(tuple(tokens), D, seed, bool(st.session_state[K.causal])))
+    if len(tokens) > MAX_DRAWN_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
+        tokens = tokens[:MAX_DRAWN_TOKENS]
+    if not isinstance(st.session_state.setdefault(KEYS.causal, False), bool):
+        st.session_state[KEYS.causal] = False
+    st.toggle(t("la.causal"), key=KEYS.causal, help=t("la.causal.help"))
+    r = page.guarded(problems, lambda: compute.linear(tuple(tokens), D, seed, bool(st.session_state[KEYS.causal])))
     page.show_problems(problems)
     if r is None:
         return

@@ -16,41 +16,41 @@ from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import fits_one_element, heatmap, show_heatmap, show_maps
 from ui.widgets.layout import dim_labels, token_labels
 
-K = state.LLM_POSITIONS
+KEYS = state.LLM_POSITIONS
 KINDS = ("sinusoidal", "learned", "rope", "alibi")
 D = 8  # the width of the page's embeddings and heads
 ALIBI_HEADS = (1, 2, 4, 8)
 BASE_MAX = 1e9
-MAX_TOKENS = 32
+MAX_DRAWN_TOKENS = 32  # tokens this page draws (each position's map and vectors)
 
 
 def kind_control(problems: page.Problems) -> str:
-    if st.session_state.setdefault(K.kind, "rope") not in KINDS:
+    if st.session_state.setdefault(KEYS.kind, "rope") not in KINDS:
         problems.append(("error", t("lp.kind.bad")))
-        st.session_state[K.kind] = "rope"
-    st.radio(t("lp.kind"), KINDS, key=K.kind, horizontal=True, format_func=labeller("lp.kind."))
-    return st.session_state[K.kind]
+        st.session_state[KEYS.kind] = "rope"
+    st.radio(t("lp.kind"), KINDS, key=KEYS.kind, horizontal=True, format_func=labeller("lp.kind."))
+    return st.session_state[KEYS.kind]
 
 
 def rope_controls(problems: page.Problems) -> tuple[float, str, int]:
     """The base θ (> 0, finite), the pairing, and which 2-D pair to draw."""
-    base = st.session_state.setdefault(K.base, 10000.0)
+    base = st.session_state.setdefault(KEYS.base, 10000.0)
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or not 0 < base <= BASE_MAX:
         problems.append(("error", t("lp.base.bad", value=str(base)[:40], max=f"{BASE_MAX:.0e}")))
-        st.session_state[K.base] = base = 10000.0
-    if st.session_state.setdefault(K.pairing, "adjacent") not in ("adjacent", "half"):
-        st.session_state[K.pairing] = "adjacent"
-    if st.session_state.setdefault(K.pair_dim, 0) not in range(D // 2):
-        st.session_state[K.pair_dim] = 0
+        st.session_state[KEYS.base] = base = 10000.0
+    if st.session_state.setdefault(KEYS.pairing, "adjacent") not in ("adjacent", "half"):
+        st.session_state[KEYS.pairing] = "adjacent"
+    if st.session_state.setdefault(KEYS.pair_dim, 0) not in range(D // 2):
+        st.session_state[KEYS.pair_dim] = 0
     c1, c2, c3 = st.columns(3)
     with c1:
-        st.number_input(t("lp.base"), min_value=0.0, max_value=BASE_MAX, key=K.base, help=t("lp.base.help"),
+        st.number_input(t("lp.base"), min_value=0.0, max_value=BASE_MAX, key=KEYS.base, help=t("lp.base.help"),
                         format="%.6g")
     with c2:
-        st.selectbox(t("lp.pairing"), ("adjacent", "half"), key=K.pairing, format_func=labeller("lp.pairing."))
+        st.selectbox(t("lp.pairing"), ("adjacent", "half"), key=KEYS.pairing, format_func=labeller("lp.pairing."))
     with c3:
-        st.selectbox(t("lp.pair"), tuple(range(D // 2)), key=K.pair_dim, help=t("lp.pair.help"))
-    return float(base), st.session_state[K.pairing], int(st.session_state[K.pair_dim])
+        st.selectbox(t("lp.pair"), tuple(range(D // 2)), key=KEYS.pair_dim, help=t("lp.pair.help"))
+    return float(base), st.session_state[KEYS.pairing], int(st.session_state[KEYS.pair_dim])
 
 
 def rope_panel(r: dict, pair: int, base: float) -> None:
@@ -67,7 +67,7 @@ def rope_panel(r: dict, pair: int, base: float) -> None:
                "text": [str(m) for m in range(len(track))], "textposition": "top center", "name": t("lp.track.pos")}
         fig = line_figure([*lines, pts], {"xaxis": {"title": {"text": f"q_{r['dims'][0]}"}, "zeroline": True},
                                           "yaxis": {"title": {"text": f"q_{r['dims'][1]}"}, "scaleanchor": "x"}})
-        show_chart(fig, key=K.rotation, title=t("lp.track.title", i=pair, theta=f"{r['theta']:.4g}"))
+        show_chart(fig, key=KEYS.rotation, title=t("lp.track.title", i=pair, theta=f"{r['theta']:.4g}"))
         st.caption(t("lp.track.caption", i=pair, a=r["dims"][0], b=r["dims"][1], theta=f"{r['theta']:.4g}",
                      norm=f"{r['norm_gap']:.2g}"))
     with c2:
@@ -75,7 +75,7 @@ def rope_panel(r: dict, pair: int, base: float) -> None:
         fig = line_figure([{"type": "scatter", "mode": "lines+markers", "x": x, "y": r["scores"][s].tolist(),
                             "name": t("lp.dist.start", s=s)} for s in r["scores"]],
                           {"xaxis": {"title": {"text": t("lp.dist.x")}}, "yaxis": {"title": {"text": t("lp.dist.y")}}})
-        show_chart(fig, key=K.distance, title=t("lp.dist.title"))
+        show_chart(fig, key=KEYS.distance, title=t("lp.dist.title"))
         page.check_box(r["shift_gap"] < 1e-4, t("lp.dist.check", gap=f"{r['shift_gap']:.2g}"))
     page.check_box(r["pairing_gap"] < 1e-5, t("lp.pairing.check", gap=f"{r['pairing_gap']:.2g}"))
     st.caption(t("lp.random"))
@@ -84,16 +84,16 @@ def rope_panel(r: dict, pair: int, base: float) -> None:
 def alibi_panel(r: dict, dec: int) -> None:
     """The bias −m_h (i − j) of every head as maps, with the slopes."""
     st.latex(r"\mathrm{logits}_{ij} = \frac{q_i^\top k_j}{\sqrt{d}} - m_h\,(i - j),\qquad j \le i")
-    H = st.select_slider(t("lp.alibi.heads"), options=ALIBI_HEADS, key=K.alibi_heads)
+    H = st.select_slider(t("lp.alibi.heads"), options=ALIBI_HEADS, key=KEYS.alibi_heads)
     bias, slopes = r["bias"], r["slopes"]
     labels = [str(i) for i in range(bias.shape[-1])]
     specs = [heatmap(np.where(np.isneginf(bias[h]), 0, bias[h]), x_labels=labels, y_labels=labels,
                      x_title=t("axis.key"), y_title=t("axis.query"), neg_inf=np.isneginf(bias[h]), decimals=dec,
                      compact=True) for h in range(H)]
-    panels = [{"key": state.item(K.alibi, h), "title": t("lp.alibi.head", h=h, m=f"{slopes[h]:.4g}"), "mathml": "",
+    panels = [{"key": state.item(KEYS.alibi, h), "title": t("lp.alibi.head", h=h, m=f"{slopes[h]:.4g}"), "mathml": "",
                "shape": "", "map": s, "before": [], "after": [], "warning": None} for h, s in enumerate(specs)]
     if fits_one_element(specs):
-        show_maps(panels, key=K.alibi, per_row=min(2, H))
+        show_maps(panels, key=KEYS.alibi, per_row=min(2, H))
     else:
         for p in panels:
             show_heatmap(p["map"], key=p["key"])
@@ -103,7 +103,7 @@ def alibi_panel(r: dict, dec: int) -> None:
 def added_panel(table: np.ndarray, kind: str, dec: int) -> None:
     st.latex(r"\tilde x_i = x_i + p_i")
     show_heatmap(heatmap(table, x_labels=dim_labels(table.shape[1]), y_labels=[str(i) for i in range(table.shape[0])],
-                         x_title=t("axis.dim"), y_title=t("ps.position"), decimals=min(dec, 2)), key=K.rotation)
+                         x_title=t("axis.dim"), y_title=t("ps.position"), decimals=min(dec, 2)), key=KEYS.rotation)
     st.caption(t("lp.added." + kind))
 
 
@@ -113,7 +113,7 @@ def experiment(c: dict, base_gap: float, perm: tuple[int, ...], labels: list[str
     st.caption(t("lp.perm.none", gap=f"{base_gap:.3g}"))
     st.markdown(t("ps.perm.now", order=" · ".join(md(labels[i]) for i in perm)))
     permuted = [labels[i] for i in perm]
-    for col, (name, key) in zip(st.columns(2), (("sa_px", K.sa_px), ("p_sa_x", K.p_sa_x)), strict=True):
+    for col, (name, key) in zip(st.columns(2), (("sa_px", KEYS.sa_px), ("p_sa_x", KEYS.p_sa_x)), strict=True):
         with col:
             st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
             show_heatmap(heatmap(c[name], x_labels=dim_labels(c[name].shape[1], "v"), y_labels=permuted,
@@ -127,17 +127,17 @@ def main() -> None:
     problems: page.Problems = []
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("lp.intro"))
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))[:MAX_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))[:MAX_DRAWN_TOKENS]
     kind = kind_control(problems)
     base, pairing, pair = rope_controls(problems) if kind == "rope" else (10000.0, "adjacent", 0)
-    st.session_state.setdefault(K.alibi_heads, 4)
-    if st.session_state[K.alibi_heads] not in ALIBI_HEADS:
-        st.session_state[K.alibi_heads] = 4
+    st.session_state.setdefault(KEYS.alibi_heads, 4)
+    if st.session_state[KEYS.alibi_heads] not in ALIBI_HEADS:
+        st.session_state[KEYS.alibi_heads] = 4
     perm = (*range(1, len(tokens)), 0)  # the first token moved to the end (a reversal would leave |i − j| unchanged)
     c = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, kind, D, seed, base))
     none = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, "none", D, seed, base))
     panel = page.guarded(problems, lambda: compute.position_panel(kind, len(tokens), D, seed, base, pairing, pair,
-                                                                  int(st.session_state[K.alibi_heads])))
+                                                                  int(st.session_state[KEYS.alibi_heads])))
     page.show_problems(problems)
     if panel is not None:
         if kind == "rope":

@@ -16,7 +16,7 @@ from ui.widgets import formulas
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
-K = state.MASKS
+KEYS = state.MASKS
 
 
 def sums(values, dec) -> list[str]:
@@ -25,19 +25,19 @@ def sums(values, dec) -> list[str]:
 
 def builder(inp, conv: str):
     """The mask builder (causal, PAD, clicked cells) and the window slider → the combined mask."""
-    for chart, cell in st.session_state.pop(K.clicks, []) or []:
-        if chart == K.chart:
+    for chart, cell in st.session_state.pop(KEYS.clicks, []) or []:
+        if chart == KEYS.chart:
             ss.toggle_mask_cell(cell)
     n_q, n_k = len(inp.tq), len(inp.tk)
     st.subheader(t("mk.build"))
     c1, c2 = st.columns([2, 1])
     with c1:
-        mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=K.chart,
-                      click_queue=K.clicks, clear_key=K.mask_clear)
+        mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=KEYS.chart,
+                      click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
     with c2:
         square = n_q == n_k
-        st.slider(t("mk.window"), 0, max(1, n_k), key=K.window, disabled=not square, help=t("mk.window.help"))
-        size = int(st.session_state.get(K.window, 0)) if square else 0
+        st.slider(t("mk.window"), 0, max(1, n_k), key=KEYS.window, disabled=not square, help=t("mk.window.help"))
+        size = int(st.session_state.get(KEYS.window, 0)) if square else 0
         if size:
             st.caption(t("mk.window.on", w=size))
         st.markdown(t("mk.combine"))
@@ -63,7 +63,7 @@ def additive_steps(tr, mask, conv: str, ql, kl, dec: int) -> None:
             zz, lab = qk_view(z, conv, ql, kl)
             nn = None if neg is None else qk_view(neg, conv, ql, kl)[0]
             show_heatmap(heatmap(zz, decimals=0 if name == "M" else dec, neg_inf=nn, sequential=seq,
-                                 side_text=side if conv == "row" else None, **lab), key=state.item(K.step, name))
+                                 side_text=side if conv == "row" else None, **lab), key=state.item(KEYS.step, name))
             if side and conv == "column":
                 st.caption(t("pg.column_sums") + " " + ", ".join(s.split()[-1] for s in side))
     shape_badge(f"M ({len(ql)}×{len(kl)}) + S̃ ({len(ql)}×{len(kl)}) → softmax → α ({len(ql)}×{len(kl)})")
@@ -85,7 +85,7 @@ def order_matters(tr, mask, conv: str, ql, kl, dec: int) -> None:
             st.code(t(label + ".code"), language="python", wrap_lines=True)
             z, lab = qk_view(w.numpy(), conv, ql, kl)
             show_heatmap(heatmap(z, decimals=dec, sequential=True, side_text=sums(s.numpy(), dec) if conv == "row"
-                                 else None, **lab), key=state.item(K.order, name))
+                                 else None, **lab), key=state.item(KEYS.order, name))
             if conv == "column":
                 st.caption(t("pg.column_sums") + " " + ", ".join(f"{v:.{dec}f}" for v in s.numpy()))
     st.caption(t("mk.order.diff", gap=f"{core.max_abs_diff(big.weights, tr.weights):.2g}"))
@@ -102,7 +102,7 @@ def source_example() -> None:
         show_heatmap(heatmap(m.astype(float), x_labels=[f"{i} {s}" for i, s in enumerate(inputs_)],
                              y_labels=[t("mk.c11.row", i=i, tok=tok) for i, tok in enumerate(targets)],
                              x_title=t("mk.c11.input"), y_title=t("mk.c11.target"), decimals=0, sequential=True),
-                     key=K.c11)
+                     key=KEYS.c11)
     with c2:
         for i, tok in enumerate(targets):
             st.markdown(t("mk.c11.line", tok=tok, seen=", ".join(f"“{inputs_[j]}”" for j in np.flatnonzero(m[i]))))
@@ -123,10 +123,10 @@ def fully_masked(inp, score, params, mask, dec: int, ql, kl) -> None:
     f1, f2 = st.columns(2)
     with f1:
         st.markdown(f"**{t('mk.full.core')}**")
-        show_heatmap(heatmap(tr.weights.numpy(), side_text=sums(tr.weight_sums.numpy(), dec), **axes), key=K.full_core)
+        show_heatmap(heatmap(tr.weights.numpy(), side_text=sums(tr.weight_sums.numpy(), dec), **axes), key=KEYS.full_core)
     with f2:
         st.markdown(f"**{t('mk.full.naive')}**")
-        show_heatmap(heatmap(np.nan_to_num(naive), nan=np.isnan(naive), **axes), key=K.full_naive)
+        show_heatmap(heatmap(np.nan_to_num(naive), nan=np.isnan(naive), **axes), key=KEYS.full_naive)
     st.caption(t("mk.full.caption"))
 
 

@@ -18,7 +18,7 @@ from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 from ui.widgets.model_views import jamo_and_unk, load_trace
 
-K = state.MULTI_HEAD
+KEYS = state.MULTI_HEAD
 D_MODELS = (2, 3, 4, 6, 8, 12, 16)
 SOURCES = ("random", "model")  # the heads' weights: seeded random, or the trained all-MiniLM-L6-v2
 MODEL = "all-MiniLM-L6-v2"
@@ -29,17 +29,17 @@ def sizes() -> tuple[int, int]:
     """d_model and the number of heads (a divisor of d_model)."""
     c1, c2, c3 = st.columns(3)
     with c1:
-        st.session_state.setdefault(K.d_model, 8)
-        st.select_slider(t("mh.d_model"), options=D_MODELS, key=K.d_model)
-    d = int(st.session_state[K.d_model])
+        st.session_state.setdefault(KEYS.d_model, 8)
+        st.select_slider(t("mh.d_model"), options=D_MODELS, key=KEYS.d_model)
+    d = int(st.session_state[KEYS.d_model])
     divisors = [h for h in range(1, d + 1) if d % h == 0]
-    if st.session_state.get(K.heads) not in divisors:
-        st.session_state[K.heads] = 2 if 2 in divisors else divisors[-1]
+    if st.session_state.get(KEYS.heads) not in divisors:
+        st.session_state[KEYS.heads] = 2 if 2 in divisors else divisors[-1]
     with c2:
-        st.select_slider(t("mh.heads"), options=divisors, key=K.heads, help=t("mh.heads.help"))
+        st.select_slider(t("mh.heads"), options=divisors, key=KEYS.heads, help=t("mh.heads.help"))
     with c3:
         causal_checkbox(False)
-    return d, int(st.session_state[K.heads])
+    return d, int(st.session_state[KEYS.heads])
 
 
 def heads_grid(tr, H: int, labels, dec: int) -> None:
@@ -52,7 +52,7 @@ def heads_grid(tr, H: int, labels, dec: int) -> None:
                 st.markdown(f"**{t('mh.head', h=h)}**")
                 show_heatmap(heatmap(tr.weights[0, h].numpy(), x_labels=labels, y_labels=labels, x_title=t("axis.key"),
                                      y_title=t("axis.query"), decimals=min(dec, 2), sequential=True),
-                             key=state.item(K.grid, h))
+                             key=state.item(KEYS.grid, h))
     st.caption(t("mh.grid.caption"))
 
 
@@ -60,7 +60,7 @@ def one_head(tr, H: int, tokens, causal: bool, dec: int) -> None:
     """The chosen head's own Q, K, V through the Playground's pipeline."""
     st.subheader(t("mh.detail"))
     lang = current_lang()  # bound now: the options' labels never depend on when they are formatted
-    h = st.selectbox(t("mh.pick"), list(range(H)), key=K.pick, format_func=lambda i: t("mh.head", lang, h=i))
+    h = st.selectbox(t("mh.pick"), list(range(H)), key=KEYS.pick, format_func=lambda i: t("mh.head", lang, h=i))
     h = h if h < H else 0
     n = len(tokens)
     q, k, v = (x[0, h].numpy() for x in (tr.q, tr.k, tr.v))
@@ -68,15 +68,15 @@ def one_head(tr, H: int, tokens, causal: bool, dec: int) -> None:
     head = compute.playground(q, k, "direct", None, None, None, q, k, v, "scaled_dot", {}, None, 1.0, mask, "row",
                               settings.get("device"))
     labels = token_labels(tokens)
-    pipeline(head, labels, labels, "row", dec, "scaled_dot", prefix=K.pipeline)
+    pipeline(head, labels, labels, "row", dec, "scaled_dot", prefix=KEYS.pipeline)
 
 
 # ------------------------------------------------------------------ the trained model's heads for the same sentence
 def heads_source() -> str:
     """Random weights (the page's mechanics) or a trained model's heads for the same tokens."""
-    st.session_state.setdefault(K.source, SOURCES[0])
-    st.radio(t("mh.model.source"), SOURCES, key=K.source, horizontal=True, format_func=labeller("mh.model.source."))
-    return str(st.session_state[K.source])
+    st.session_state.setdefault(KEYS.source, SOURCES[0])
+    st.radio(t("mh.model.source"), SOURCES, key=KEYS.source, horizontal=True, format_func=labeller("mh.model.source."))
+    return str(st.session_state[KEYS.source])
 
 
 def _use_english() -> None:
@@ -108,11 +108,11 @@ def model_heads(tokens: list[str], dec: int) -> None:
     L, H = A.shape[:2]
     d_k = tr["q"].shape[-1]  # (L, H, n, d_k)
     shape_badge(f"{MODEL}: d_model = {H * d_k}, H = {H}, d_k = d_v = d_model / H = {d_k}, {t('class.mh.layers', L=L)}")
-    layer = st.select_slider(t("mh.model.layer"), options=list(range(L)), key=K.model_layer)
+    layer = st.select_slider(t("mh.model.layer"), options=list(range(L)), key=KEYS.model_layer)
     st.info(t("mh.model.label", model=MODEL, l=layer, sentence=md(sentence), n=len(tr["tokens"])))
     if any(jamo_and_unk(tr["tokens"])):
         st.warning(t("mh.model.korean"))
-        st.button(t("mh.model.english", example=scenario.PRESETS[ENGLISH]["tokens"]), key=K.english,
+        st.button(t("mh.model.english", example=scenario.PRESETS[ENGLISH]["tokens"]), key=KEYS.english,
                   on_click=_use_english)
     labels = shorts(token_labels(tr["tokens"]))
     per_row = _maps_per_row(len(labels))
@@ -122,17 +122,17 @@ def model_heads(tokens: list[str], dec: int) -> None:
                 st.markdown(f"**{t('mh.head', h=h)}**")
                 show_heatmap(heatmap(A[layer, h], x_labels=labels, y_labels=labels, x_title=t("axis.key"),
                                      y_title=t("axis.query"), decimals=min(dec, 2), sequential=True),
-                             key=state.item(K.model_grid, h))
+                             key=state.item(KEYS.model_grid, h))
     st.caption(model_caption(tr["patterns"], layer))
     st.subheader(t("mh.detail"))
     lang = current_lang()  # bound now: AppTest formats the options after the run
-    h = st.selectbox(t("mh.pick"), list(range(H)), key=K.model_pick, format_func=lambda i: t("mh.head", lang, h=i))
+    h = st.selectbox(t("mh.pick"), list(range(H)), key=KEYS.model_pick, format_func=lambda i: t("mh.head", lang, h=i))
     q, k, v = (tr[name][layer, h] for name in ("q", "k", "v"))
     shape_badge(t("mh.model.shape", l=layer, h=h, n=q.shape[0], d=q.shape[1]))
     head = compute.playground(q, k, "direct", None, None, None, q, k, v, "scaled_dot", {}, None, 1.0, None, "row",
                               settings.get("device"))
     full = token_labels(tr["tokens"])
-    pipeline(head, full, full, "row", dec, "scaled_dot", prefix=K.pipeline)
+    pipeline(head, full, full, "row", dec, "scaled_dot", prefix=KEYS.pipeline)
     st.caption(t("mh.model.below"))
 
 
@@ -178,11 +178,11 @@ def wrong_transpose(tr, H: int, labels, checks: dict, dec: int) -> None:
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**{t('mh.wrong.right_head')}**")
-        show_heatmap(heatmap(tr.weights[0, 0].numpy(), x_labels=labels, y_labels=labels, **axes), key=K.wrong_right)
+        show_heatmap(heatmap(tr.weights[0, 0].numpy(), x_labels=labels, y_labels=labels, **axes), key=KEYS.wrong_right)
     with c2:
         st.markdown(f"**{t('mh.wrong.wrong_head')}**")
         show_heatmap(heatmap(checks["scrambled"].weights[0, 0].numpy(), x_labels=rows_l, y_labels=rows_l, **axes),
-                     key=K.wrong_wrong)
+                     key=KEYS.wrong_wrong)
     gap = checks["wrong_output_gap"]
     (st.warning if gap > 1e-6 else st.info)(t("mh.wrong.gap", gap=f"{gap:.3g}", H=H))
 
@@ -198,11 +198,11 @@ def paper_form(checks: dict, d: int, labels, dec: int, causal: bool) -> None:
     with c1:
         st.markdown(f"**{t('mh.paper.out')}**")
         shape_badge(f"Σ_h (W_h^V X) Softmax[…]  ({d}×{len(labels)})")
-        show_heatmap(heatmap(paper.attended.numpy(), **axes), key=K.paper_out)
+        show_heatmap(heatmap(paper.attended.numpy(), **axes), key=KEYS.paper_out)
     with c2:
         st.markdown(f"**{t('mh.paper.mha')}**")
         shape_badge(t("mh.paper.mha.shape", d=d, n=len(labels)))
-        show_heatmap(heatmap(paper.mha_columns.numpy(), **axes), key=K.paper_mha)
+        show_heatmap(heatmap(paper.mha_columns.numpy(), **axes), key=KEYS.paper_mha)
     page.check_box(paper.gap < 1e-4, t("mh.paper.check", gap=f"{paper.gap:.2g}"))
     st.caption(t("mh.paper.h1"))
     if causal:

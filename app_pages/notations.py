@@ -16,7 +16,7 @@ from ui.widgets import formulas
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge
 
-K = state.NOTATIONS
+KEYS = state.NOTATIONS
 ROW_CODE = """scores  = Q @ K.T / math.sqrt(d_k)     # (n_q, n_k)
 weights = torch.softmax(scores, dim=-1)  # rows sum to 1
 out     = weights @ V                    # (n_q, d_v)"""
@@ -28,9 +28,9 @@ WRONG_CODE = """weights = torch.softmax(scores, dim=0)  # wrong axis"""
 
 def drain_clicks() -> None:
     """A click on either twin selects the cell (kept in row-notation coordinates) on both."""
-    for chart, (i, j) in st.session_state.pop(K.clicks, []) or []:
+    for chart, (i, j) in st.session_state.pop(KEYS.clicks, []) or []:
         name = chart.rsplit(".", 1)[-1]
-        st.session_state[K.selected] = (name, i, j) if chart == state.item(K.row, name) else (name, j, i)
+        st.session_state[KEYS.selected] = (name, i, j) if chart == state.item(KEYS.row, name) else (name, j, i)
 
 
 def numbers(problems: list):
@@ -58,7 +58,7 @@ def formulas_side_by_side() -> None:
 
 def twins(row, col, inp, mask, dec: int) -> None:
     """Every matrix in row notation next to its transpose in column notation; click to compare."""
-    sel = st.session_state.get(K.selected)
+    sel = st.session_state.get(KEYS.selected)
     ql, kl = shorts(inp.q_labels), shorts(inp.k_labels)
     n_q, n_k, d_k, d_v = len(ql), len(kl), row.Q.shape[1], row.V.shape[1]
     A, C = row.attn, col.attn
@@ -76,11 +76,11 @@ def twins(row, col, inp, mask, dec: int) -> None:
         left, right = st.columns(2)
         with left:
             twin_panel(f"**{t('nt.m.' + name)}**", f"{name} ({r}×{c}) — " + t(f"{axes}.row"), R, ys=rows, xs=cols,
-                       titles=titles, mark=mark, key=state.item(K.row, name), dec=dec, sequential=name == "weights")
+                       titles=titles, mark=mark, key=state.item(KEYS.row, name), dec=dec, sequential=name == "weights")
         with right:
             twin_panel(f"**{t('nt.m.' + name)}ᵀ**", f"{name}ᵀ ({c}×{r}) — " + t(f"{axes}.col"), Cm.numpy(), ys=cols,
                        xs=rows, titles=titles[::-1], mark=None if mark is None else mark[::-1],
-                       key=state.item(K.col, name), dec=dec, sequential=name == "weights")
+                       key=state.item(KEYS.col, name), dec=dec, sequential=name == "weights")
         if mark is not None and mark[0] < R.shape[0] and mark[1] < R.shape[1]:
             i, j = mark
             st.info(t("nt.selected.qk" if axes == "nt.axes.qk" else "nt.selected.tok", name=name, i=i, j=j,
@@ -94,7 +94,7 @@ def twin_panel(title: str, shape: str, M, *, ys, xs, titles, mark, key: str, dec
     neg = np.isneginf(M)
     show_heatmap(heatmap(np.where(neg, 0, M), x_labels=xs, y_labels=ys, x_title=titles[0], y_title=titles[1],
                          decimals=dec, neg_inf=neg, sequential=sequential, clickable=True, highlight=mark),
-                 key=key, click_queue=K.clicks)
+                 key=key, click_queue=KEYS.clicks)
 
 
 def wrong_axis(A, ql, kl, dec: int) -> None:
@@ -110,12 +110,12 @@ def wrong_axis(A, ql, kl, dec: int) -> None:
         st.markdown(f"**{t('nt.wrong.right')}**")
         st.code("weights = torch.softmax(scores, dim=-1)", language="python", wrap_lines=True)
         show_heatmap(heatmap(A.weights.numpy(), side_text=["Σ " + fmt.format(s) for s in A.weight_sums.numpy()], **axes),
-                     key=K.right)
+                     key=KEYS.right)
     with w2:
         st.markdown(f"**{t('nt.wrong.wrong')}**")
         st.code(WRONG_CODE, language="python", wrap_lines=True)
         show_heatmap(heatmap(wrong.weights.numpy(), side_text=["Σ " + fmt.format(s) for s in wrong.sums_per_query.numpy()],
-                             **axes), key=K.wrong)
+                             **axes), key=KEYS.wrong)
         st.caption(t("nt.wrong.keysums", sums=", ".join(fmt.format(s) for s in wrong.sums_per_key.numpy())))
 
 

@@ -24,8 +24,8 @@ from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import file_uploader, token_labels
 from ui.widgets.qr import qr_png, show_qr
 
-K = state.PLAYGROUND
-WEIGHTS_CHART = weights_key(K.pipeline)
+KEYS = state.PLAYGROUND
+WEIGHTS_CHART = weights_key(KEYS.pipeline)
 TABS = ("embed", "qkv", "score", "mask", "share")
 CIRCLED = "①②③④⑤"  # the setup tabs are numbered as shown: a lesson link that hides some starts at ①
 PUBLIC_URL_ENV = "ATTN_LAB_PUBLIC_URL"  # the address students use (a server behind a proxy): scheme://host[:port]
@@ -33,7 +33,7 @@ PUBLIC_URL_ENV = "ATTN_LAB_PUBLIC_URL"  # the address students use (a server beh
 
 # ---------------------------------------------------------------------------- callbacks
 def on_upload() -> None:
-    f = st.session_state.get(K.upload)
+    f = st.session_state.get(KEYS.upload)
     if f is None:
         return
     try:
@@ -43,7 +43,7 @@ def on_upload() -> None:
         return
     ss.apply(values, matrices)
     st.session_state.pop(WEIGHTS_CHART, None)
-    st.session_state.pop(K.chart_mask, None)
+    st.session_state.pop(KEYS.chart_mask, None)
     msg = t("share.loaded") + (" " + t("err.file_values", names=", ".join(refused)) if refused else "")
     ss.note("success" if not refused else "warning", msg)
 
@@ -51,10 +51,10 @@ def on_upload() -> None:
 def drain_clicks() -> None:
     """Apply the cell clicks that arrived since the last run, in order: a weights cell selects its
     query (its row, or its column in column notation); a mask cell blocks or unblocks a pair."""
-    for chart, cell in st.session_state.pop(K.clicks, []) or []:
+    for chart, cell in st.session_state.pop(KEYS.clicks, []) or []:
         if chart == WEIGHTS_CHART:
             ss.put("query", cell[0] if ss.get("convention") == "row" else cell[1])
-        elif chart == K.chart_mask:
+        elif chart == KEYS.chart_mask:
             ss.toggle_mask_cell(cell)
 
 
@@ -62,37 +62,37 @@ def setup_tabs(names: list[str]):
     """The setup tabs. Only the open tab's controls are drawn (``on_change="rerun"``), so a change
     redraws the few controls in sight; the open tab survives language and page switches."""
     labels = [f"{CIRCLED[i]} {t(f'class.tab.{name}')}" for i, name in enumerate(names)]
-    chosen = st.session_state.get(K.tab_id)
-    st.session_state[K.tab] = labels[names.index(chosen) if chosen in names else 0]
-    return st.tabs(labels, key=K.tab, on_change=on_tab, args=(tuple(labels), tuple(names)))
+    chosen = st.session_state.get(KEYS.tab_id)
+    st.session_state[KEYS.tab] = labels[names.index(chosen) if chosen in names else 0]
+    return st.tabs(labels, key=KEYS.tab, on_change=on_tab, args=(tuple(labels), tuple(names)))
 
 
 def on_tab(labels: tuple[str, ...], names: tuple[str, ...]) -> None:
-    label = st.session_state.get(K.tab)
+    label = st.session_state.get(KEYS.tab)
     if label in labels:
-        st.session_state[K.tab_id] = names[labels.index(label)]
+        st.session_state[KEYS.tab_id] = names[labels.index(label)]
 
 
 # ---------------------------------------------------------------------------- the view (class and links)
 def current_view(problems: list) -> view.View:
     """The view (presenter, step, hidden groups, panels): from the link once per session, then kept."""
-    if not st.session_state.get(K.view_loaded):
-        st.session_state[K.view_loaded] = True
+    if not st.session_state.get(KEYS.view_loaded):
+        st.session_state[KEYS.view_loaded] = True
         v, refused = view.from_query({k: st.query_params.get(k) for k in st.query_params.keys()})
-        st.session_state[K.view] = v
+        st.session_state[KEYS.view] = v
         if refused:
             problems.append(("warning", t("err.url_view", names=", ".join(refused))))
-    return st.session_state.get(K.view) or view.View()
+    return st.session_state.get(KEYS.view) or view.View()
 
 
 def set_view(**changes) -> None:
-    st.session_state[K.view] = dataclasses.replace(st.session_state.get(K.view) or view.View(), **changes)
+    st.session_state[KEYS.view] = dataclasses.replace(st.session_state.get(KEYS.view) or view.View(), **changes)
 
 
 def on_step_key(direction: str) -> None:
-    v = st.session_state.get(K.view) or view.View()
+    v = st.session_state.get(KEYS.view) or view.View()
     if v.step:
-        set_view(step=min(view.STEPS, v.step + 1) if direction == "next" else max(1, v.step - 1))
+        set_view(step=min(view.STEP_COUNT, v.step + 1) if direction == "next" else max(1, v.step - 1))
 
 
 def presenter_css(v: view.View) -> None:
@@ -108,22 +108,22 @@ def view_controls(v: view.View) -> None:
     A student's lesson link shows none of them (the teacher's controls)."""
     if v.student:
         return
-    st.toggle(t("pg.present"), value=v.present, key=K.present, help=t("pg.present.help"),
-              on_change=lambda: set_view(present=bool(st.session_state[K.present])))
+    st.toggle(t("pg.present"), value=v.present, key=KEYS.present, help=t("pg.present.help"),
+              on_change=lambda: set_view(present=bool(st.session_state[KEYS.present])))
     if v.step == 0:
-        st.button(t("pg.steps.start"), key=K.step_start, on_click=set_view, kwargs={"step": 1}, help=t("pg.steps.help"),
+        st.button(t("pg.steps.start"), key=KEYS.step_start, on_click=set_view, kwargs={"step": 1}, help=t("pg.steps.help"),
                   width="stretch")
         return
     c2, c3, c4 = st.columns([1, 1, 2])
     with c2:
-        st.button("◀", key=K.step_prev, disabled=v.step <= 1, on_click=on_step_key, args=("prev",), help=t("pg.steps.prev"),
+        st.button("◀", key=KEYS.step_prev, disabled=v.step <= 1, on_click=on_step_key, args=("prev",), help=t("pg.steps.prev"),
                   width="stretch")
     with c3:
-        st.button("▶", key=K.step_next, disabled=v.step >= view.STEPS, on_click=on_step_key, args=("next",),
+        st.button("▶", key=KEYS.step_next, disabled=v.step >= view.STEP_COUNT, on_click=on_step_key, args=("next",),
                   help=t("pg.steps.next"), width="stretch")
     with c4:
-        st.button(t("pg.steps.all"), key=K.step_all, on_click=set_view, kwargs={"step": 0}, width="stretch")
-    arrow_keys(key=K.arrow_keys, on_key=on_step_key)
+        st.button(t("pg.steps.all"), key=KEYS.step_all, on_click=set_view, kwargs={"step": 0}, width="stretch")
+    arrow_keys(key=KEYS.arrow_keys, on_key=on_step_key)
 
 
 def step_key(name: str, f) -> str:
@@ -141,7 +141,7 @@ def step_key(name: str, f) -> str:
 
 def newest_step(v: view.View) -> str | None:
     """The panel the step-through showed last (scrolled into view and focused), None without it."""
-    return view.PANELS[v.step - 1] if v.step else None
+    return view.STEP_PANELS[v.step - 1] if v.step else None
 
 
 def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
@@ -149,7 +149,7 @@ def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
     if not v.step:
         return
     f = core.lab.step_facts(trace.attn)
-    name = view.PANELS[v.step - 1]
+    name = view.STEP_PANELS[v.step - 1]
     dec = settings.get("precision")
     vals = {"n_q": f.n_q, "n_k": f.n_k, "d_v": f.d_v, "s": f"{f.scale:.{dec}g}", "T": f"{f.temperature:g}",
             "f": f"{f.factor:.{dec}g}", "top": f"{f.top_score[0]:.{dec}f}", "q": md(q_labels[f.top_score[1]]),
@@ -159,7 +159,7 @@ def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
     text = t(step_key(name, f), **vals)
     if name in ("weights", "output") and f.fully_masked:
         text += " " + t(f"pg.steps.say.{name}.fully_masked", **vals)
-    st.info(f"**{t('pg.steps.label', k=v.step, n=view.STEPS)}** — " + text)
+    st.info(f"**{t('pg.steps.label', k=v.step, n=view.STEP_COUNT)}** — " + text)
 
 
 # ---------------------------------------------------------------------------- the score tab
@@ -193,11 +193,11 @@ def inspector(trace, tq, tk, conv: str, dec: int, v: view.View) -> None:
         ss.put("query", 0)
     q_labels, k_labels = token_labels(tq), token_labels(tk)
     spec = inspector_spec(trace.attn, int(ss.get("query")), q_labels, k_labels, dec, current_lang())
-    keys = {"alpha": K.fig_alpha, "contrib": K.fig_contrib}
+    keys = {"alpha": KEYS.fig_alpha, "contrib": KEYS.fig_contrib}
     sections = [s | {"key": keys[s["step"]], "css": state.css_class(keys[s["step"]])[1:]} for s in spec["sections"]]
     show_inspector(spec | {"sections": sections, "picker_css": state.css_class(state.scenario_picker("query"))[1:],
                            "present": v.present, "focus": newest_step(v) == "inspector"},
-                   key=K.inspector, on_pick=lambda i: ss.put("query", i))
+                   key=KEYS.inspector, on_pick=lambda i: ss.put("query", i))
 
 
 # ---------------------------------------------------------------------------- share & export
@@ -219,7 +219,7 @@ def base_url() -> str:
         url = (st.context.url or "").split("?")[0]
     except Exception:  # no browser (AppTest)
         url = ""
-    for host in (st.session_state.get(K.link_host) or "", os.environ.get(PUBLIC_URL_ENV, "")):
+    for host in (st.session_state.get(KEYS.link_host) or "", os.environ.get(PUBLIC_URL_ENV, "")):
         if host.strip() and (public := view.with_host(url, host)) is not None:
             return public
     return url
@@ -228,17 +228,17 @@ def base_url() -> str:
 def lesson_link(query: dict) -> str:
     """A focused link for a class: the scenario as it is now, with only the chosen control groups
     and panels (hidden controls keep their values), optionally in presenter view."""
-    v = st.session_state.get(K.view) or view.View()
+    v = st.session_state.get(KEYS.view) or view.View()
     st.markdown(f"**{t('share.lesson')}**")
     st.caption(t("share.lesson.help"))
     visible = st.multiselect(t("share.lesson.groups"), view.GROUPS, default=[g for g in view.GROUPS if g not in v.hidden],
-                             format_func=labeller("share.group."), key=K.lesson_groups)
-    panels = st.multiselect(t("share.lesson.panels"), view.PANELS, default=list(v.panels),
-                            format_func=labeller("share.panel."), key=K.lesson_panels)
-    present = st.checkbox(t("pg.present"), value=v.present, key=K.lesson_present)
-    teacher = st.checkbox(t("class.lesson.teacher"), value=False, key=K.lesson_teacher, help=t("class.lesson.teacher.help"))
+                             format_func=labeller("share.group."), key=KEYS.lesson_groups)
+    panels = st.multiselect(t("share.lesson.panels"), view.STEP_PANELS, default=list(v.panels),
+                            format_func=labeller("share.panel."), key=KEYS.lesson_panels)
+    present = st.checkbox(t("pg.present"), value=v.present, key=KEYS.lesson_present)
+    teacher = st.checkbox(t("class.lesson.teacher"), value=False, key=KEYS.lesson_teacher, help=t("class.lesson.teacher.help"))
     focused = view.View(present=present, hidden=frozenset(g for g in view.GROUPS if g not in visible),
-                        panels=tuple(p for p in view.PANELS if p in panels) or view.PANELS, student=not teacher)
+                        panels=tuple(p for p in view.STEP_PANELS if p in panels) or view.STEP_PANELS, student=not teacher)
     base = {k: q for k, q in query.items() if k not in view.url_keys()}
     return f"{base_url()}?{urlencode(base | view.to_query(focused))}"
 
@@ -250,12 +250,12 @@ def qr_code(link: str) -> None:
     if png is None:
         st.caption(t("share.qr.too_long"))
     else:
-        show_qr(png, link, key=K.qr, caption=t("share.qr"), full=t("class.qr.full"), close=t("class.qr.close"))
+        show_qr(png, link, key=KEYS.qr, caption=t("share.qr"), full=t("class.qr.full"), close=t("class.qr.close"))
     if view.is_local(link):
         st.warning(t("class.qr.localhost"))
-    st.text_input(t("class.host"), key=K.link_host, max_chars=260, placeholder="192.168.0.12:8501",
+    st.text_input(t("class.host"), key=KEYS.link_host, max_chars=260, placeholder="192.168.0.12:8501",
                   help=t("class.host.help", env=PUBLIC_URL_ENV))
-    typed = st.session_state.get(K.link_host) or ""
+    typed = st.session_state.get(KEYS.link_host) or ""
     if typed.strip() and view.with_host("http://x/", typed) is None:
         st.error(t("class.host.bad"))
 
@@ -271,13 +271,13 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
     d1, d2 = st.columns(2)
     with d1:
         st.download_button(t("share.csv"), data=lambda: export.tidy_csv(trace, q_labels, k_labels),
-                           file_name="attention-matrices.csv", mime="text/csv", key=K.dl_csv)
+                           file_name="attention-matrices.csv", mime="text/csv", key=KEYS.dl_csv)
     with d2:
         st.download_button(t("share.json"), data=scenario.to_json(ss.values(), ss.changed_matrices(), settings.query()),
-                           file_name="attention-scenario.json", mime="application/json", key=K.dl_json)
-    file_uploader(t("share.upload"), types=["json"], key=K.upload, limit_kb=scenario.MAX_JSON_BYTES // 1024,
+                           file_name="attention-scenario.json", mime="application/json", key=KEYS.dl_json)
+    file_uploader(t("share.upload"), types=["json"], key=KEYS.upload, limit_kb=scenario.MAX_JSON_BYTES // 1024,
                   on_change=on_upload, help=t("share.upload.help", limit=scenario.MAX_JSON_BYTES // 1024))
-    code_panel(args, title=t("page.playground.title"), key_prefix=K.code, tokens_q=q_labels, tokens_k=k_labels)
+    code_panel(args, title=t("page.playground.title"), key_prefix=KEYS.code, tokens_q=q_labels, tokens_k=k_labels)
 
 
 # ---------------------------------------------------------------------------- the page
@@ -333,8 +333,8 @@ def mask_tab(inp, conv: str, tabs: dict, opened: dict):
     if not opened["mask"]:
         return ss.current_mask(n_q, n_k, cross=inp.cross)
     with tabs["mask"]:
-        return mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=K.chart_mask,
-                             click_queue=K.clicks, clear_key=K.mask_clear)
+        return mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=KEYS.chart_mask,
+                             click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
 
 
 def results(outer: list) -> None:
@@ -343,9 +343,9 @@ def results(outer: list) -> None:
     ``outer`` holds the messages of the whole page's last run; a rerun of this part alone shows
     only those that do not come from the tokens (it finds those again itself)."""
     drain_clicks()
-    v = st.session_state.get(K.view) or view.View()
-    fresh = st.session_state.pop(K.page_ran, False)  # False: this part reran on its own
-    problems = list(outer if fresh else st.session_state.get(K.kept_problems) or [])
+    v = st.session_state.get(KEYS.view) or view.View()
+    fresh = st.session_state.pop(KEYS.page_ran, False)  # False: this part reran on its own
+    problems = list(outer if fresh else st.session_state.get(KEYS.kept_problems) or [])
     conv, dec = ss.get("convention"), settings.get("precision")
     inp = inputs(problems, conv=conv, tokens=Where(drawn="tokens" not in v.hidden), options=False,
                  embed=Where(drawn=False), qkv=Where(drawn=False))
@@ -356,7 +356,7 @@ def results(outer: list) -> None:
     page.show_problems(problems)
     # The URL mirrors the whole scenario and view after every change. A run of the whole page
     # updates it through Streamlit; a rerun of this part alone lets the pipeline's element put it
-    # in the address bar itself (Streamlit's own update re-renders the whole app: ~70 ms a change).
+    # in the address bar itself (Streamlit's own update re-renders the whole app on every change).
     query = current_query(v)
     if fresh or kept is None:
         sync_url(query)
@@ -364,8 +364,8 @@ def results(outer: list) -> None:
         return
     trace, tq, tk = kept  # on a failed call, the last valid trace with its own tokens
     step_sentence(v, trace, token_labels(tq), token_labels(tk))
-    in_place = pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=K.pipeline,
-                        query=int(ss.get("query")), clicks=K.clicks, shows=v.shows, per_row=1 if v.present else 2,
+    in_place = pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=KEYS.pipeline,
+                        query=int(ss.get("query")), clicks=KEYS.clicks, shows=v.shows, per_row=1 if v.present else 2,
                         header=False, large=v.present, url="?" + urlencode(query), focus=newest_step(v))
     if not (fresh or in_place):
         sync_url(query)
@@ -393,8 +393,8 @@ def body() -> None:
             st.markdown(t("pg.intro"))
         view_controls(v)
         outside = controls(v, problems, token_problems)
-    st.session_state[K.kept_problems] = problems
-    st.session_state[K.page_ran] = True
+    st.session_state[KEYS.kept_problems] = problems
+    st.session_state[KEYS.page_ran] = True
     with right:
         (results if outside else results_alone)(problems + token_problems)
 

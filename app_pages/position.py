@@ -15,7 +15,7 @@ from ui.text import md, shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
-K = state.POSITION
+KEYS = state.POSITION
 DIMS = (2, 4, 6, 8, 12, 16)
 
 
@@ -29,35 +29,35 @@ def parse_perm(text: str, n: int) -> tuple[int, ...] | None:
 
 def shuffle() -> None:
     """A new order, seeded by the seed setting and the number of shuffles so far (reproducible)."""
-    n = st.session_state.get(K.n, 1)
-    st.session_state[K.shuffles] = st.session_state.get(K.shuffles, 0) + 1
-    g = np.random.default_rng([int(settings.get("seed")), st.session_state[K.shuffles]])
-    st.session_state[K.perm] = " ".join(str(i) for i in g.permutation(n))
+    n = st.session_state.get(KEYS.n, 1)
+    st.session_state[KEYS.shuffles] = st.session_state.get(KEYS.shuffles, 0) + 1
+    g = np.random.default_rng([int(settings.get("seed")), st.session_state[KEYS.shuffles]])
+    st.session_state[KEYS.perm] = " ".join(str(i) for i in g.permutation(n))
 
 
 def permutation_controls(n: int, problems: list) -> tuple[int, tuple[int, ...]]:
     """The width d, and the order typed or shuffled (the reversed order when the tokens change)."""
-    st.session_state[K.n] = n
+    st.session_state[KEYS.n] = n
     c1, c2 = st.columns([1, 2])
     with c1:
-        st.session_state.setdefault(K.d, 8)
-        st.select_slider(t("ps.d"), options=DIMS, key=K.d)
+        st.session_state.setdefault(KEYS.d, 8)
+        st.select_slider(t("ps.d"), options=DIMS, key=KEYS.d)
     default = " ".join(str(i) for i in reversed(range(n)))
-    if st.session_state.get(K.perm_n) not in (None, n):
-        st.session_state[K.perm] = default
-    st.session_state[K.perm_n] = n
-    st.session_state.setdefault(K.perm, default)
-    perm = parse_perm(st.session_state[K.perm], n)
+    if st.session_state.get(KEYS.perm_n) not in (None, n):
+        st.session_state[KEYS.perm] = default
+    st.session_state[KEYS.perm_n] = n
+    st.session_state.setdefault(KEYS.perm, default)
+    perm = parse_perm(st.session_state[KEYS.perm], n)
     if perm is None:
         problems.append(("error", t("ps.perm.bad", n=n - 1)))
         perm = parse_perm(default, n)
     with c2:
         p1, p2 = st.columns([3, 1])
         with p1:
-            st.text_input(t("ps.perm"), key=K.perm, help=t("ps.perm.help", n=n - 1))
+            st.text_input(t("ps.perm"), key=KEYS.perm, help=t("ps.perm.help", n=n - 1))
         with p2:
-            st.button(t("ps.shuffle"), on_click=shuffle, key=K.shuffle)
-    return int(st.session_state[K.d]), perm
+            st.button(t("ps.shuffle"), on_click=shuffle, key=KEYS.shuffle)
+    return int(st.session_state[KEYS.d]), perm
 
 
 def experiment(X, W: dict, perm, labels, d: int, dec: int) -> None:
@@ -70,7 +70,7 @@ def experiment(X, W: dict, perm, labels, d: int, dec: int) -> None:
         pe = core.positional.sinusoidal(n, d).numpy() if with_pe else None
         c = compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], pe)
         st.markdown(f"**{t('ps.with_pe' if with_pe else 'ps.without_pe')}**")
-        for col, (name, key) in zip(st.columns(2), (("sa_px", K.sa_px), ("p_sa_x", K.p_sa_x)), strict=True):
+        for col, (name, key) in zip(st.columns(2), (("sa_px", KEYS.sa_px), ("p_sa_x", KEYS.p_sa_x)), strict=True):
             with col:
                 st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
                 show_heatmap(heatmap(c[name], x_labels=dl, y_labels=permuted, x_title=t("axis.dim"),
@@ -87,7 +87,7 @@ def encodings(n: int, d: int, dec: int, seed: int) -> None:
     st.latex(r"PE_{pos,\,2i} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\qquad "
              r"PE_{pos,\,2i+1} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)")
     m = max(n, 16)
-    tables = ((K.sin, "ps.sin", core.positional.sinusoidal(m, d)), (K.learned, "ps.learned",
+    tables = ((KEYS.sin, "ps.sin", core.positional.sinusoidal(m, d)), (KEYS.learned, "ps.learned",
                                                                      core.positional.learned(m, d, seed=seed)))
     for col, (key, title, table) in zip(st.columns(2), tables, strict=True):
         with col:
@@ -110,7 +110,7 @@ def same_token(tokens, d: int, dec: int, seed: int) -> None:
     Xp = core.positional.add(core.tokens.embed(tokens, d, seed=seed), core.positional.sinusoidal(len(tokens), d)).numpy()
     i, j = pair
     rows = [f"{i} {tokens[i]}", f"{j} {tokens[j]}"]
-    for col, (key, title, M) in zip(st.columns(2), ((K.same_x, "ps.same.x", X), (K.same_xp, "ps.same.xp", Xp)),
+    for col, (key, title, M) in zip(st.columns(2), ((KEYS.same_x, "ps.same.x", X), (KEYS.same_xp, "ps.same.xp", Xp)),
                                     strict=True):
         with col:
             st.markdown(f"**{t(title)}**")

@@ -17,7 +17,7 @@ from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
-K = state.SCORE_FUNCTIONS
+KEYS = state.SCORE_FUNCTIONS
 # one source's softmax, character for character (its indices are the slip)
 PRINTED_SOFTMAX = r"\alpha_i=softmax(score(q_i,k_i))=\frac{exp(score(q_I,k_i))}{\sum_jexp(score(q,k_j))}"
 
@@ -46,17 +46,17 @@ def side_by_side(traces: dict, conv: str, ql, kl, dec: int) -> None:
                 st.latex(formulas.SCORE_MATRIX[conv][score])
                 st.caption(t("sc.scores_scale", s=f"{tr.scale:.{dec}g}"))
                 z, lab = qk_view(tr.scores.numpy(), conv, ql, kl)
-                show_heatmap(heatmap(z, decimals=dec, **lab), key=state.item(K.scores, score))
+                show_heatmap(heatmap(z, decimals=dec, **lab), key=state.item(KEYS.scores, score))
                 z, lab = qk_view(tr.weights.numpy(), conv, ql, kl)
-                show_heatmap(heatmap(z, decimals=dec, sequential=True, **lab), key=state.item(K.weights, score))
+                show_heatmap(heatmap(z, decimals=dec, sequential=True, **lab), key=state.item(KEYS.weights, score))
 
 
 def cosine_vs_dot(traces: dict, conv: str, ql, kl, dec: int) -> None:
     st.subheader(t("sc.cos.title"))
     st.markdown(t("sc.cos.text"))
     dot_n = compute.normalized_dot(traces["dot"].q.numpy(), traces["dot"].k.numpy())
-    maps = ((K.cos_dot, t("sc.cos.dot"), traces["dot"].scores.numpy()), (K.cos_normed, t("sc.cos.normed"), dot_n),
-            (K.cos_cos, t("score.cosine"), traces["cosine"].scores.numpy()))
+    maps = ((KEYS.cos_dot, t("sc.cos.dot"), traces["dot"].scores.numpy()), (KEYS.cos_normed, t("sc.cos.normed"), dot_n),
+            (KEYS.cos_cos, t("score.cosine"), traces["cosine"].scores.numpy()))
     for col, (key, title, z) in zip(st.columns(3), maps, strict=True):
         with col:
             st.markdown(f"**{title}**")
@@ -80,15 +80,15 @@ def sqrt_dk_experiment() -> None:
             {"type": "scatter", "mode": "lines", "x": dims, "y": dims, "name": "y = d", "line": {"dash": "dot"}},
             {"type": "scatter", "mode": "markers", "x": dims, "y": np.round(e["var_dot"], 3).tolist(),
              "name": t("sc.exp.measured"), "marker": {"size": 9}},
-        ], log_d | {"yaxis": {"type": "log", "title": {"text": "Var(qᵀk)"}}}), key=K.exp_var,
+        ], log_d | {"yaxis": {"type": "log", "title": {"text": "Var(qᵀk)"}}}), key=KEYS.exp_var,
                    title=t("sc.exp.var"))
     with c2:
-        i = dims.index(st.select_slider(t("sc.exp.pick_d"), options=dims, value=64, key=K.exp_d))
+        i = dims.index(st.select_slider(t("sc.exp.pick_d"), options=dims, value=64, key=KEYS.exp_d))
         show_chart(line_figure([
             {"type": "histogram", "x": np.round(e["dots"][i], 3).tolist(), "name": "qᵀk", "opacity": 0.6, "nbinsx": 40},
             {"type": "histogram", "x": np.round(e["dots_scaled"][i], 3).tolist(), "name": "qᵀk / √d", "opacity": 0.6,
              "nbinsx": 40},
-        ], {"barmode": "overlay", "xaxis": {"title": {"text": t("sc.exp.value")}}}), key=K.exp_hist,
+        ], {"barmode": "overlay", "xaxis": {"title": {"text": t("sc.exp.value")}}}), key=KEYS.exp_hist,
                    title=f"qᵀk, qᵀk / √d · d = {dims[i]}")
     for col, (name, a, b, label) in zip(st.columns(3), (
             ("max", e["max_weight"], e["max_weight_scaled"], "sc.exp.max"),
@@ -100,7 +100,7 @@ def sqrt_dk_experiment() -> None:
                 {"type": "scatter", "mode": "lines+markers", "x": dims, "y": np.round(a, 4).tolist(),
                  "name": t("sc.exp.unscaled")},
                 {"type": "scatter", "mode": "lines+markers", "x": dims, "y": np.round(b, 4).tolist(),
-                 "name": t("sc.exp.scaled")}], log_d), key=state.item(K.exp_plot, name), title=t(label))
+                 "name": t("sc.exp.scaled")}], log_d), key=state.item(KEYS.exp_plot, name), title=t(label))
     st.caption(t("sc.exp.caption", n=e["n_keys"]))
 
 
@@ -112,8 +112,8 @@ def sqrt_length_slip(dec: int, conv: str) -> None:
     X = compute.embedding("random", toks, 3, int(settings.get("seed")))[0]
     n, d_k = len(toks), X.shape[1]
     labels = [f"{i} {s}" for i, s in enumerate(toks)]
-    sides = ((K.c19_right, t("sc.c19.right", d=d_k), d_k, compute.self_attention_weights(X, None)),
-             (K.c19_wrong, t("sc.c19.wrong", n=n), n,
+    sides = ((KEYS.c19_right, t("sc.c19.right", d=d_k), d_k, compute.self_attention_weights(X, None)),
+             (KEYS.c19_wrong, t("sc.c19.wrong", n=n), n,
               compute.self_attention_weights(X, core.default_scale("scaled_dot", n))))  # the slip: 1/√n
     for col, (key, title, root, w) in zip(st.columns(2), sides, strict=True):
         with col:

@@ -18,7 +18,7 @@ from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
-K = state.SELF_VS_CROSS
+KEYS = state.SELF_VS_CROSS
 
 
 def where_from(inp, A, dec: int) -> None:
@@ -33,7 +33,7 @@ def where_from(inp, A, dec: int) -> None:
         st.success(t("sx.count", n=n_q, m=A.output.shape[0]))
     with c2:
         show_heatmap(heatmap(A.weights.numpy(), x_labels=shorts(inp.k_labels), y_labels=shorts(inp.q_labels),
-                             x_title=t("axis.key"), y_title=t("axis.query"), decimals=dec, sequential=True), key=K.weights)
+                             x_title=t("axis.key"), y_title=t("axis.query"), decimals=dec, sequential=True), key=KEYS.weights)
 
 
 def layer_figure(W: np.ndarray, x: np.ndarray, q: np.ndarray, dec: int) -> PrebuiltFigure:
@@ -69,7 +69,7 @@ def linear_layer(inp, tr, dec: int) -> None:
         q = core.lab.playground(x[None], qkv="projection", W_q=W, W_k=W, W_v=W).Q[0].numpy()
         st.caption(t("sx.layer.example"))
     shape_badge(f"x (1×{W.shape[0]}) · W_Q ({W.shape[0]}×{W.shape[1]}) → q (1×{W.shape[1]})")
-    show_chart(layer_figure(W, x, q, dec), key=K.layer, title=t("sx.layer"))
+    show_chart(layer_figure(W, x, q, dec), key=KEYS.layer, title=t("sx.layer"))
     st.caption(t("sx.layer.caption"))
 
 
@@ -78,7 +78,7 @@ def lookup(inp, A, dec: int) -> None:
     st.subheader(t("sx.lookup"))
     st.markdown(t("sx.lookup.text"))
     labels = inp.q_labels
-    j = st.selectbox(t("pg.inspector.query"), list(range(len(labels))), key=K.query,
+    j = st.selectbox(t("pg.inspector.query"), list(range(len(labels))), key=KEYS.query,
                      format_func=lambda i: labels[i] if i < len(labels) else str(i))
     j = j if j < len(labels) else 0
     contrib = A.contributions(j).numpy()

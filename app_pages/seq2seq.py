@@ -17,7 +17,7 @@ from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 
-K = state.SEQ2SEQ
+KEYS = state.SEQ2SEQ
 MAX_WORDS = 12
 
 
@@ -33,7 +33,7 @@ def train_here(task: str, att: str, seed: int) -> None:
     """Ask the server's one training queue for this model; the learner then watches it train."""
     try:
         compute.seq2seq_queue().submit(task, att, seed)
-        st.session_state[K.asked] = (task, att, seed)
+        st.session_state[KEYS.asked] = (task, att, seed)
     except training.QueueFull:
         ss.note("warning", t("s2.queue_full"))
 
@@ -51,12 +51,12 @@ def watch(task: str, att: str, seed: int) -> None:
     st.progress(prog.fraction, text=t("s2.training_step", step=prog.step, n=prog.total,
                                         loss=f"{prog.loss:.3f}" if prog.loss is not None else "—"))
     if prog.losses:
-        loss_chart(prog.losses, state.item(K.loss, "live"))
+        loss_chart(prog.losses, state.item(KEYS.loss, "live"))
 
 
 def model_panel(task: str, att: str, seed: int) -> tuple[seq2seq.Trained | None, bool]:
     """Which model the page shows (shipped, or the learner's own), and the button to train one."""
-    asked = st.session_state.get(K.asked) == (task, att, seed)
+    asked = st.session_state.get(KEYS.asked) == (task, att, seed)
     handle = compute.seq2seq_queue().find(task, att, seed) if asked else None
     if handle is not None and not handle.done:
         watch(task, att, seed)
@@ -67,9 +67,9 @@ def model_panel(task: str, att: str, seed: int) -> tuple[seq2seq.Trained | None,
         return None, False
     st.success(t("s2.trained.own" if own else "s2.trained.shipped", acc=f"{100 * model.accuracy:.1f}",
                  s=f"{model.seconds:.1f}", n=model.cfg.steps))
-    loss_chart(model.losses, K.loss)
+    loss_chart(model.losses, KEYS.loss)
     if not own and (handle is None or handle.done):
-        st.button(t("s2.train", seed=seed, s=f"{model.seconds:.0f}"), key=K.train, on_click=train_here,
+        st.button(t("s2.train", seed=seed, s=f"{model.seconds:.0f}"), key=KEYS.train, on_click=train_here,
                   args=(task, att, seed), help=t("s2.train.help"))
     return model, own
 
@@ -77,11 +77,11 @@ def model_panel(task: str, att: str, seed: int) -> tuple[seq2seq.Trained | None,
 def try_it(task_name: str, att: str, seed: int, own: bool, problems: list, dec: int) -> None:
     st.subheader(t("s2.try"))
     task = seq2seq.get_task(task_name)
-    if st.session_state.get(K.task_of_input) != task_name:
-        st.session_state[K.input] = compute.seq2seq_example(task_name, seed)
-        st.session_state[K.task_of_input] = task_name
-    st.text_input(t("s2.input"), key=K.input, help=t("s2.input.help", words=" ".join(task.src_vocab[2:])))
-    words = st.session_state[K.input].split()
+    if st.session_state.get(KEYS.task_of_input) != task_name:
+        st.session_state[KEYS.input] = compute.seq2seq_example(task_name, seed)
+        st.session_state[KEYS.task_of_input] = task_name
+    st.text_input(t("s2.input"), key=KEYS.input, help=t("s2.input.help", words=" ".join(task.src_vocab[2:])))
+    words = st.session_state[KEYS.input].split()
     bad = [w for w in words if w not in task.src_vocab[2:]]
     if not words or bad or len(words) > MAX_WORDS:
         problems.append(("error", t("s2.input.bad", words=", ".join(md(w) for w in bad[:5]) or "—", n=MAX_WORDS)))
@@ -99,7 +99,7 @@ def try_it(task_name: str, att: str, seed: int, own: bool, problems: list, dec: 
     st.markdown(f"**{t('s2.map')}**")
     shape_badge(t("s2.map.shape", m=len(out_labels), n=len(in_labels)))
     show_heatmap(heatmap(run["map"], x_labels=in_labels, y_labels=out_labels, x_title=t("s2.axis.in"),
-                         y_title=t("s2.axis.out"), decimals=min(dec, 2), sequential=True), key=K.map)
+                         y_title=t("s2.axis.out"), decimals=min(dec, 2), sequential=True), key=KEYS.map)
     st.caption(pattern_caption(task_name, run, words, seed))
     decoder_steps(run["steps"], att, in_labels, dec)
 
@@ -123,22 +123,22 @@ def pattern_caption(task_name: str, run: dict, words: list[str], seed: int) -> s
 def decoder_steps(steps: list[dict], att: str, in_labels, dec: int) -> None:
     """One decoder step t: e_{t,i}, α_{t,i}, s_{t−1} and c_t."""
     st.subheader(t("s2.stepper"))
-    step = st.slider(t("s2.t"), 1, len(steps), key=K.t_slider) - 1 if len(steps) > 1 else 0
+    step = st.slider(t("s2.t"), 1, len(steps), key=KEYS.t_slider) - 1 if len(steps) > 1 else 0
     step = min(step, len(steps) - 1)
     s = steps[step]
     a, b = st.columns(2)
     with a:
         st.latex(r"e_{t,i} = " + (r"w_a^\top \tanh(W_a s_{t-1} + U_a h_i)" if att == "additive" else r"s_{t-1}^\top h_i"))
         show_heatmap(heatmap(s["scores"][None], x_labels=in_labels, y_labels=[f"t = {step + 1}"], x_title=t("s2.axis.in"),
-                             y_title="e", decimals=dec), key=K.e)
+                             y_title="e", decimals=dec), key=KEYS.e)
         st.latex(r"\alpha_{t,i} = \frac{\exp(e_{t,i})}{\sum_j \exp(e_{t,j})}")
-        show_bars(weight_bars(in_labels, s["weights"], dec), key=K.alpha)
+        show_bars(weight_bars(in_labels, s["weights"], dec), key=KEYS.alpha)
     with b:
         st.latex(r"c_t = \sum_i \alpha_{t,i}\, h_i")
     h = s["context"].shape[-1]  # 16 columns: the whole width, so nothing scrolls
     show_heatmap(heatmap(np.stack([s["s_prev"][:16], s["context"][:16]]), x_labels=[str(k) for k in range(16)],
                          y_labels=["s_{t−1}", "c_t"], x_title=t("s2.axis.dims", h=h), y_title="",
-                         decimals=min(dec, 2)), key=K.vectors)
+                         decimals=min(dec, 2)), key=KEYS.vectors)
     st.caption(t("s2.vectors", h=h))
 
 
@@ -162,7 +162,7 @@ def bottleneck(task_name: str) -> None:
                     "fillcolor": "#e2e8f0", "opacity": 0.5, "line": {"width": 0}, "layer": "below"}],
         "annotations": [{"x": (cfg.min_len + cfg.max_len) / 2, "y": 1.05, "yanchor": "bottom", "showarrow": False,
                          "text": t("s2.trained_range", a=cfg.min_len, b=cfg.max_len)}]}}),
-        key=K.curve, title=t("s2.bottleneck"))
+        key=KEYS.curve, title=t("s2.bottleneck"))
     st.caption(curve_caption(seq2seq_store.curve_facts(curves, cfg.min_len, cfg.max_len), task_name, cfg))
 
 
@@ -191,13 +191,13 @@ def main() -> None:
              r"\alpha_{t,\cdot} = \mathrm{softmax}(e_{t,\cdot}),\quad c_t = \sum_i \alpha_{t,i} h_i,\quad "
              r"s_t = \mathrm{GRU}([E\,y_{t-1}; c_t], s_{t-1})")
     st.caption(t("s2.formula.note"))
-    st.session_state.setdefault(K.att, "additive")
+    st.session_state.setdefault(KEYS.att, "additive")
     c1, c2 = st.columns(2)
     with c1:
-        st.radio(t("s2.task"), seq2seq.TASKS, key=K.task, format_func=labeller("s2.task."), horizontal=True)
+        st.radio(t("s2.task"), seq2seq.TASKS, key=KEYS.task, format_func=labeller("s2.task."), horizontal=True)
     with c2:
-        st.radio(t("s2.attention"), seq2seq.ATTENTIONS, key=K.att, format_func=labeller("s2.att."), horizontal=True)
-    task_name, att = st.session_state[K.task], st.session_state[K.att]
+        st.radio(t("s2.attention"), seq2seq.ATTENTIONS, key=KEYS.att, format_func=labeller("s2.att."), horizontal=True)
+    task_name, att = st.session_state[KEYS.task], st.session_state[KEYS.att]
     model, own = model_panel(task_name, att, seed)
     if model is not None:
         try_it(task_name, att, seed, own, problems, dec)

@@ -14,14 +14,14 @@ from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import dim_labels
 
-K = state.TILED_ATTENTION
+KEYS = state.TILED_ATTENTION
 N_MAX, D = 16, 4
 LIMITS = {"n": (8, 2, N_MAX), "block_q": (4, 1, N_MAX), "block_k": (3, 1, N_MAX)}
 
 
 def checked(name: str, hi: int, problems: page.Problems) -> int:
     default, lo, _ = LIMITS[name]
-    key = getattr(K, name)
+    key = getattr(KEYS, name)
     v = st.session_state.setdefault(key, min(default, hi))
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
         problems.append(("error", t("lc.bad", name=t("ta." + name), value=str(v)[:40], lo=lo, hi=hi)))
@@ -34,37 +34,37 @@ def controls(problems: page.Problems) -> tuple[int, int, int]:
     bq, bk = checked("block_q", n, problems), checked("block_k", n, problems)
     c1, c2, c3 = st.columns(3)
     with c1:
-        st.slider(t("ta.n"), 2, N_MAX, key=K.n)
+        st.slider(t("ta.n"), 2, N_MAX, key=KEYS.n)
     with c2:
-        st.slider(t("ta.block_q"), 1, n, key=K.block_q)
+        st.slider(t("ta.block_q"), 1, n, key=KEYS.block_q)
     with c3:
-        st.slider(t("ta.block_k"), 1, n, key=K.block_k)
+        st.slider(t("ta.block_k"), 1, n, key=KEYS.block_k)
     return n, bq, bk
 
 
 def on_step_key(direction: str) -> None:
-    last = st.session_state.get(K.tiles, 1)
-    step = int(st.session_state.get(K.step, 1) or 1)
-    st.session_state[K.step] = min(last, step + 1) if direction == "next" else max(1, step - 1)
+    last = st.session_state.get(KEYS.tiles, 1)
+    step = int(st.session_state.get(KEYS.step, 1) or 1)
+    st.session_state[KEYS.step] = min(last, step + 1) if direction == "next" else max(1, step - 1)
 
 
 def step_controls(count: int, problems: page.Problems) -> int:
-    st.session_state[K.tiles] = count
-    raw = st.session_state.get(K.step, 1)
+    st.session_state[KEYS.tiles] = count
+    raw = st.session_state.get(KEYS.step, 1)
     step = raw if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= count else 1
     if step != raw:
         problems.append(("warning", t("kv.step.bad", n=count)))
-    st.session_state[K.step] = step
+    st.session_state[KEYS.step] = step
     c1, c2, c3 = st.columns([1, 1, 4])
     with c1:
-        st.button("◀", key=K.step_prev, disabled=step <= 1, on_click=on_step_key, args=("prev",), width="stretch",
+        st.button("◀", key=KEYS.step_prev, disabled=step <= 1, on_click=on_step_key, args=("prev",), width="stretch",
                   help=t("kv.step.prev"))
     with c2:
-        st.button("▶", key=K.step_next, disabled=step >= count, on_click=on_step_key, args=("next",), width="stretch",
+        st.button("▶", key=KEYS.step_next, disabled=step >= count, on_click=on_step_key, args=("next",), width="stretch",
                   help=t("kv.step.next"))
     with c3:
         st.markdown(t("ta.step.now", k=step, n=count))
-    arrow_keys(key=K.arrow_keys, on_key=on_step_key)
+    arrow_keys(key=KEYS.arrow_keys, on_key=on_step_key)
     return step
 
 
@@ -79,27 +79,27 @@ def tile_view(r: dict, step: int, dec: int) -> None:
         show_heatmap(heatmap(grid, x_labels=[f"K{j}" for j in range(grid.shape[1])],
                              y_labels=[f"Q{i}" for i in range(grid.shape[0])], x_title=t("ta.axis.kblock"),
                              y_title=t("ta.axis.qblock"), sequential=True, decimals=0,
-                             highlight=(tile["q_block"], tile["k_block"])), key=K.tile)
+                             highlight=(tile["q_block"], tile["k_block"])), key=KEYS.tile)
         st.caption(t("ta.grid.caption"))
     with c2:
         rows = [str(i) for i in range(tile["q_start"], tile["q_stop"])]
         show_heatmap(heatmap(tile["scores"], x_labels=[str(j) for j in range(tile["k_start"], tile["k_stop"])], y_labels=rows,
-                             x_title=t("axis.key"), y_title=t("axis.query"), decimals=dec), key=K.scores)
+                             x_title=t("axis.key"), y_title=t("axis.query"), decimals=dec), key=KEYS.scores)
     df = pd.DataFrame({t("axis.query"): rows, t("ta.col.m_before"): tile["m_before"], t("ta.col.m_after"): tile["m_after"],
                        "e^(m_old − m_new)": tile["correction"], t("ta.col.l_before"): tile["l_before"],
                        t("ta.col.l_after"): tile["l_after"]})
-    st.dataframe(df.round(dec), hide_index=True, width="stretch", key=K.ml)
+    st.dataframe(df.round(dec), hide_index=True, width="stretch", key=KEYS.ml)
     st.markdown(t("ta.partial.title", k1=tile["k_stop"] - 1))
     show_heatmap(heatmap(tile["partial_output"], x_labels=dim_labels(D, "v"), y_labels=rows, x_title=t("axis.dim"),
-                         y_title=t("axis.query"), decimals=dec), key=K.partial)
+                         y_title=t("axis.query"), decimals=dec), key=KEYS.partial)
     page.check_box(tile["seen_gap"] < 1e-5, t("ta.partial.check", gap=f"{tile['seen_gap']:.2g}", k1=tile["k_stop"] - 1))
 
 
 def result(r: dict, dec: int) -> None:
     st.subheader(t("ta.result.title"))
     c1, c2 = st.columns(2)
-    for col, (name, key, title) in zip((c1, c2), (("output", K.output, "ta.result.tiled"),
-                                                  ("reference", K.reference, "ta.result.full")), strict=True):
+    for col, (name, key, title) in zip((c1, c2), (("output", KEYS.output, "ta.result.tiled"),
+                                                  ("reference", KEYS.reference, "ta.result.full")), strict=True):
         with col:
             st.markdown(f"**{t(title)}**")
             show_heatmap(heatmap(r[name], x_labels=dim_labels(D, "v"), y_labels=[str(i) for i in range(r[name].shape[0])],
@@ -114,7 +114,7 @@ def memory(m: dict) -> None:
     data = [{"type": "scatter", "mode": "lines+markers", "x": list(m["ns"]), "y": [b / 2**20 for b in m[k]], "name": t(name)}
             for k, name in (("bytes_full", "ta.mem.full"), ("bytes_chunked", "ta.mem.tiled"))]
     show_chart(line_figure(data, {"xaxis": {"type": "log", "title": {"text": "n"}},
-                                  "yaxis": {"type": "log", "title": {"text": "MiB"}}}), key=K.chart, title=t("ta.mem.title"))
+                                  "yaxis": {"type": "log", "title": {"text": "MiB"}}}), key=KEYS.chart, title=t("ta.mem.title"))
     st.caption(t("ta.mem.caption", n=m["ns"][-1], ratio=f"{m['bytes_chunked'][-1] / m['bytes_full'][-1]:.1%}"))
 
 
@@ -125,7 +125,7 @@ def main() -> None:
     st.latex(r"m' = \max(m, \max_j s_j),\quad \ell' = e^{m - m'}\ell + \sum_j e^{s_j - m'},\quad "
              r"o' = \frac{e^{m - m'}\ell\,o + \sum_j e^{s_j - m'} v_j}{\ell'}")
     n, bq, bk = controls(problems)
-    r = page.guarded(problems, lambda: compute.tiles(n, D, bq, bk, seed), keep=K.last)
+    r = page.guarded(problems, lambda: compute.tiles(n, D, bq, bk, seed), keep=KEYS.last)
     step = step_controls(len(r["tiles"]), problems) if r else 1
     page.show_problems(problems)
     if r is None:

@@ -17,7 +17,7 @@ from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 from ui.widgets.model_views import head_view, jamo_and_unk, load_trace, model_view, show_head_view, show_model_view
 
-K = state.TRAINED_MODEL
+KEYS = state.TRAINED_MODEL
 MODEL = "all-MiniLM-L6-v2"
 PRESETS = {
     "tired": "The animal didn't cross the street because it was too tired",
@@ -31,28 +31,28 @@ DEFAULT = PRESETS["tired"]
 
 def _on_preset() -> None:
     """Load an example into the sentence box, then reset the menu."""
-    choice = st.session_state.get(K.preset)
-    st.session_state[K.preset] = ""
+    choice = st.session_state.get(KEYS.preset)
+    st.session_state[KEYS.preset] = ""
     if choice in PRESETS:
-        st.session_state[K.sentence] = PRESETS[choice]
+        st.session_state[KEYS.sentence] = PRESETS[choice]
 
 
 def _on_text() -> None:
-    st.session_state[K.sentence] = st.session_state[K.text]
+    st.session_state[KEYS.sentence] = st.session_state[KEYS.text]
 
 
 def sentence_box() -> str:
     """The sentence, kept in plain session state so that it survives a visit to another page."""
-    st.session_state[K.text] = st.session_state.setdefault(K.sentence, DEFAULT)
+    st.session_state[KEYS.text] = st.session_state.setdefault(KEYS.sentence, DEFAULT)
     c1, c2 = st.columns([3, 1])
     with c1:
-        st.text_input(t("tm.text"), key=K.text, max_chars=4000, on_change=_on_text,
+        st.text_input(t("tm.text"), key=KEYS.text, max_chars=4000, on_change=_on_text,
                       help=t("tm.text.help", limit=compute.MODEL_MAX_TOKENS))
     with c2:
-        st.selectbox(t("tm.preset"), [""] + list(PRESETS), key=K.preset, on_change=_on_preset,
+        st.selectbox(t("tm.preset"), [""] + list(PRESETS), key=KEYS.preset, on_change=_on_preset,
                      format_func=labeller("tm.preset.", empty_key="tm.preset.none"))
     st.caption(t("tm.english_only"))
-    return str(st.session_state[K.text])
+    return str(st.session_state[KEYS.text])
 
 
 def token_line(tokens: list[str]) -> None:
@@ -72,18 +72,18 @@ def chosen_head(L: int, H: int) -> tuple[int, int]:
     """The open head, kept in plain session state (so a new sentence, a page switch or a rerun
     never resets it) and mirrored into the link: a click on the model view (queued by its
     callback), the two pickers (their callbacks), "open this head", or the link on arrival."""
-    if not st.session_state.get(K.url_loaded):
-        st.session_state[K.url_loaded] = True
+    if not st.session_state.get(KEYS.url_loaded):
+        st.session_state[KEYS.url_loaded] = True
         raw = [st.query_params.get(k) for k in URL_KEYS]
         if all(isinstance(v, str) and v.isdigit() and len(v) <= 3 for v in raw):
-            st.session_state[K.chosen] = (int(raw[0]), int(raw[1]))
-    for _, (layer, head) in st.session_state.pop(K.clicks, []) or []:
+            st.session_state[KEYS.chosen] = (int(raw[0]), int(raw[1]))
+    for _, (layer, head) in st.session_state.pop(KEYS.clicks, []) or []:
         if 0 <= layer < L and 0 <= head < H:
-            st.session_state[K.chosen] = (int(layer), int(head))
-    layer, head = st.session_state.get(K.chosen) or (0, 0)
+            st.session_state[KEYS.chosen] = (int(layer), int(head))
+    layer, head = st.session_state.get(KEYS.chosen) or (0, 0)
     layer, head = (layer if 0 <= layer < L else 0), (head if 0 <= head < H else 0)
-    st.session_state[K.chosen] = (layer, head)
-    st.session_state[K.layer], st.session_state[K.head] = layer, head  # the pickers show the kept choice
+    st.session_state[KEYS.chosen] = (layer, head)
+    st.session_state[KEYS.layer], st.session_state[KEYS.head] = layer, head  # the pickers show the kept choice
     for name, value in zip(URL_KEYS, (layer, head), strict=True):
         if st.query_params.get(name) != str(value):
             st.query_params[name] = str(value)
@@ -91,7 +91,7 @@ def chosen_head(L: int, H: int) -> tuple[int, int]:
 
 
 def _on_pick() -> None:
-    st.session_state[K.chosen] = (int(st.session_state[K.layer]), int(st.session_state[K.head]))
+    st.session_state[KEYS.chosen] = (int(st.session_state[KEYS.layer]), int(st.session_state[KEYS.head]))
 
 
 def models_view(tr: dict, chosen: tuple[int, int]) -> None:
@@ -101,17 +101,17 @@ def models_view(tr: dict, chosen: tuple[int, int]) -> None:
     st.caption(t("tm.model_view.caption", model=MODEL))
     spec = model_view(A, tr["tokens"], chosen, layer_word=t("tm.layer_word"), head_word=t("tm.head_word"),
                       axes=t("tm.model_view.axes"))
-    show_model_view(spec, key=K.grid, click_queue=K.clicks)
+    show_model_view(spec, key=KEYS.grid, click_queue=KEYS.clicks)
 
 
 def head_pickers(L: int, H: int) -> None:
     lang = current_lang()  # bound now: the options' labels never depend on when they are formatted
     c1, c2, _ = st.columns([1, 1, 2])
     with c1:
-        st.selectbox(t("tm.layer"), list(range(L)), key=K.layer, format_func=lambda i: t("tm.layer.n", lang, l=i),
+        st.selectbox(t("tm.layer"), list(range(L)), key=KEYS.layer, format_func=lambda i: t("tm.layer.n", lang, l=i),
                      on_change=_on_pick)
     with c2:
-        st.selectbox(t("tm.head"), list(range(H)), key=K.head, format_func=lambda i: t("tm.head.n", lang, h=i),
+        st.selectbox(t("tm.head"), list(range(H)), key=KEYS.head, format_func=lambda i: t("tm.head.n", lang, h=i),
                      on_change=_on_pick)
 
 
@@ -126,11 +126,11 @@ def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
         st.markdown(f"**{t('tm.head_view')}**")
         st.caption(t("tm.head_view.caption"))
         show_head_view(head_view(w, tr["tokens"], left_title=t("tm.head_view.left"),
-                                 right_title=t("tm.head_view.right")), key=K.head_view)
+                                 right_title=t("tm.head_view.right")), key=KEYS.head_view)
     with c2:
         st.markdown(f"**{t('tm.heatmap')}**")
         show_heatmap(heatmap(w, x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
-                             decimals=min(dec, 2), sequential=True), key=K.heatmap)
+                             decimals=min(dec, 2), sequential=True), key=KEYS.heatmap)
 
 
 def step_by_step(tr: dict, layer: int, head: int, dec: int) -> None:
@@ -145,16 +145,16 @@ def step_by_step(tr: dict, layer: int, head: int, dec: int) -> None:
         for name, m in (("Q", q), ("K", k), ("V", v)):
             st.markdown(f"**{name}** ({n}×{d})")
             show_heatmap(heatmap(m, x_labels=dim_labels(d, name.lower()), y_labels=shorts(labels), x_title=t("axis.dim"),
-                                 y_title=t("tm.axis.token"), decimals=min(dec, 3)), key=state.item(K.pipeline, "in", name))
+                                 y_title=t("tm.axis.token"), decimals=min(dec, 3)), key=state.item(KEYS.pipeline, "in", name))
     run = compute.playground(q, k, "direct", None, None, None, q, k, v, "scaled_dot", {}, None, 1.0, None, "row",
                              settings.get("device"))
-    pipeline(run, labels, labels, "row", dec, "scaled_dot", prefix=K.pipeline)
+    pipeline(run, labels, labels, "row", dec, "scaled_dot", prefix=KEYS.pipeline)
     gap = float(np.abs(run.attn.weights.numpy() - tr["attentions"][layer, head]).max())
     page.check_box(gap < 1e-5, t("tm.steps.check", gap=f"{gap:.1e}", l=layer, h=head))
 
 
 def _open_top(layer: int, head: int) -> None:
-    st.session_state[K.chosen] = (layer, head)
+    st.session_state[KEYS.chosen] = (layer, head)
 
 
 def patterns_table(tr: dict) -> None:
@@ -166,12 +166,12 @@ def patterns_table(tr: dict) -> None:
     names = {p: t(f"tm.pat.{p}") for p in PATTERNS}
     rows = [{t("tm.col.layer"): layer, t("tm.col.head"): head, **{names[p]: float(pats[p][layer, head]) for p in PATTERNS}}
             for layer in range(L) for head in range(H)]
-    st.session_state.setdefault(K.sort, "previous")
-    by = st.columns([1, 2])[0].selectbox(t("tm.sort"), PATTERNS, key=K.sort, format_func=labeller("tm.pat."))
+    st.session_state.setdefault(KEYS.sort, "previous")
+    by = st.columns([1, 2])[0].selectbox(t("tm.sort"), PATTERNS, key=KEYS.sort, format_func=labeller("tm.pat."))
     df = pd.DataFrame(rows).sort_values(names[by], ascending=False, na_position="last", kind="stable")
     cfg = {names[p]: st.column_config.ProgressColumn(names[p], format="%.3f", min_value=0.0, max_value=1.0)
            for p in PATTERNS}
-    st.dataframe(df, hide_index=True, width="stretch", height=300, column_config=cfg, key=K.patterns)
+    st.dataframe(df, hide_index=True, width="stretch", height=300, column_config=cfg, key=KEYS.patterns)
     pieces = tr["rows"]["same_word"]
     st.caption(t("tm.patterns.overlap") + " " + (t("tm.patterns.rows", rows=pieces) if pieces
                                                   else t("tm.patterns.none", pattern=names["same_word"])))
@@ -180,7 +180,7 @@ def patterns_table(tr: dict) -> None:
         return
     layer, head = int(top[t("tm.col.layer")]), int(top[t("tm.col.head")])
     st.markdown(t("tm.patterns.top", pattern=names[by], l=layer, h=head, share=f"{top[names[by]]:.0%}"))
-    st.button(t("tm.patterns.open", l=layer, h=head), key=K.open_top, on_click=_open_top, args=(layer, head))
+    st.button(t("tm.patterns.open", l=layer, h=head), key=KEYS.open_top, on_click=_open_top, args=(layer, head))
 
 
 def caution(experiment: bool = True) -> None:

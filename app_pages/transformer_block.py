@@ -16,9 +16,9 @@ from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
-K = state.TRANSFORMER_BLOCK
+KEYS = state.TRANSFORMER_BLOCK
 D, H, D_FF = 8, 2, 32
-STEPS = {
+NORM_STEPS = {  # per placement of the norm: the block's formulas, then its steps (trace field, title)
     "post": (r"Z = \mathrm{LN}(X + \mathrm{MHA}(X)),\quad Y = \mathrm{LN}(Z + \mathrm{FFN}(Z))",
              [("attn", "MHA(X)"), ("res1", "X + MHA(X)"), ("z", "Z = LN(·)"), ("ffn", "FFN(Z)"),
               ("res2", "Z + FFN(Z)"), ("y", "Y = LN(·)")]),
@@ -47,7 +47,7 @@ def source_typo() -> None:
 def column(norm: str, sb, labels, n: int, dec: int) -> None:
     """One block's steps, top to bottom, each with its shape."""
     st.subheader(t(f"tb.{norm}"))
-    latex, steps = STEPS[norm]
+    latex, steps = NORM_STEPS[norm]
     st.latex(latex)
     if norm == "pre":
         source_typo()
@@ -57,7 +57,7 @@ def column(norm: str, sb, labels, n: int, dec: int) -> None:
         adds = name in ("res1", "res2") or (norm == "pre" and name in ("z", "y"))
         shape_badge(f"({n}×{D})" + (f" + ({n}×{D}) → ({n}×{D})" if adds else ""))
         show_heatmap(heatmap(getattr(tr, name).numpy(), x_labels=dim_labels(D), y_labels=labels, x_title=t("axis.dim"),
-                             y_title=t("tb.token"), decimals=dec), key=state.item(K.map, norm, name))
+                             y_title=t("tb.token"), decimals=dec), key=state.item(KEYS.map, norm, name))
     c = sb.ffn_check
     page.check_box(c.other_rows_gap == 0.0 and c.changed_row_gap > 0,
                    t("tb.ffn_check", row=labels[c.changed_row], moved=f"{c.changed_row_gap:.2g}",
@@ -67,7 +67,7 @@ def column(norm: str, sb, labels, n: int, dec: int) -> None:
 def cost_charts(res: dict) -> None:
     ns = list(res["ns"])
     for col, (key, unit, full, chunked, scale) in zip(st.columns(2), (
-            (K.time, "ms", res["tf"], res["tc"], 1e3), (K.mem, "MiB", res["bf"], res["bc"], 1 / 2**20)), strict=True):
+            (KEYS.time, "ms", res["tf"], res["tc"], 1e3), (KEYS.mem, "MiB", res["bf"], res["bc"], 1 / 2**20)), strict=True):
         with col:
             show_chart(PrebuiltFigure({"data": [
                 {"type": "scatter", "mode": "lines+markers", "x": ns, "y": [scale * v for v in full], "name": t("tb.full")},
@@ -84,12 +84,12 @@ def cost() -> None:
     """Full attention against chunked attention, measured on this server at the press of a button."""
     st.subheader(t("tb.cost"))
     st.markdown(t("tb.cost.text"))
-    res = st.session_state.get(K.complexity)
-    if st.button(t("tb.measure"), key=K.measure):
+    res = st.session_state.get(KEYS.complexity)
+    if st.button(t("tb.measure"), key=KEYS.measure):
         with st.spinner(t("tb.measuring")):
             c = block.complexity()
         res = {"ns": c.ns, "tf": c.time_full, "tc": c.time_chunked, "bf": c.bytes_full, "bc": c.bytes_chunked}
-        st.session_state[K.complexity] = res
+        st.session_state[KEYS.complexity] = res
     if res:
         cost_charts(res)
     st.dataframe(pd.DataFrame([
@@ -108,7 +108,7 @@ def main() -> None:
     st.markdown(t("tb.intro"))
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("tb.numbers.help", d=D, H=H, f=D_FF))
     page.show_problems(problems)
-    st.radio(t("tb.activation"), block.ACTIVATIONS, key=K.act, horizontal=True, format_func=labeller("tb.act."))
+    st.radio(t("tb.activation"), block.ACTIVATIONS, key=KEYS.act, horizontal=True, format_func=labeller("tb.act."))
     st.latex(r"\mathrm{FFN}(z) = \varphi(z W_1 + b_1)\, W_2 + b_2,\qquad "
              r"\mathrm{LN}(x) = \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}}")
     st.caption(t("tb.formulas.note", d=D, f=D_FF))
@@ -117,7 +117,7 @@ def main() -> None:
     labels = shorts(token_labels(tokens))
     for col, norm in zip(st.columns(2), ("post", "pre"), strict=True):
         with col:
-            column(norm, compute.seeded_block(X, seed, H, D_FF, st.session_state[K.act], norm), labels, X.shape[0], dec)
+            column(norm, compute.seeded_block(X, seed, H, D_FF, st.session_state[KEYS.act], norm), labels, X.shape[0], dec)
     st.success(t("tb.shapes", n=X.shape[0], d=D))
     cost()
 

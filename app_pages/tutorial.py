@@ -23,13 +23,13 @@ from ui.widgets.bars import show_bars, stacked_contributions, weight_bars
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge
 
-K = state.TUTORIAL
+KEYS = state.TUTORIAL
 URL_LESSON, URL_DONE = "lesson", "done"
 IDS = [lesson.id for lesson in tut.LESSONS]
-PIPELINE_WEIGHTS = weights_key(K.pipeline)
+PIPELINE_WEIGHTS = weights_key(KEYS.pipeline)
 # the multi-head and position controls of this page, by the names core.tutorial reads them under
-PANEL_WIDGETS = {tut.MH_D_MODEL: state.item(K.panel, "d_model"), tut.MH_HEADS: state.item(K.panel, "heads"),
-                 tut.PS_D_KEY: state.item(K.panel, "d"), tut.PS_PERM: state.item(K.panel, "perm")}
+PANEL_WIDGETS = {tut.MH_D_MODEL: state.item(KEYS.panel, "d_model"), tut.MH_HEADS: state.item(KEYS.panel, "heads"),
+                 tut.PS_D_KEY: state.item(KEYS.panel, "d"), tut.PS_PERM: state.item(KEYS.panel, "perm")}
 MH_DIMS = (2, 3, 4, 6, 8, 12, 16)
 PS_DIMS = (2, 4, 6, 8, 12, 16)
 MAPS = ("pipeline", "inspector", "weights")  # the panels that show weights (hidden while a prediction is open)
@@ -38,37 +38,37 @@ MAPS = ("pipeline", "inspector", "weights")  # the panels that show weights (hid
 # ---------------------------------------------------------------------------- progress and the URL
 def progress() -> set[str]:
     """The finished exercise and lesson ids of this session."""
-    return set(st.session_state.get(K.progress) or ())
+    return set(st.session_state.get(KEYS.progress) or ())
 
 
 def mark_done(lesson: tut.Lesson, exercise_id: str) -> None:
     done = progress() | {exercise_id}
     if all(ex.id in done for ex in lesson.exercises):
         done.add(lesson.id)
-    st.session_state[K.progress] = sorted(done)
+    st.session_state[KEYS.progress] = sorted(done)
 
 
 def from_url() -> None:
     """Once per session: the lesson and the progress of a link; what cannot be read is refused
     with a message (and the start: the first lesson, nothing done)."""
-    if st.session_state.get(K.url_loaded):
+    if st.session_state.get(KEYS.url_loaded):
         return
-    st.session_state[K.url_loaded] = True
+    st.session_state[KEYS.url_loaded] = True
     notes = []
     lesson_id = st.query_params.get(URL_LESSON)
     if lesson_id is not None:
         if lesson_id in IDS:
-            st.session_state[K.lesson] = lesson_id
+            st.session_state[KEYS.lesson] = lesson_id
         else:
             notes.append(t("tu.url.lesson", value=md(lesson_id[:40])))
     code = st.query_params.get(URL_DONE)
     if code:
         done = tut.decode_progress(code)
         if done and tut.encode_progress(done) == code:
-            st.session_state[K.progress] = sorted(progress() | done)
+            st.session_state[KEYS.progress] = sorted(progress() | done)
         else:  # malformed, another version, or bits no lesson has: tampered
             notes.append(t("tu.url.done"))
-    st.session_state[K.notes] = notes
+    st.session_state[KEYS.notes] = notes
 
 
 def sync_url(lesson: tut.Lesson) -> None:
@@ -84,9 +84,9 @@ def sync_url(lesson: tut.Lesson) -> None:
 
 # ---------------------------------------------------------------------------- lessons and the shared scenario
 def current_lesson() -> tut.Lesson:
-    if st.session_state.get(K.lesson) not in IDS:
-        st.session_state[K.lesson] = IDS[0]
-    return tut.lesson(st.session_state[K.lesson])
+    if st.session_state.get(KEYS.lesson) not in IDS:
+        st.session_state[KEYS.lesson] = IDS[0]
+    return tut.lesson(st.session_state[KEYS.lesson])
 
 
 def load(raw: dict, lesson_id: str) -> None:
@@ -95,23 +95,23 @@ def load(raw: dict, lesson_id: str) -> None:
     values, matrices, _ = scenario.validate(raw)
     st.session_state.pop(state.SCENARIO.carry, None)
     ss.apply(values, matrices)
-    st.session_state[K.loaded] = lesson_id
+    st.session_state[KEYS.loaded] = lesson_id
 
 
 def go(lesson_id: str) -> None:
-    st.session_state[K.lesson] = lesson_id
+    st.session_state[KEYS.lesson] = lesson_id
 
 
 def on_pick() -> None:
-    go(st.session_state.get(K.pick) if st.session_state.get(K.pick) in IDS else IDS[0])
+    go(st.session_state.get(KEYS.pick) if st.session_state.get(KEYS.pick) in IDS else IDS[0])
 
 
 def drain_clicks() -> None:
     """A click on a weights map selects that query; on the mask map it blocks or unblocks the pair."""
-    for chart, (i, j) in st.session_state.pop(K.clicks, []) or []:
-        if chart in (K.weights, PIPELINE_WEIGHTS):
+    for chart, (i, j) in st.session_state.pop(KEYS.clicks, []) or []:
+        if chart in (KEYS.weights, PIPELINE_WEIGHTS):
             ss.put("query", i)
-        elif chart == K.mask_chart:
+        elif chart == KEYS.mask_chart:
             ss.put("blocked", sorted(list(c) for c in {tuple(c) for c in ss.get("blocked")} ^ {(i, j)}))
 
 
@@ -121,14 +121,14 @@ def picker(box, lesson: tut.Lesson) -> None:
     with box:
         c1, c2, c3 = st.columns([1, 6, 1], vertical_alignment="bottom")
         with c1:
-            st.button(t("tu.prev"), key=K.prev, on_click=go, args=(IDS[max(i - 1, 0)],), disabled=i == 0, width="stretch")
+            st.button(t("tu.prev"), key=KEYS.prev, on_click=go, args=(IDS[max(i - 1, 0)],), disabled=i == 0, width="stretch")
         with c2:
-            st.session_state[K.pick] = lesson.id
-            st.selectbox(t("tu.lesson"), IDS, key=K.pick, on_change=on_pick,
+            st.session_state[KEYS.pick] = lesson.id
+            st.selectbox(t("tu.lesson"), IDS, key=KEYS.pick, on_change=on_pick,
                          format_func=lambda lid: f"{IDS.index(lid) + 1}. {tut.lesson_title(lid, lang)}"
                                                  + (" ✓" if lid in done else ""))
         with c3:
-            st.button(t("tu.next"), key=K.next, on_click=go, args=(IDS[min(i + 1, len(IDS) - 1)],),
+            st.button(t("tu.next"), key=KEYS.next, on_click=go, args=(IDS[min(i + 1, len(IDS) - 1)],),
                       disabled=i == len(IDS) - 1, width="stretch")
         exercises = [ex.id for lsn in tut.LESSONS for ex in lsn.exercises]
         n_done = sum(e in done for e in exercises)
@@ -152,7 +152,7 @@ def lesson_tools(lesson: tut.Lesson) -> None:
         st.warning(t("tu.drifted"))
     else:
         st.caption(t("tu.loaded"))
-    st.button(t("tu.reload"), key=K.reload, on_click=load, args=(lesson.scenario_dict(), lesson.id),
+    st.button(t("tu.reload"), key=KEYS.reload, on_click=load, args=(lesson.scenario_dict(), lesson.id),
               icon=":material/restart_alt:")
     st.page_link(nav.PAGE_BY_NAME["playground"].file, label=t("tu.open_playground"), icon=":material/tune:",
                  query_params=scenario.to_query(values, matrices) | settings.query())
@@ -165,7 +165,7 @@ def lesson_tools(lesson: tut.Lesson) -> None:
         i = IDS.index(lesson.id)
         if i + 1 < len(IDS):
             st.button(t("tu.next_lesson", title=tut.lesson_title(IDS[i + 1], current_lang())),
-                      key=state.item(K.next, "lesson"), on_click=go, args=(IDS[i + 1],), type="primary")
+                      key=state.item(KEYS.next, "lesson"), on_click=go, args=(IDS[i + 1],), type="primary")
         else:
             st.info(t("tu.all_done"))
 
@@ -181,8 +181,8 @@ def open_prediction(lesson: tut.Lesson) -> int | None:
 
 def answered(ex: tut.Exercise) -> bool:
     """Right, revealed, or a real answer (not an empty or unreadable one) has been checked."""
-    fb = st.session_state.get(state.item(K.feedback, ex.id))
-    return (ex.id in progress() or bool(st.session_state.get(state.item(K.reveal, ex.id)))
+    fb = st.session_state.get(state.item(KEYS.feedback, ex.id))
+    return (ex.id in progress() or bool(st.session_state.get(state.item(KEYS.reveal, ex.id)))
             or (fb is not None and not fb.message_key.startswith("common.")))
 
 
@@ -211,13 +211,13 @@ def score_controls(problems: list, lesson: tut.Lesson, d_k: int) -> tuple[str, d
     return score, score_params(score, d_k, problems, editors=False)
 
 
-def weights_map(A, inp, dec: int, *, query: int | None = None, key: str = K.weights) -> None:
+def weights_map(A, inp, dec: int, *, query: int | None = None, key: str = KEYS.weights) -> None:
     """The weights heatmap (row = query, with row sums); a click selects the query."""
     st.markdown(f"**{t('tu.weights')}**")
     sums = [f"Σ {s:.{dec}f}" for s in A.weight_sums.numpy()]
     show_heatmap(heatmap(A.weights.numpy(), x_labels=shorts(inp.k_labels), y_labels=shorts(inp.q_labels),
                          x_title=t("axis.key"), y_title=t("axis.query"), decimals=dec, sequential=True, side_text=sums,
-                         clickable=True, highlight_row=query), key=key, click_queue=K.clicks)
+                         clickable=True, highlight_row=query), key=key, click_queue=KEYS.clicks)
 
 
 def inspector(A, inp, dec: int) -> None:
@@ -229,10 +229,10 @@ def inspector(A, inp, dec: int) -> None:
     with st.container():
         by_label(st.selectbox, "query", inp.q_labels, t("pg.inspector.query"))
         st.markdown(f"**{t('pg.inspector.alpha', q=md(inp.q_labels[j]))}**")
-        show_bars(weight_bars(inp.k_labels, A.weights[j].numpy(), dec), key=K.alpha)
+        show_bars(weight_bars(inp.k_labels, A.weights[j].numpy(), dec), key=KEYS.alpha)
         st.markdown(f"**{t('pg.inspector.output', q=md(inp.q_labels[j]))}**")
         show_bars(stacked_contributions(inp.k_labels, A.contributions(j).numpy(), A.output[j].numpy(), dec,
-                                        total_label=t("pg.inspector.sum")), key=K.contrib)
+                                        total_label=t("pg.inspector.sum")), key=KEYS.contrib)
 
 
 def mask_maps(A, inp, dec: int) -> None:
@@ -242,7 +242,7 @@ def mask_maps(A, inp, dec: int) -> None:
     st.markdown(f"**{t('tu.logits')}**")
     show_heatmap(heatmap(np.where(neg, 0.0, A.logits.numpy()), x_labels=shorts(inp.k_labels),
                          y_labels=shorts(inp.q_labels), x_title=t("axis.key"), y_title=t("axis.query"),
-                         decimals=dec, neg_inf=neg), key=K.logits)
+                         decimals=dec, neg_inf=neg), key=KEYS.logits)
     weights_map(A, inp, dec)
 
 
@@ -252,8 +252,8 @@ def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
     n_q, n_k = len(inp.tq), len(inp.tk)
     score, params = score_controls(problems, lesson, inp.d_k)
     if lesson.panel == "masks":
-        mask = mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, "row", cross=inp.cross, chart_key=K.mask_chart,
-                             click_queue=K.clicks, clear_key=K.mask_clear)
+        mask = mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, "row", cross=inp.cross, chart_key=KEYS.mask_chart,
+                             click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
     else:
         mask = ss.current_mask(n_q, n_k, cross=inp.cross)
     trace = page.guarded(problems, lambda: ss.run(inp, score, params, mask, "row"))
@@ -264,8 +264,8 @@ def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
     elif hidden is not None:
         st.info(t("tu.hidden", n=hidden))
     elif lesson.panel == "pipeline":
-        pipeline(trace, inp.q_labels, inp.k_labels, "row", dec, score, prefix=K.pipeline, query=int(ss.get("query")),
-                 clicks=K.clicks, per_row=1)  # the panel is 3/5 of the page: two maps side by side were cut at 1280 px
+        pipeline(trace, inp.q_labels, inp.k_labels, "row", dec, score, prefix=KEYS.pipeline, query=int(ss.get("query")),
+                 clicks=KEYS.clicks, per_row=1)  # the panel is 3/5 of the page: two maps side by side were cut at 1280 px
     elif lesson.panel == "inspector":
         inspector(trace.attn, inp, dec)
     elif lesson.panel == "masks":
@@ -306,7 +306,7 @@ def multihead_panel(tokens: list[str], dec: int) -> None:
         with st.container():
             st.markdown(f"**{t('mh.head', h=h)}**")
             show_heatmap(heatmap(tr.weights[0, h].numpy(), x_labels=labels, y_labels=labels, x_title=t("axis.key"),
-                                 y_title=t("axis.query"), decimals=min(dec, 2), sequential=True), key=state.item(K.heads, h))
+                                 y_title=t("axis.query"), decimals=min(dec, 2), sequential=True), key=state.item(KEYS.heads, h))
     if H > shown:
         st.caption(t("tu.mh.more", shown=shown, H=H))
 
@@ -343,7 +343,7 @@ def position_panel(tokens: list[str], dec: int) -> None:
         c = compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], pe)
         st.markdown(f"**{t('ps.with_pe' if with_pe else 'ps.without_pe')}**")
         cols = st.columns(2) if d <= 4 else (st.container(), st.container())  # wide tables one under the other
-        for col, (name, key) in zip(cols, (("sa_px", K.sa_px), ("p_sa_x", K.p_sa_x)), strict=True):
+        for col, (name, key) in zip(cols, (("sa_px", KEYS.sa_px), ("p_sa_x", KEYS.p_sa_x)), strict=True):
             with col:
                 st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
                 show_heatmap(heatmap(c[name], x_labels=dim_labels(d, "v"), y_labels=permuted, x_title=t("axis.dim"),
@@ -376,21 +376,21 @@ def key_tokens(lesson: tut.Lesson) -> list[str]:
 
 
 def record(lesson: tut.Lesson, ex: tut.Exercise, fb: tut.Feedback) -> None:
-    st.session_state[state.item(K.feedback, ex.id)] = fb
+    st.session_state[state.item(KEYS.feedback, ex.id)] = fb
     if fb.ok:
         mark_done(lesson, ex.id)
     else:
-        st.session_state[state.item(K.tries, ex.id)] = st.session_state.get(state.item(K.tries, ex.id), 0) + 1
+        st.session_state[state.item(KEYS.tries, ex.id)] = st.session_state.get(state.item(KEYS.tries, ex.id), 0) + 1
 
 
 def on_check(lesson_id: str, exercise_id: str) -> None:
     """A typed, picked or chosen answer, checked as the button is pressed (before the page draws)."""
     ex = tut.exercise(exercise_id)
-    record(tut.lesson(lesson_id), ex, ex.check(st.session_state.get(state.item(K.answer, exercise_id))))
+    record(tut.lesson(lesson_id), ex, ex.check(st.session_state.get(state.item(KEYS.answer, exercise_id))))
 
 
 def on_reveal(exercise_id: str) -> None:
-    st.session_state[state.item(K.reveal, exercise_id)] = True
+    st.session_state[state.item(KEYS.reveal, exercise_id)] = True
 
 
 def panel_state() -> dict:
@@ -413,7 +413,7 @@ def on_apply(lesson_id: str, exercise_id: str) -> None:
 
 
 def answer_widget(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
-    key = state.item(K.answer, ex.id)
+    key = state.item(KEYS.answer, ex.id)
     if ex.kind == "number":
         st.text_input(t("tu.answer"), key=key, placeholder="0" if ex.tolerance == 0 else "0.00")
     elif ex.kind == "predict":
@@ -429,7 +429,7 @@ def answer_widget(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
 
 def feedback(ex: tut.Exercise, lang: str) -> None:
     """The last check's message with its numbers; the hint after a wrong try."""
-    fb = st.session_state.get(state.item(K.feedback, ex.id))
+    fb = st.session_state.get(state.item(KEYS.feedback, ex.id))
     if fb is None:
         return
     (st.success if fb.ok else st.error)(say(fb.message_key, lang, **safe(fb.values)))
@@ -438,7 +438,7 @@ def feedback(ex: tut.Exercise, lang: str) -> None:
 
 
 def revealed(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
-    if not st.session_state.get(state.item(K.reveal, ex.id)):
+    if not st.session_state.get(state.item(KEYS.reveal, ex.id)):
         return
     r = ex.reveal()
     text = say(r.message_key, lang, **safe(r.values))
@@ -450,25 +450,25 @@ def revealed(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
         text = t("tu.revealed", answer=say(ex.option_key(r.answer), lang, **safe(dict(ex.prompt_values)))) + "\n\n" + text
     st.info(text, icon=":material/visibility:")
     if ex.kind == "make_it_so":
-        st.button(t("tu.apply"), key=state.item(K.apply, ex.id), on_click=on_apply, args=(lesson.id, ex.id))
+        st.button(t("tu.apply"), key=state.item(KEYS.apply, ex.id), on_click=on_apply, args=(lesson.id, ex.id))
 
 
 def exercise_box(lesson: tut.Lesson, ex: tut.Exercise, n: int, lang: str) -> None:
     """One exercise: prompt, answer, Check and Reveal, the feedback, the hint and the answer."""
-    with st.container(border=True, key=state.item(K.panel, "exercise", ex.id)):
+    with st.container(border=True, key=state.item(KEYS.panel, "exercise", ex.id)):
         head = st.empty()  # filled last: a check in this run may have finished the exercise
         st.markdown(say(ex.prompt_key, lang, **safe(dict(ex.prompt_values))))
         if ex.scenario:
-            st.button(t("tu.setup"), key=state.item(K.setup, ex.id), on_click=load,
+            st.button(t("tu.setup"), key=state.item(KEYS.setup, ex.id), on_click=load,
                       args=(lesson.scenario_dict(ex), lesson.id), icon=":material/settings_backup_restore:")
         answer_widget(lesson, ex, lang)
         c1, c2 = st.columns(2)
         with c1:
             in_run = ex.kind == "make_it_so"  # the panel as drawn in this run
-            pressed = st.button(t("tu.check"), key=state.item(K.check, ex.id), type="primary", width="stretch",
+            pressed = st.button(t("tu.check"), key=state.item(KEYS.check, ex.id), type="primary", width="stretch",
                                 on_click=None if in_run else on_check, args=None if in_run else (lesson.id, ex.id))
         with c2:
-            st.button(t("tu.reveal"), key=state.item(K.reveal, "button", ex.id), on_click=on_reveal, args=(ex.id,),
+            st.button(t("tu.reveal"), key=state.item(KEYS.reveal, "button", ex.id), on_click=on_reveal, args=(ex.id,),
                       width="stretch")
         if in_run and pressed:
             record(lesson, ex, ex.check(panel_state()))
@@ -484,12 +484,12 @@ def body() -> None:
     ss.start(problems)
     from_url()
     lesson = current_lesson()
-    if st.session_state.get(K.loaded) != lesson.id:
+    if st.session_state.get(KEYS.loaded) != lesson.id:
         load(lesson.scenario_dict(), lesson.id)
     drain_clicks()
     lang, dec = current_lang(), settings.get("precision")
     top = st.container()
-    for note in st.session_state.pop(K.notes, None) or []:
+    for note in st.session_state.pop(KEYS.notes, None) or []:
         st.warning(note)
     c_text, c_tools = st.columns([3, 2])
     with c_text:
@@ -507,7 +507,7 @@ def body() -> None:
         for n, ex in enumerate(lesson.exercises, 1):
             exercise_box(lesson, ex, n, lang)
     with st.expander(t("tu.code"), icon=":material/code:"):
-        code_panel(args, title=tut.lesson_title(lesson.id, lang), key_prefix=state.item(K.panel, lesson.id),
+        code_panel(args, title=tut.lesson_title(lesson.id, lang), key_prefix=state.item(KEYS.panel, lesson.id),
                    tokens_q=inp.tq, tokens_k=inp.tk, file_stem=f"attention-lab-{lesson.id}")
     with c_tools:
         lesson_tools(lesson)

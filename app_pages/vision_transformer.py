@@ -17,36 +17,36 @@ from ui.widgets.figures import PrebuiltFigure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import file_uploader, shape_badge
 
-K = state.VISION_TRANSFORMER
+KEYS = state.VISION_TRANSFORMER
 SAMPLES = ("house", "face", "checkerboard")
 MODES = ("trained", "random")  # the weights: the shipped ViT trained on generated shapes, or seeded random
 N_SHAPES = 6  # generated sample images offered in trained mode
 
 
 def on_upload() -> None:
-    f = st.session_state.get(K.upload)
+    f = st.session_state.get(KEYS.upload)
     if f is None:
         return
     try:
-        st.session_state[K.image] = load(f.getvalue())
-        st.session_state[K.source] = "upload"
-        st.session_state.pop(K.error, None)
+        st.session_state[KEYS.image] = load(f.getvalue())
+        st.session_state[KEYS.source] = "upload"
+        st.session_state.pop(KEYS.error, None)
     except ValueError as err:
-        st.session_state[K.error] = str(err)
+        st.session_state[KEYS.error] = str(err)
 
 
 def choose_image(problems: list) -> np.ndarray:
     c1, c2 = st.columns([1, 1])
     with c1:
-        st.radio(t("vt.sample"), SAMPLES + ("upload",), key=K.choice, horizontal=True, format_func=labeller("vt.sample."))
+        st.radio(t("vt.sample"), SAMPLES + ("upload",), key=KEYS.choice, horizontal=True, format_func=labeller("vt.sample."))
     with c2:
-        file_uploader(t("vt.upload"), types=["png", "jpg", "jpeg"], key=K.upload, limit_kb=MAX_UPLOAD // 1024,
+        file_uploader(t("vt.upload"), types=["png", "jpg", "jpeg"], key=KEYS.upload, limit_kb=MAX_UPLOAD // 1024,
                       on_change=on_upload, help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
-    if st.session_state.get(K.error):
-        problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
-    choice = st.session_state[K.choice]
-    if choice == "upload" and st.session_state.get(K.image) is not None:
-        return st.session_state[K.image]
+    if st.session_state.get(KEYS.error):
+        problems.append(("error", t(st.session_state[KEYS.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
+    choice = st.session_state[KEYS.choice]
+    if choice == "upload" and st.session_state.get(KEYS.image) is not None:
+        return st.session_state[KEYS.image]
     if choice == "upload":
         problems.append(("info", t("vt.no_upload")))
     return load((IMAGES / f"{choice if choice in SAMPLES else SAMPLES[0]}.png").read_bytes())
@@ -54,14 +54,14 @@ def choose_image(problems: list) -> np.ndarray:
 
 def patch_controls() -> tuple[int, bool]:
     sizes = [p for p in vit.patch_sizes(SIZE, SIZE) if 4 <= p <= 32]
-    if st.session_state.get(K.P) not in sizes:
-        st.session_state[K.P] = 16
+    if st.session_state.get(KEYS.P) not in sizes:
+        st.session_state[KEYS.P] = 16
     a, b = st.columns(2)
     with a:
-        st.select_slider(t("vt.P"), options=sizes, key=K.P, help=t("vt.P.help"))
+        st.select_slider(t("vt.P"), options=sizes, key=KEYS.P, help=t("vt.P.help"))
     with b:
-        st.toggle(t("vt.cls"), key=K.cls, value=st.session_state.get(K.cls, True), help=t("vt.cls.help"))
-    return int(st.session_state[K.P]), bool(st.session_state[K.cls])
+        st.toggle(t("vt.cls"), key=KEYS.cls, value=st.session_state.get(KEYS.cls, True), help=t("vt.cls.help"))
+    return int(st.session_state[KEYS.P]), bool(st.session_state[KEYS.cls])
 
 
 def overlay(img, amap, P: int, grid: tuple[int, int], q: int) -> None:
@@ -82,14 +82,14 @@ def overlay(img, amap, P: int, grid: tuple[int, int], q: int) -> None:
         "height": 420, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "shapes": shapes,
         "xaxis": {"visible": False, "range": [-0.5, SIZE - 0.5]},
         "yaxis": {"visible": False, "range": [SIZE - 0.5, -0.5], "scaleanchor": "x"}}}),
-        key=K.overlay, title=t("vt.image"))
+        key=KEYS.overlay, title=t("vt.image"))
 
 
 def chosen_query(n: int, cls: bool, cols: int) -> int:
     """The patch whose attention is shown (clicked on the grid), or −1 for the class token."""
-    for _, cell in st.session_state.pop(K.clicks, []) or []:
-        st.session_state[K.query] = int(cell[0]) * cols + int(cell[1])
-    q = st.session_state.get(K.query, -1 if cls else 0)
+    for _, cell in st.session_state.pop(KEYS.clicks, []) or []:
+        st.session_state[KEYS.query] = int(cell[0]) * cols + int(cell[1])
+    q = st.session_state.get(KEYS.query, -1 if cls else 0)
     return (-1 if cls else 0) if q >= n or (q < 0 and not cls) else q
 
 
@@ -121,9 +121,9 @@ def attention_panels(img, amap, P: int, grid: tuple[int, int], q: int, cls: bool
         st.caption(label)
         show_heatmap(heatmap(amap, x_labels=[str(c) for c in range(cols)], y_labels=[str(r) for r in range(rows)],
                              x_title=t("vt.col"), y_title=t("vt.row"), decimals=dec, sequential=True, clickable=True,
-                             highlight=None if q < 0 else divmod(q, cols)), key=K.grid, click_queue=K.clicks)
-        if cls and st.button(t("vt.use_cls"), key=K.use_cls):
-            st.session_state[K.query] = -1
+                             highlight=None if q < 0 else divmod(q, cols)), key=KEYS.grid, click_queue=KEYS.clicks)
+        if cls and st.button(t("vt.use_cls"), key=KEYS.use_cls):
+            st.session_state[KEYS.query] = -1
             st.rerun()
         st.caption(t("vt.pool" if not cls else "vt.cls.note"))
 
@@ -134,18 +134,18 @@ def weights_mode() -> str:
     if not compute.vit_trained_ready():
         st.caption(t("vt.trained.missing"))
         return "random"
-    st.session_state.setdefault(K.weights, MODES[0])
-    st.radio(t("vt.trained.switch"), MODES, key=K.weights, horizontal=True, format_func=labeller("vt.trained.mode."))
-    return str(st.session_state[K.weights])
+    st.session_state.setdefault(KEYS.weights, MODES[0])
+    st.radio(t("vt.trained.switch"), MODES, key=KEYS.weights, horizontal=True, format_func=labeller("vt.trained.mode."))
+    return str(st.session_state[KEYS.weights])
 
 
 def _new_images() -> None:
-    st.session_state[K.gen_seed] = int(st.session_state.get(K.gen_seed, 0)) + 1
+    st.session_state[KEYS.gen_seed] = int(st.session_state.get(KEYS.gen_seed, 0)) + 1
 
 
 def choose_shape(problems: list) -> tuple[np.ndarray, int | None]:
     """A generated image (its true class known) or the learner's upload (class unknown: None)."""
-    images, labels = compute.vit_shapes(compute.SHAPES_SEED + int(st.session_state.get(K.gen_seed, 0)), N_SHAPES)
+    images, labels = compute.vit_shapes(compute.SHAPES_SEED + int(st.session_state.get(KEYS.gen_seed, 0)), N_SHAPES)
     for i, col in enumerate(st.columns(N_SHAPES + 1)[:N_SHAPES]):
         shape = t(f"vt.trained.class.{compute.shape_classes()[int(labels[i])]}")
         col.image(images[i], caption=t("vt.trained.sample", i=i + 1), width=96, clamp=True,
@@ -154,17 +154,17 @@ def choose_shape(problems: list) -> tuple[np.ndarray, int | None]:
     upload = t("vt.sample.upload")  # bound now, in this run's language
     c1, c2 = st.columns([1, 1])
     with c1:
-        st.radio(t("vt.sample"), options, key=K.gen_choice, horizontal=True,
+        st.radio(t("vt.sample"), options, key=KEYS.gen_choice, horizontal=True,
                  format_func=lambda o: upload if o == "upload" else str(o + 1))
-        st.button(t("vt.trained.new"), key=K.new_images, on_click=_new_images)
+        st.button(t("vt.trained.new"), key=KEYS.new_images, on_click=_new_images)
     with c2:
-        file_uploader(t("vt.upload"), types=["png", "jpg", "jpeg"], key=K.upload, limit_kb=MAX_UPLOAD // 1024,
+        file_uploader(t("vt.upload"), types=["png", "jpg", "jpeg"], key=KEYS.upload, limit_kb=MAX_UPLOAD // 1024,
                       on_change=on_upload, help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
-    if st.session_state.get(K.error):
-        problems.append(("error", t(st.session_state[K.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
-    choice = st.session_state.get(K.gen_choice, 0)
-    if choice == "upload" and st.session_state.get(K.image) is not None:
-        return st.session_state[K.image], None
+    if st.session_state.get(KEYS.error):
+        problems.append(("error", t(st.session_state[KEYS.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
+    choice = st.session_state.get(KEYS.gen_choice, 0)
+    if choice == "upload" and st.session_state.get(KEYS.image) is not None:
+        return st.session_state[KEYS.image], None
     if choice == "upload":
         problems.append(("info", t("vt.no_upload")))
         choice = 0
@@ -176,7 +176,7 @@ def prediction(tr: dict, truth: int | None, dec: int) -> None:
     names = [t(f"vt.trained.class.{c}") for c in tr["classes"]]
     pred = int(tr["pred"])
     st.markdown(t("vt.trained.says", label=names[pred], p=f"{tr['probs'][pred]:.1%}"))
-    show_bars(weight_bars(names, tr["probs"], dec), key=K.probs)
+    show_bars(weight_bars(names, tr["probs"], dec), key=KEYS.probs)
     if truth is None:
         st.caption(t("vt.trained.upload_note"))
     elif truth == pred:
@@ -201,11 +201,11 @@ def trained_view(img, truth: int | None, dec: int) -> None:
     with c1:
         prediction(tr, truth, dec)
     with c2:
-        st.session_state.setdefault(K.layer, layers - 1)
-        st.select_slider(t("vt.trained.layer"), options=list(range(layers)), key=K.layer, help=t("vt.trained.layer.help"))
+        st.session_state.setdefault(KEYS.layer, layers - 1)
+        st.select_slider(t("vt.trained.layer"), options=list(range(layers)), key=KEYS.layer, help=t("vt.trained.layer.help"))
     model_scores()
     shape_badge(t("vt.trained.shape", size=SIZE, P=P, n=tr["N"], dim=tr["dim"], d=tr["d"], heads=tr["heads"]))
-    layer = int(st.session_state[K.layer])
+    layer = int(st.session_state[KEYS.layer])
     q = chosen_query(tr["N"], True, cols)
     amap = tr["maps"][layer, q + 1]  # (rows, cols): row q + 1 of the layer's head-averaged weights
     attention_panels(img, amap, P, (rows, cols), q, True, dec, t("vt.trained.label.trained", l=layer, H=tr["heads"]))

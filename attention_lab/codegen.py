@@ -22,7 +22,7 @@ ends with two machine-readable lines::
     weights (JSON): [[...], ...]     the attention weights in the scenario's convention
     output (JSON): [[...], ...]      the output in the scenario's convention
 
-Scenarios with more than :data:`MAX_TOKENS` queries or keys, or a matrix side above
+Scenarios with more than :data:`MAX_CODE_TOKENS` queries or keys, or a matrix side above
 :data:`MAX_DIM`, raise ValueError (the page shows "too large to copy").
 """
 
@@ -43,7 +43,7 @@ from core.lab import QKV_MODES
 from . import formulas
 from .strings import translate as _t
 
-MAX_TOKENS = 64
+MAX_CODE_TOKENS = 64
 MAX_DIM = 64
 ARG_NAMES = ("X_q", "X_kv", "qkv", "W_q", "W_k", "W_v", "Q", "K", "V", "score", "params", "scale", "temperature",
              "mask", "convention", "tokens_q", "tokens_k")
@@ -117,8 +117,8 @@ def size_problem(args: Mapping[str, Any]) -> str | None:
     sides |= {f"params['{k}']": np.shape(params[k]) for k in _PARAMS.get(args.get("score"), ()) if params.get(k) is not None}
     n_q = sides.get("Q" if qkv == "direct" else "X_q", (0,))[0]
     n_k = sides.get("K" if qkv == "direct" else ("X_kv" if "X_kv" in sides else "X_q"), (0,))[0]
-    if max(n_q, n_k) > MAX_TOKENS:
-        return (f"too large to copy as code: {n_q} queries and {n_k} keys (the limit is {MAX_TOKENS} tokens); "
+    if max(n_q, n_k) > MAX_CODE_TOKENS:
+        return (f"too large to copy as code: {n_q} queries and {n_k} keys (the limit is {MAX_CODE_TOKENS} tokens); "
                 f"use core.lab.playground from Python instead")
     for name, shape in sides.items():
         if any(side > MAX_DIM for side in shape):

@@ -15,13 +15,13 @@ The server is a normal ``streamlit run`` whose ``AppSession.handle_backmsg`` and
 
 from __future__ import annotations
 
-import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from bench.playground import _FIND, ARGS, _serve, sentence
+from bench import serve
+from bench.playground import _FIND, sentence
 from ui import state
 
 SERVER = '''
@@ -48,9 +48,9 @@ main()
 '''
 
 
-def serve(script: str, log: Path):
-    """bench.playground's server, started through SERVER (which logs to ``log``)."""
-    return _serve(script, launcher=("-c", SERVER, str(log)))
+def instrumented(script: str, log: Path) -> serve.Server:
+    """The benches' server (bench/serve.py), started through SERVER (which logs to ``log``)."""
+    return serve.start(script, launcher=("-c", SERVER, str(log))).wait()
 
 
 def parts(log: Path, t_enter: float, t_done: float) -> tuple[float, float, float, float]:
@@ -89,7 +89,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="breakdown-"))
     results = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=os.environ.get("CHROMIUM") or "/usr/bin/chromium", args=ARGS)
+        browser = p.chromium.launch(executable_path=serve.chromium() or "/usr/bin/chromium", args=serve.CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 2400})
         for name, script, path, sizes, done in (
                 ("skeleton page", "bench/skeleton_app.py", "", lambda r: 8 + r, echo),
@@ -98,15 +98,15 @@ def main() -> None:
                 ("Playground, n = 64", "app.py", "/Playground?emb=random&qkv=projection&causal=1&tok=a+b+c",
                  lambda r: 64 - r % 2, maps_done)):
             log = tmp / f"{len(results)}.log"
-            proc, url = serve(script, log)
+            server = instrumented(script, log)
             try:
-                page.goto(url + path)
+                page.goto(server.url + path)
                 page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=60_000)
                 time.sleep(2)
                 box = page.locator("input[aria-label='text']" if not path else state.css_class(state.SCENARIO.tokens) + " input")
                 results[name] = measure(page, box, log, sizes, done, repeats=9)
             finally:
-                proc.terminate()
+                server.stop()
         browser.close()
     print("\n| Enter → updated (median of 9) | total | Enter → request reaches the server | request → script starts | "
           "script run | end of run → updated in the browser |\n|---|---|---|---|---|---|")

@@ -1,6 +1,6 @@
 """A class on one server: ``python -m bench.classroom --sessions 40`` (prints Markdown; ``--json`` saves it all).
 
-Starts a real ``streamlit run app.py`` (headless, a free port on 127.0.0.1) and drives N sessions at once
+Starts a real ``streamlit run app.py`` (bench/serve.py: headless, a free port on 127.0.0.1) and drives N sessions at once
 with cheap clients that speak Streamlit's own websocket protocol (``/_stcore/stream``, subprotocol
 ``streamlit``, protobuf ``BackMsg`` / ``ForwardMsg``): one asyncio event loop, one websocket per session,
 no browser. Each client does what the browser does for the same clicks: it sends ``rerun_script`` with the
@@ -24,6 +24,11 @@ A student (one session):
      so when ``causal`` or ``score`` is not among the last deltas the student first clicks the tab
      whose label names it (then the other tabs), and that click is timed as ``tab``.
    After a page switch back, the token box must show the student's last tokens (else a ``state`` error).
+   Every change is checked: the widget the run redraws must hold the value sent (the scenario's widgets
+   are redrawn with their kept value), a page switch must land on its page; else it is counted as
+   ``unapplied``. An action the student cannot do (its widget not drawn after the tabs were tried) is
+   ``skipped``. ``--strict`` exits with 1 when anything was skipped, unapplied or an error
+   (tests/bench/test_classroom_smoke.py runs it for 10 seconds with 3 sessions).
 3. ``burst`` (not in soak mode): every session back on the Playground, then all N change the tokens
    within one second; reported: the time from the first send until the last session is served.
 
@@ -36,8 +41,8 @@ Measured per action type: the time from sending the BackMsg to the ``script_fini
 rerun (runs ended early by an ``st.rerun`` are followed to their end). Errors: ``exception`` elements,
 error alerts (``st.error``: the app turns any failure into one), compile errors, ``page_not_found``,
 timeouts (``--timeout``; the session then stops), disconnects, lost state; plus the server log's
-tracebacks. The server's RSS and CPU are sampled every 0.5 s (psutil when installed, else /proc), with
-the machine's total CPU, so that the other processes' share is visible. After all clients disconnect:
+tracebacks. The server's RSS and CPU are sampled every 0.5 s (psutil), with the machine's total CPU, so
+that the other processes' share is visible. After all clients disconnect:
 the server's session count as Streamlit's own ``/_stcore/metrics`` reports it (``active_sessions``, the
 sessions with an open websocket, and the connect/disconnect counters), and the established TCP
 connections to the server's port. ``--probe-chromium`` measures what one headless Chromium page costs
@@ -57,10 +62,7 @@ import os
 import platform
 import random
 import re
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -68,31 +70,38 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import websockets
 from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-try:  # not in requirements.txt: /proc is the fallback
-    import psutil
-except ImportError:  # pragma: no cover - depends on the environment
-    psutil = None
+from attention_lab.strings import LANGS, translate
+from bench import serve
+from ui import state
+from ui.nav import PAGE_BY_NAME
 
-# The widgets a student touches, by key suffix: a widget id ends with its key ("$$ID-<hash>-pg.tokens").
-# Both the names before the scenario refactor (pg.*) and after it (scenario.*, playground.tab) are accepted;
-# tabs under yet another key are found by their labels (TAB_WORDS).
+# The widgets a student touches, by key (ui/state.py): a widget id ends with its key ("$$ID-<hash>-<key>").
 WIDGET_KEYS = {
-    "tokens": ("scenario.tokens", "pg.tokens"),
-    "causal": ("scenario.causal", "pg.causal"),
-    "score": ("scenario.score", "pg.score"),
-    "tab": ("playground.tab", "scenario.tab", "pg.tab"),  # the Playground's setup tabs (st.tabs with a key)
-    "write": ("language_model.one",),  # the language-model page's "Write one token" button
+    "tokens": state.SCENARIO.tokens,
+    "causal": state.SCENARIO.causal,
+    "score": state.SCENARIO.score,
+    "tab": state.PLAYGROUND.tab,  # the Playground's setup tabs (st.tabs with a key)
+    "write": state.LANGUAGE_MODEL.one,  # the language-model page's "Write one token" button
 }
-WRITE_PAGE = "Language_model"
-# the setup tab that draws a widget, by words in the tab's label (English, Korean); others are tried next
-TAB_WORDS = {"causal": ("mask", "마스크"), "score": ("score", "점수")}
-START_PAGE = "Playground"
-DEFAULT_PAGES = ("Masks", "Notations", "Multi-head")
+
+
+def page_url(page: str) -> str:
+    """A page's URL path (ui/nav.py): page_url("multi_head") == "Multi-head"."""
+    return PAGE_BY_NAME[page].url
+
+
+WRITE_PAGE = page_url("language_model")
+# the setup tab that draws a widget, by its label in every language (tried first; the other tabs next)
+TAB_WORDS = {"causal": tuple(translate("class.tab.mask", lang).lower() for lang in LANGS),
+             "score": tuple(translate("class.tab.score", lang).lower() for lang in LANGS)}
+START_PAGE = page_url("playground")
+DEFAULT_PAGES = tuple(page_url(p) for p in ("masks", "notations", "multi_head"))
 ACTION_WEIGHTS = {"tokens": 4, "causal": 2, "score": 2, "page": 2}
 WORDS = ("the cat sat on the mat a dog ran to school we see sky blue attention is very cool query key value "
          "나는 오늘 사과를 먹었다 학교에 간다").split()
@@ -129,22 +138,21 @@ def widget_key(widget_id: str) -> str:
     return widget_id.split("-", 2)[2] if widget_id.startswith("$$ID-") and widget_id.count("-") >= 2 else widget_id
 
 
-_UNEXPECTED: set[str] = set()
+# the app's message for an unexpected failure (ui/page.py: err.unexpected), in every language
+UNEXPECTED = {translate("err.unexpected", lang).strip() for lang in LANGS}
 
 
-def unexpected_texts() -> set[str]:
-    """The app's message for an unexpected failure (ui/safe.py: err.unexpected), in every language."""
-    if not _UNEXPECTED:
-        for f in (APP_DIR[0] / "assets" / "i18n").glob("*.json"):
-            text = json.loads(f.read_text(encoding="utf-8")).get("err.unexpected")
-            if text:
-                _UNEXPECTED.add(text.strip())
-        _UNEXPECTED.add("\0")  # looked once, even when there is no such message
-    return _UNEXPECTED
-
-
-def has_suffix(key: str, names) -> bool:
-    return any(key == n or key.endswith("-" + n) or key.endswith("." + n) for n in names)
+def set_value(w: Widget):
+    """The value the run itself gave a widget (the scenario's widgets are seeded from their kept value on
+    every draw), or None: the run left it as the browser holds it, which tells nothing."""
+    p = w.proto
+    if not getattr(p, "set_value", False):
+        return None
+    if w.kind in ("radio", "selectbox"):
+        return p.raw_value
+    if w.kind in ("checkbox", "text_input"):
+        return p.value
+    return None
 
 
 class Client:
@@ -160,6 +168,7 @@ class Client:
         self.cache: collections.OrderedDict[str, bytes] = collections.OrderedDict()
         self.closed = False
         self.unresolved_refs = 0
+        self.last_run: dict[str, Widget] = {}  # the widgets the last finished run drew (by id)
         self._pending: asyncio.Future | None = None
         self._run_widgets: dict[str, Widget] = {}
         self._tab_paths: dict[tuple, Widget] = {}
@@ -242,6 +251,7 @@ class Client:
                 self.widgets = {**kept, **self._run_widgets}
             else:
                 self.widgets = dict(self._run_widgets)
+            self.last_run = dict(self._run_widgets)
             if self._pending is not None and not self._pending.done():
                 self._pending.set_result(("finished", status))
 
@@ -257,7 +267,7 @@ class Client:
             if et == "exception":
                 self._errors.append(("exception", f"{sub.type}: {sub.message}"[:200]))
             elif et == "alert" and sub.format == Alert.ERROR:
-                kind = "unexpected" if sub.body.strip() in unexpected_texts() else "error_alert"
+                kind = "unexpected" if sub.body.strip() in UNEXPECTED else "error_alert"
                 self._errors.append((kind, sub.body[:200]))
             if "id" in sub.DESCRIPTOR.fields_by_name and sub.id:
                 self._run_widgets[sub.id] = Widget(sub.id, widget_key(sub.id), et, sub, self._fragment_of(delta))
@@ -323,14 +333,10 @@ class Client:
             errors.append((outcome, f"after {seconds:.1f} s"))
         return Run(seconds, errors, self._msgs, self._bytes, sent)
 
-    def find(self, name: str) -> Widget | None:
-        names = WIDGET_KEYS.get(name, (name,))
-        return next((w for w in self.widgets.values() if has_suffix(w.key, names)), None)
-
-    def tabs_with(self, words) -> Widget | None:
-        """Keyed tabs of another name whose labels mention one of words (a fallback for renamed keys)."""
-        return next((w for w in self.widgets.values()
-                     if w.kind == "tabs" and any(x in label.lower() for label in w.labels for x in words)), None)
+    def find(self, name: str, widgets: dict[str, Widget] | None = None) -> Widget | None:
+        """The widget of WIDGET_KEYS[name] (or of the key ``name``) among those drawn."""
+        key = WIDGET_KEYS.get(name, name)
+        return next((w for w in (self.widgets if widgets is None else widgets).values() if w.key == key), None)
 
 
 # ------------------------------------------------------------------------------------------ a student
@@ -355,16 +361,22 @@ class Recorder:
         self.errors: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         self.samples: list[tuple[str, str]] = []  # a few error details
         self.skipped = collections.Counter()
+        self.applied = collections.Counter()  # changes whose result was checked and held the value sent
+        self.unapplied = collections.Counter()  # … and did not
+        self.unchecked = collections.Counter()  # changes whose widget the run did not redraw
         self.pages = collections.Counter()  # page switches by target
         self.timeline: list[tuple] = []  # (sent, action, seconds, errors, messages, bytes)
+
+    def sample(self, action: str, detail: str) -> None:
+        if len(self.samples) < 20:
+            self.samples.append((action, detail))
 
     def add(self, action: str, run: Run) -> None:
         self.times[action].append(run.seconds)
         self.timeline.append((round(run.sent, 3), action, round(run.seconds, 4), len(run.errors), run.messages, run.nbytes))
         for kind, detail in run.errors:
             self.errors[action][kind] += 1
-            if len(self.samples) < 20:
-                self.samples.append((action, f"{kind}: {detail}"))
+            self.sample(action, f"{kind}: {detail}")
 
 
 class Student:
@@ -376,26 +388,46 @@ class Student:
         self.label = ""  # prefix of the recorded actions ("with hostile: " in the second lesson of --hostile)
 
     async def run(self, action: str, *, typed: str | None = None, **kw) -> Run:
+        """One rerun, recorded as ``action``; then checked: a page switch lands on its page, and the
+        widgets sent hold their new values when the run redraws them (``typed``: the tokens sent)."""
         if "page" in kw:
             self.rec.pages[kw["page"] or "(home)"] += 1
         run = await self.client.rerun(**kw)
-        self.rec.add(self.label + action, run)
+        action = self.label + action
+        self.rec.add(action, run)
         if any(k in ("timeout", "disconnect") for k, _ in run.errors):
             self.alive = False  # a late script_finished would be taken for the next run's: stop here
-        else:
-            self.check_tokens(action, typed, page_switch="page" in kw)
+            return run
+        if kw.get("page") is not None:
+            self.applied_if(action, self.client.page == kw["page"], f"on {self.client.page!r}, not {kw['page']!r}")
+        for w, fld, value in kw.get("widgets", ()):
+            if w.kind != "tabs" and fld != "trigger_value":  # a button click holds no value
+                self.check_value(action, w, value)
+        self.check_tokens(action, typed, page_switch="page" in kw)
         return run
 
+    def applied_if(self, action: str, ok: bool, detail: str) -> None:
+        (self.rec.applied if ok else self.rec.unapplied)[action] += 1
+        if not ok:
+            self.rec.sample(action, "unapplied: " + detail)
+
+    def check_value(self, action: str, sent: Widget, value) -> None:
+        """The widget as the run redrew it holds the value sent (not redrawn: unchecked)."""
+        w = self.client.find(sent.key, self.client.last_run)
+        shown = set_value(w) if w is not None else None
+        if shown is None:
+            self.rec.unchecked[action] += 1
+            return
+        self.applied_if(action, shown == value, f"{sent.key} shows {shown!r}, sent {value!r}")
+
     def check_tokens(self, action: str, typed: str | None, page_switch: bool) -> None:
-        """The token box must show what the student typed, and the same tokens after a page switch.
-        Other changes may load new tokens (the example menu): the box is then taken as it is."""
+        """The same tokens after a page switch (what was typed is checked by check_value). Other
+        changes may load new tokens (the example menu): the box is then taken as it is."""
         w = self.client.find("tokens")
         shown = w.proto.value if w is not None and w.proto.set_value else None
-        expected = typed if typed is not None else (self.tokens if page_switch else None)
-        if shown is not None and expected is not None and shown != expected:
+        if page_switch and shown is not None and self.tokens is not None and shown != self.tokens:
             self.rec.errors[action]["state"] += 1
-            if len(self.rec.samples) < 20:
-                self.rec.samples.append((action, f"state: token box shows {shown!r}, expected {expected!r}"))
+            self.rec.sample(action, f"state: token box shows {shown!r}, expected {self.tokens!r}")
         if typed is not None:
             self.tokens = typed
         elif shown is not None:
@@ -417,7 +449,7 @@ class Student:
         if w is not None:
             return w
         words = TAB_WORDS.get(name, ())
-        tabs = self.client.find("tab") or self.client.tabs_with(words)
+        tabs = self.client.find("tab")
         if tabs is None:
             return None
         order = sorted(tabs.labels, key=lambda label: not any(x in label.lower() for x in words))
@@ -428,7 +460,7 @@ class Student:
             w = self.client.find(name)
             if w is not None:
                 return w
-            tabs = self.client.find("tab") or self.client.tabs_with(words)
+            tabs = self.client.find("tab")
             if tabs is None:
                 return None
         return None
@@ -491,7 +523,7 @@ class Student:
             self.rec.skipped["poke: nothing to change on " + (self.client.page or "home")] += 1
             return
         w, (fld, value) = self.rng.choice(choices)
-        if has_suffix(w.key, WIDGET_KEYS["tokens"]):
+        if w.key == WIDGET_KEYS["tokens"]:
             await self.tokens_change("poke:tokens")
             return
         await self.run(f"poke:{w.kind}", widgets=[(w, fld, value)], fragment_id=w.fragment_id)
@@ -513,8 +545,8 @@ class Student:
                 self.alive = False
 
 
-HOSTILE_PAGES = (START_PAGE, "Multi-head", START_PAGE, "Masks", START_PAGE, "Score_functions", START_PAGE,
-                 "Transformer_block", START_PAGE, "Notations")
+HOSTILE_PAGES = tuple(p for name in ("multi_head", "masks", "score_functions", "transformer_block", "notations")
+                      for p in (START_PAGE, page_url(name)))
 HOSTILE_TOKENS = 512  # the largest scenario the token box takes
 
 
@@ -577,7 +609,7 @@ def poke_value(w: Widget, rng: random.Random):
     if getattr(p, "disabled", False) or getattr(p, "form_id", ""):
         return None
     if w.kind == "text_input":
-        return ("string_value", sentence(rng)) if has_suffix(w.key, WIDGET_KEYS["tokens"]) else None
+        return ("string_value", sentence(rng)) if w.key == WIDGET_KEYS["tokens"] else None
     if w.kind in ("radio", "selectbox"):
         options = [o for o in p.options if o != radio_value(w)]
         return ("string_value", rng.choice(options)) if options else None
@@ -602,44 +634,6 @@ def poke_value(w: Widget, rng: random.Random):
 
 
 # ------------------------------------------------------------------------------------------ the server
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(port: int, log_path: Path, app_dir: Path = ROOT, env: dict | None = None) -> subprocess.Popen:
-    log = open(log_path, "w")  # noqa: SIM115 (closed with the process)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         # as in the Docker image: the code does not change under a running server
-         "--server.fileWatcherType", "none"],
-        cwd=app_dir, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
-    proc.log = log
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}: see {log_path}")
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read().strip() == b"ok":
-                return proc
-        except OSError:
-            time.sleep(0.3)
-    stop_server(proc)
-    raise RuntimeError(f"streamlit did not answer /_stcore/health within 120 s: see {log_path}")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-    proc.log.close()
-
-
 def metrics(port: int) -> dict:
     """Streamlit's own /_stcore/metrics (OpenMetrics text): the session gauge and counters."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/metrics", timeout=10).read().decode()
@@ -651,76 +645,35 @@ def metrics(port: int) -> dict:
     return out
 
 
-# ---- process statistics: psutil when installed, else /proc (Linux)
-TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
+# ---- process statistics (psutil)
 def rss_bytes(pid: int) -> int:
-    if psutil is not None:
-        return psutil.Process(pid).memory_info().rss
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
+    return psutil.Process(pid).memory_info().rss
 
 
 def cpu_seconds(pid: int) -> float:
-    if psutil is not None:
-        t = psutil.Process(pid).cpu_times()
-        return t.user + t.system
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def machine_cpu() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine since boot, summed over cores (/proc/stat)."""
-    parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
-    return (sum(parts[:8]) - idle) / TICK, sum(parts[:8]) / TICK
+    """(busy, total) CPU seconds of the whole machine since boot, summed over cores."""
+    c = psutil.cpu_times()  # guest time is counted in user time already: left out
+    total = sum(getattr(c, f, 0.0) for f in ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"))
+    return total - c.idle - getattr(c, "iowait", 0.0), total
 
 
 def tcp_established(pid: int, port: int) -> int:
     """Established TCP connections whose local end is the server's port."""
-    if psutil is not None:
-        return sum(1 for c in psutil.Process(pid).net_connections(kind="tcp")
-                   if c.laddr and c.laddr.port == port and c.status == psutil.CONN_ESTABLISHED)
-    n = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        if not Path(table).exists():
-            continue
-        for line in Path(table).read_text().splitlines()[1:]:
-            cols = line.split()
-            if int(cols[1].rsplit(":", 1)[1], 16) == port and cols[3] == "01":  # 01 = ESTABLISHED
-                n += 1
-    return n
+    return sum(1 for c in psutil.Process(pid).net_connections(kind="tcp")
+               if c.laddr and c.laddr.port == port and c.status == psutil.CONN_ESTABLISHED)
 
 
-def descendants(pid: int) -> list[int]:
-    """Process ids below pid (from /proc)."""
-    children = collections.defaultdict(list)
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children[ppid].append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def pss_bytes(pid: int) -> int:
+def main_thread_cpu(pid: int) -> float:
+    """CPU seconds of a process's main thread (its thread id is the process id)."""
     try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+        return next((t.user_time + t.system_time for t in psutil.Process(pid).threads() if t.id == pid), 0.0)
+    except psutil.Error:
+        return 0.0
 
 
 class Monitor:
@@ -776,15 +729,6 @@ class Monitor:
                 "rss_peak": max(v["rss"] for v in s)}
 
 
-def main_thread_cpu(pid: int) -> float:
-    """CPU seconds of a process's main thread (Linux: /proc/<pid>/task/<pid>/stat; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
 # ------------------------------------------------------------------------------------------ the run
 def pct(values: list[float], q: float) -> float:
     if not values:
@@ -830,14 +774,15 @@ async def burst(students: list[Student], rec: Recorder, rng: random.Random) -> d
 
 async def classroom(args) -> dict:
     rng = random.Random(args.seed)
-    port = args.port or free_port()
-    url = f"ws://127.0.0.1:{port}/_stcore/stream"
+    port = args.port or serve.free_port()
     log_path = Path(tempfile.gettempdir()) / f"classroom-server-{port}.log"
     t_start = time.monotonic()
-    proc = start_server(port, log_path, APP_DIR[0], dict(kv.split("=", 1) for kv in args.server_env))
+    server = serve.start(port=port, log=log_path, cwd=APP_DIR[0], env=dict(kv.split("=", 1) for kv in args.server_env))
+    url, proc = server.ws_url, server.proc
     rec = Recorder()
     result: dict = {"port": port, "server_log": str(log_path)}
     try:
+        server.wait(120)
         mon = Monitor(proc.pid)
         mon.mark("cold")
         args.pages_list = args.pages_list if args.pages_list is not None else list(DEFAULT_PAGES)
@@ -887,11 +832,12 @@ async def classroom(args) -> dict:
         result["client_rss"] = rss_bytes(os.getpid())
         result["unresolved_refs"] = sum(s.client.unresolved_refs for s in students)
         result["sessions_alive_at_end"] = sum(s.alive for s in students)
+        result["sessions"] = len(students)
         if args.probe_chromium:
             # sync Playwright may not run inside this event loop: a worker thread has none
             result["chromium"] = await asyncio.to_thread(probe_chromium, port, proc.pid)
     finally:
-        stop_server(proc)
+        server.stop()
     log = log_path.read_text(errors="replace")
     result["server_log_tracebacks"] = log.count("Traceback (most recent call last)")
     result["fair_share_waits"] = log.count("fair share: a session waited")  # ui/fair.py's line per held-back run
@@ -904,6 +850,8 @@ async def classroom(args) -> dict:
     result["errors_total"] = sum(sum(c.values()) for c in rec.errors.values())
     result["error_samples"] = rec.samples
     result["skipped"] = dict(rec.skipped)
+    result["applied"], result["unapplied"] = dict(rec.applied), dict(rec.unapplied)
+    result["unchecked"] = dict(rec.unchecked)
     result["pages_visited"] = dict(rec.pages)
     t0 = result.pop("t_start_mono")
     result["timeline"] = [(round(x[0] - t0, 3), *x[1:]) for x in sorted(rec.timeline)]
@@ -920,23 +868,23 @@ def probe_chromium(port: int, server_pid: int) -> dict:
     processes), the memory a second page adds, and the CPU the browser spends on one token change."""
     try:
         from playwright.sync_api import sync_playwright
-
-        from bench.playground import ARGS
     except ImportError as err:
         return {"skipped": f"playwright not importable: {err}"}
-    exe = os.environ.get("CHROMIUM") or shutil.which("chromium")
+    exe = serve.chromium()
     if not exe:
         return {"skipped": "no chromium"}
 
     def tree() -> tuple[int, int, float, int]:
-        pids = [p for p in descendants(os.getpid()) if "chrom" in Path(f"/proc/{p}/comm").read_text(errors="replace")]
-        cpu = 0.0
-        for p in pids:
+        procs = [p for p in psutil.Process().children(recursive=True) if "chrom" in p.name()]
+        pss = rss = cpu = 0.0
+        for p in procs:
             try:
-                cpu += cpu_seconds(p)
-            except (OSError, ValueError):
-                pass
-        return sum(pss_bytes(p) for p in pids), sum(rss_bytes(p) for p in pids), cpu, len(pids)
+                with p.oneshot():
+                    mem, times = p.memory_full_info(), p.cpu_times()
+            except psutil.Error:  # a helper process ended meanwhile
+                continue
+            pss, rss, cpu = pss + getattr(mem, "pss", 0), rss + mem.rss, cpu + times.user + times.system
+        return int(pss), int(rss), cpu, len(procs)
 
     idle = '[data-testid="stApp"][data-test-script-state="notRunning"]'
     # the update is drawn when every heatmap of the pipeline (the app's component keeps its values on its
@@ -946,7 +894,7 @@ def probe_chromium(port: int, server_pid: int) -> dict:
                ".map(r => JSON.parse(r.dataset.z).length); return z.length >= 2 && z.every(m => m === n); }")
     out: dict = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=ARGS)
+        browser = p.chromium.launch(executable_path=exe, args=serve.CHROMIUM_ARGS)
         try:
             base = tree()
             pages = []
@@ -987,11 +935,7 @@ def ms(s: float) -> str:
 
 
 def machine() -> str:
-    mem = 0
-    try:
-        mem = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
+    mem = psutil.virtual_memory().total
     import streamlit
 
     return (f"{platform.machine()}, {os.cpu_count()} CPU cores, {mem / 2**30:.0f} GiB RAM; Python "
@@ -1002,8 +946,7 @@ def report(args, r: dict) -> str:
     kind = "websocket protocol clients (one asyncio loop, `websockets`)"
     mode = f"soak {args.soak:g} min" if args.soak else f"{args.actions} actions max, {args.duration:g} s max"
     lines = [f"**{machine()}**; {r['date']}; client: {kind}; N = {args.sessions} ({mode}, think "
-             f"{args.think[0]:g}–{args.think[1]:g} s, pages {', '.join(args.pages_list) or 'all'}); "
-             f"psutil: {'yes' if psutil else 'no (/proc)'}"
+             f"{args.think[0]:g}–{args.think[1]:g} s, pages {', '.join(args.pages_list) or 'all'})"
              + (f"; server environment: {' '.join(args.server_env)}" if args.server_env else ""), "",
              "| N | action | count | median | p95 | max | errors |", "|---|---|---|---|---|---|---|"]
     for a, v in r["actions"].items():
@@ -1046,6 +989,10 @@ def report(args, r: dict) -> str:
     if "rss_per_minute" in r:
         lines.append("\nserver RSS by minute: " + ", ".join(f"{k}: {mib(v)}" for k, v in sorted(r["rss_per_minute"].items())))
     lines.append("\npages opened (open and switches): " + ", ".join(f"{p} ×{n}" for p, n in sorted(r["pages_visited"].items())))
+    lines.append("\nchanges checked: " + (", ".join(f"{k} ×{n}" for k, n in sorted(r["applied"].items())) or "none")
+                 + "; unapplied: " + (", ".join(f"{k} ×{n}" for k, n in sorted(r["unapplied"].items())) or "none")
+                 + "; not redrawn by their run (unchecked): "
+                 + (", ".join(f"{k} ×{n}" for k, n in sorted(r["unchecked"].items())) or "none"))
     if r["skipped"]:
         lines.append("\nskipped: " + "; ".join(f"{k} ×{n}" for k, n in r["skipped"].items()))
     if r["error_samples"]:
@@ -1063,6 +1010,22 @@ def report(args, r: dict) -> str:
     lines.append(f"\n(wall {r['wall_s']:.0f} s; server log {r['server_log']}; numbers are noisy: other processes "
                  "share these cores, see the machine CPU column)")
     return "\n".join(lines)
+
+
+def problems(r: dict) -> list[str]:
+    """What makes a run fail with --strict: skipped or unapplied actions, errors, server tracebacks,
+    sessions lost, cache references the client could not resolve."""
+    out = [f"skipped: {k} ×{n}" for k, n in r["skipped"].items()]
+    out += [f"unapplied: {k} ×{n}" for k, n in r["unapplied"].items()]
+    if r["errors_total"]:
+        out.append(f"{r['errors_total']} errors: " + "; ".join(f"{a}: {d}" for a, d in r["error_samples"][:5]))
+    if r["server_log_tracebacks"]:
+        out.append(f"{r['server_log_tracebacks']} tracebacks in the server log {r['server_log']}")
+    if r["sessions_alive_at_end"] < r["sessions"]:
+        out.append(f"{r['sessions'] - r['sessions_alive_at_end']} of {r['sessions']} sessions stopped early")
+    if r["unresolved_refs"]:
+        out.append(f"{r['unresolved_refs']} cached messages the clients could not resolve")
+    return out
 
 
 def parse(argv=None):
@@ -1092,6 +1055,8 @@ def parse(argv=None):
     ap.add_argument("--hostile-rounds", type=int, default=2, metavar="R", help="lessons without / with the hostile "
                     "clients, in turns, R of each (default 2)")
     ap.add_argument("--json", type=Path, default=None, help="write every number to this file")
+    ap.add_argument("--strict", action="store_true", help="exit with 1 when an action was skipped or not applied, "
+                    "or anything failed (the smoke test's check)")
     args = ap.parse_args(argv)
     if args.sessions is None:
         args.sessions = 10 if args.soak else 40
@@ -1112,7 +1077,7 @@ def parse(argv=None):
     return args
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
     args = parse(argv)
     APP_DIR[0] = args.app_dir.resolve()
     date = datetime.datetime.now().astimezone().isoformat(timespec="minutes")
@@ -1122,7 +1087,12 @@ def main(argv=None) -> None:
     if args.json:
         result["args"] = {k: v for k, v in vars(args).items() if k != "json"}
         args.json.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    failed = problems(result)
+    if args.strict and failed:
+        print("\nFAILED (--strict): " + "; ".join(failed), file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -17,21 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
+from bench import serve
 from ui import state
 
 ROOT = Path(__file__).resolve().parents[1]
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 
 
 def sentence(n: int, salt: int) -> str:
@@ -48,27 +44,6 @@ def training_times() -> list[tuple[str, str, float, float]]:
         m = seq2seq.train(seq2seq.Config(task=task, attention=att), seed=0)
         out.append((task, att, m.seconds, m.accuracy))
     return out
-
-
-def _serve(script: str, launcher: tuple[str, ...] = ("-m", "streamlit", "run")):
-    """A `streamlit run` server of ``script`` on a free port → (process, url), once it answers.
-    ``launcher``: what follows the Python executable (bench.breakdown starts an instrumented one)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, *launcher, script, "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
-                return proc, url
-        except OSError:
-            time.sleep(0.3)
-    proc.terminate()
-    raise RuntimeError(f"server for {script} did not start")
 
 
 # true once the weights and the output heatmaps both show M rows (values live on the map's root,
@@ -105,32 +80,34 @@ def browser_ms(repeats: int = 9, rounds: int = 3) -> dict[str, list[list[float]]
     on all of them); each round is ``repeats`` changes. Returns each page's times, round by round."""
     from playwright.sync_api import sync_playwright
 
-    exe = os.environ.get("CHROMIUM") or shutil.which("chromium")
-    servers = {name: _serve(script) for name, script in
+    exe = serve.chromium()
+    servers = {name: serve.start(script) for name, script in
                (("bare", "bench/bare_app.py"), ("floor", "bench/floor_app.py"),
                 ("skeleton", "bench/skeleton_app.py"), ("app", "app.py"))}
     echo = "(n) => document.body.innerText.includes('echo: ' + n + ' words')"
     out: dict = {name: [] for name in ("bare", "floor", "skeleton", 8, 64)}
     try:
+        for server in servers.values():
+            server.wait()
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=exe, args=ARGS)
+            browser = p.chromium.launch(executable_path=exe, args=serve.CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1500, "height": 2400})
             for rnd in range(rounds):
                 for name in ("bare", "floor", "skeleton"):
-                    page.goto(servers[name][1])
+                    page.goto(servers[name].url)
                     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
                     box = page.locator("input[aria-label='text']")
                     out[name].append(_round_trips(page, box, repeats, lambda r: 8 + r, echo, rnd))
                 for n in (8, 64):
-                    page.goto(f"{servers['app'][1]}/Playground?emb=random&qkv=projection&causal=1&tok=a+b+c")
+                    page.goto(f"{servers['app'].url}/Playground?emb=random&qkv=projection&causal=1&tok=a+b+c")
                     page.wait_for_function("(M) => " + _Z_LEN, arg=3, timeout=60_000)  # the default example
                     box = page.locator(state.css_class(state.SCENARIO.tokens) + " input")
                     sizes = lambda r, n=n: n - (r % 2)  # noqa: E731 (alternate n and n−1: every change shows)
                     out[n].append(_round_trips(page, box, repeats, sizes, "(M) => " + _Z_LEN, rnd))
             browser.close()
     finally:
-        for proc, _ in servers.values():
-            proc.terminate()
+        for server in servers.values():
+            server.stop()
     return out
 
 
@@ -201,7 +178,7 @@ def main() -> None:
 
 
 def browser_table(rounds: int = 3) -> None:
-    if not (shutil.which("chromium") or os.environ.get("CHROMIUM")):
+    if not serve.chromium():
         print("\n(no Chromium: browser round trip not measured)")
         return
     b = browser_ms(rounds=rounds)

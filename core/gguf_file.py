@@ -16,9 +16,9 @@ The tensor types this module dequantises (blocks of 32 weights along a row)::
     Q8_0  (8)  34 bytes a block: d (f16), 32 × int8 q;   w = d · q
 
 The ``gguf`` package (``gguf.GGUFReader``, ``gguf.quants.dequantize``) reads the same files; it is the
-tests' reference. This reader exists because ``GGUFReader`` took about 15 s on this file (it builds
-a numpy view for every part of every one of the ~150,000 vocabulary strings), which the app's cold
-start cannot afford; reading the strings with ``struct`` takes a fraction of a second.
+tests' reference. This reader exists because ``GGUFReader`` is too slow on this file for the app's
+cold start (it builds a numpy view for every part of every one of the ~150,000 vocabulary strings);
+this one reads the strings with ``struct``. Both timed in BENCHMARKS.md (SmolLM2-135M).
 """
 
 from __future__ import annotations

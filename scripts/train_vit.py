@@ -22,13 +22,13 @@ if str(ROOT) not in sys.path:
 
 from core import vit_trained as vt  # noqa: E402
 
-STEPS, SEED = 600, 0
+TRAIN_STEPS, SEED = 600, 0
 EVAL_SEED, FOCUS_SEED = 20240, 20241  # fresh images: the training pool is drawn from SEED + 1
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--steps", type=int, default=TRAIN_STEPS)
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--pool", type=int, default=2048, help="generated training images (turned 8 ways)")

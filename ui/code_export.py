@@ -36,7 +36,7 @@ def code_panel(args: dict, *, title: str, key_prefix: str, tokens_q: Sequence[st
     heads the notebook; ``key_prefix`` keeps the download buttons of several panels apart.
     A scenario too large to write out gets a message instead (attention_lab.codegen.size_problem)."""
     if codegen.size_problem(args):
-        st.info(t("cx.too_large", limit=codegen.MAX_TOKENS, dim=codegen.MAX_DIM))
+        st.info(t("cx.too_large", limit=codegen.MAX_CODE_TOKENS, dim=codegen.MAX_DIM))
         return
     full = _with_tokens(args, tokens_q, tokens_k)
     lang, dec = current_lang(), settings.get("precision")

@@ -2,13 +2,13 @@
 
 One server runs every session's reruns on the same cores (2 in a classroom). A client that sends the
 largest scenario (512 tokens) again as soon as the last one is drawn kept a core busy, and the other
-students' p95 went from ~40 ms to ~350 ms. Here each session's reruns are timed in CPU seconds of the
-thread that ran them; a session that spent more than SHARE of one core over the last WINDOW seconds
-waits, before its next run, until it is back under its share (it sleeps in its own thread: the others'
-reruns go on meanwhile) — but only while another session's run is in progress: a learner alone on the
-server, or a class whose reruns do not overlap, never waits. Normal use is far under it: a 512-token
-change costs ~0.3–1 s of CPU; typing one every few seconds stays under 0.25 of a core, and small
-scenarios cost a few ms.
+students' p95 grew several times over (BENCHMARKS.md, "Figures behind the code"). Here each session's
+reruns are timed in CPU seconds of the thread that ran them; a session that spent more than SHARE of one
+core over the last WINDOW seconds waits, before its next run, until it is back under its share (it
+sleeps in its own thread: the others' reruns go on meanwhile) — but only while another session's run is
+in progress: a learner alone on the server, or a class whose reruns do not overlap, never waits. Normal
+use is far under it: typing a 512-token change every few seconds stays under the share, and small
+scenarios cost far less.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ MAX_UPLOAD = 1024 * 1024
 MAX_SIDE = 4096
 MAX_PIXELS = MAX_SIDE * MAX_SIDE
 # one decode at a time per server: a 4096 × 4096 PNG needs ~112 MB while it is decoded (RGBA, then RGB);
-# eight uploads at once held +767 MB at their peak. The others wait for it (≈0.3 s each on 2 cores).
+# the others wait for it (eight uploads at once, measured: BENCHMARKS.md, "Figures behind the code").
 _DECODING = threading.BoundedSemaphore(1)
 
 

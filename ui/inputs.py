@@ -182,7 +182,7 @@ def x_fold_open() -> bool:
 
 def _x_fold():
     """The X editor's fold → (the expander, whether it is open). Closed by default and drawn only
-    while open: a data grid re-rendered on every change cost the browser ~110 ms of a Playground
+    while open: a data grid re-rendered on every change cost the browser much of a Playground
     round trip (BENCHMARKS.md). Open or closed is kept across reruns, tabs and pages."""
     st.session_state[state.SCENARIO.x_fold] = x_fold_open()
     fold = st.expander(t("pg.edit_x.fold"), key=state.SCENARIO.x_fold, on_change=_keep_x_fold)

@@ -25,7 +25,7 @@ def weights_key(prefix: str) -> str:
 
 
 @dataclass(frozen=True)
-class View:
+class Placement:
     """Where the panels go: the key prefix and the click queue (the panels themselves: attention_lab.panels)."""
 
     prefix: str
@@ -46,7 +46,7 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
     Without the header (the Playground beside its controls) the panels are ONE element, which also
     puts ``url`` in the address bar (see :func:`show_maps`); returns whether it did. ``focus`` names the
     step just shown by a step-through (scrolled into view and focused there)."""
-    v = View(prefix, clicks, compact=not header)
+    v = Placement(prefix, clicks, compact=not header)
     layout = Layout(list(q_labels), list(k_labels), conv, dec, current_lang(), clickable=bool(clicks), large=large,
                     compact=not header)
     A = trace.attn
@@ -69,7 +69,7 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
     return False
 
 
-def _draw(v: View, p: Panel) -> None:
+def _draw(v: Placement, p: Panel) -> None:
     """A panel as Streamlit elements: header, notes, map, warning."""
     panel_header(p.title, formulas.localize(p.latex, current_lang()), p.shape, compact=v.compact)
     for note in p.before:

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 GROUPS = ("tokens", "embed", "qkv", "score", "mask", "notation")  # control groups a lesson link may hide
-PANELS = ("scores", "scaled", "masked", "weights", "output", "inspector")  # in step-through order
-STEPS = len(PANELS)
+STEP_PANELS = ("scores", "scaled", "masked", "weights", "output", "inspector")  # a lesson may show; step-through order
+STEP_COUNT = len(STEP_PANELS)
 URL = {"present": "present", "step": "step", "hide": "hide", "panels": "panels", "student": "student"}
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "0.0.0.0")  # a link to these opens nothing on a student's phone
 _HOST = re.compile(r"^(?:(https?)://)?([A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::(\d{1,5}))?/?$")
@@ -22,14 +22,14 @@ class View:
     present: bool = False
     step: int = 0  # 0: everything at once; k ≥ 1: the first k panels of the step-through
     hidden: frozenset[str] = field(default_factory=frozenset)
-    panels: tuple[str, ...] = PANELS
+    panels: tuple[str, ...] = STEP_PANELS
     student: bool = False  # a student's lesson link: no presenter toggle, step-through or Share tab
 
     def shows(self, panel: str) -> bool:
         """Whether a panel is drawn: chosen for the lesson, and reached by the step-through."""
         if panel not in self.panels:
             return False
-        return self.step == 0 or PANELS.index(panel) < self.step
+        return self.step == 0 or STEP_PANELS.index(panel) < self.step
 
 
 def _names(raw: str, allowed: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -56,11 +56,11 @@ def from_query(params: dict[str, str]) -> tuple[View, list[str]]:
             refused.append(URL["student"])
     raw = params.get(URL["step"])
     if raw is not None:
-        if isinstance(raw, str) and raw.isdigit() and 0 <= int(raw) <= STEPS:
+        if isinstance(raw, str) and raw.isdigit() and 0 <= int(raw) <= STEP_COUNT:
             values["step"] = int(raw)
         else:
             refused.append(URL["step"])
-    for name, allowed, key in (("hide", GROUPS, "hidden"), ("panels", PANELS, "panels")):
+    for name, allowed, key in (("hide", GROUPS, "hidden"), ("panels", STEP_PANELS, "panels")):
         raw = params.get(URL[name])
         if raw is None:
             continue
@@ -81,7 +81,7 @@ def to_query(view: View) -> dict[str, str]:
         q[URL["step"]] = str(view.step)
     if view.hidden:
         q[URL["hide"]] = ",".join(g for g in GROUPS if g in view.hidden)
-    if view.panels != PANELS:
+    if view.panels != STEP_PANELS:
         q[URL["panels"]] = ",".join(view.panels)
     if view.student:
         q[URL["student"]] = "1"

@@ -1,7 +1,7 @@
 // The query inspector as ONE element: its title and formula, the query picker, then one section
 // per chart (a heading, the bars drawn by drawBars, a note). Python puts dom_lib.js and
 // bars_lib.js in front of this file. One element instead of about a dozen Streamlit elements
-// (a select box alone re-rendered for ~40 ms per change). Learner text goes in as textContent.
+// (each re-rendered on every change: BENCHMARKS.md). Learner text goes in as textContent.
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   const root = ownRoot(parentElement, "alinspector");

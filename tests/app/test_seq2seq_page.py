@@ -101,10 +101,10 @@ def test_the_toy_translation_caption_says_what_the_shipped_models_do():
     no_errors(at)
     A = heat(at, state.SEQ2SEQ.map)
     words = at.text_input(key=state.SEQ2SEQ.input).value.split()
-    t = int(np.argmin(A.max(axis=1)))  # the most spread output word, by hand
-    top = np.argsort(-A[t])[:2]
+    spread = int(np.argmin(A.max(axis=1)))  # the most spread output word, by hand
+    top = np.argsort(-A[spread])[:2]
     caption = next(c.value for c in at.caption if "most spread output word" in c.value)
-    assert f"puts {A[t, top[0]]:.2f} on {words[top[0]]}" in caption
+    assert f"puts {A[spread, top[0]]:.2f} on {words[top[0]]}" in caption
     plain = seq2seq_store.shipped("translate", "none")
     assert plain.accuracy > 0.99 and f"without attention gets {100 * plain.accuracy:.0f}%" in caption
     assert "attending to" not in caption

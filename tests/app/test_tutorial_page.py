@@ -501,7 +501,7 @@ def test_code_panel_says_when_a_scenario_is_too_large_and_offers_the_notebook_ot
 
     big = AppTest.from_function(_too_large_app, default_timeout=30).run()
     assert not big.exception and not big.code
-    assert big.info[0].value == table("en")["cx.too_large"].format(limit=codegen.MAX_TOKENS, dim=codegen.MAX_DIM)
+    assert big.info[0].value == table("en")["cx.too_large"].format(limit=codegen.MAX_CODE_TOKENS, dim=codegen.MAX_DIM)
     at = open_lesson("weighted-average")
     buttons = at.get("download_button")
     assert [b.proto.label for b in buttons] == [table("en")["cx.notebook"]]

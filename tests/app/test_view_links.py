@@ -30,8 +30,8 @@ def test_bad_parameters_fall_back_to_the_default_and_are_named(params, bad):
 
 def test_steps_reveal_panels_in_order_and_only_chosen_ones():
     v = view.View(step=2)
-    assert [p for p in view.PANELS if v.shows(p)] == ["scores", "scaled"]
+    assert [p for p in view.STEP_PANELS if v.shows(p)] == ["scores", "scaled"]
     v = view.View(step=0, panels=("weights", "inspector"))
-    assert [p for p in view.PANELS if v.shows(p)] == ["weights", "inspector"]
+    assert [p for p in view.STEP_PANELS if v.shows(p)] == ["weights", "inspector"]
     v = view.View(step=4, panels=("scores", "weights", "inspector"))
-    assert [p for p in view.PANELS if v.shows(p)] == ["scores", "weights"]
+    assert [p for p in view.STEP_PANELS if v.shows(p)] == ["scores", "weights"]

@@ -1,6 +1,7 @@
 """Static checks of the code's shape (AST only, no new dependency): no import cycles, session-state
 keys only from the registry (ui/state.py), no ui module importing a page, no page importing
-torch, and functions in app_pages/ and ui/ short enough to read."""
+torch, functions in app_pages/ and ui/ short enough to read, names that do not clash with the
+math, and tests that neither wait by the clock nor call other tests."""
 
 from __future__ import annotations
 
@@ -230,3 +231,36 @@ def test_every_browser_test_is_marked_browser():
                                  str(ROOT / "tests" / "browser")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert len([line for line in everything.stdout.splitlines() if "::" in line]) > 20
 
+
+
+def registry_named_k(tree: ast.AST) -> list[int]:
+    """Lines that name a page's key registry ``K`` (``K = state.MASKS``): K is the key matrix."""
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "K" for t in node.targets)
+            and isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name)
+            and node.value.value.id == "state"]
+
+
+def test_names_do_not_clash_with_the_math():
+    """A page's session keys are ``KEYS = state.<PAGE>`` (``K`` is the key matrix, ``Inputs.K``), and one
+    class of the project is named ``View`` (ui/view.py: how the Playground is shown)."""
+    assert registry_named_k(ast.parse("K = state.MASKS\nKEYS = state.MASKS\n")) == [1]
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "app_pages").glob("*.py"))
+                 for n in registry_named_k(ast.parse(p.read_text(encoding="utf-8")))]
+    assert not offenders, offenders
+    views = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in sources().values()
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.ClassDef) and node.name == "View"]
+    assert len(views) == 1 and views[0].startswith("ui/view.py:"), views
+
+
+def test_no_test_calls_another_test():
+    """A test that calls others runs them twice and hides which one failed."""
+    def calls_tests(tree: ast.AST) -> list[int]:
+        return [c.lineno for fn in tree.body if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")
+                for c in ast.walk(fn) if isinstance(c, ast.Call)
+                and getattr(c.func, "id", getattr(c.func, "attr", "")).startswith("test_")]
+    assert calls_tests(ast.parse("def test_a():\n    test_b()\n")) == [2]
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "tests").rglob("test_*.py"))
+                 for n in calls_tests(ast.parse(p.read_text(encoding="utf-8")))]
+    assert not offenders, offenders

@@ -1,26 +1,21 @@
-"""Real-browser tests: a real `streamlit run` server and the system Chromium driven by Playwright."""
+"""Real-browser tests: a real `streamlit run` server (bench/serve.py) and the system Chromium driven by Playwright."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from bench import serve
+from bench.serve import CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def _chromium() -> str:
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    path = serve.chromium()
     if not path:
         if os.environ.get("ATTN_LAB_SKIP_BROWSER") == "1":
             pytest.skip("ATTN_LAB_SKIP_BROWSER=1 and no Chromium: browser tests NOT run")
@@ -28,39 +23,11 @@ def _chromium() -> str:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def server_url():
-    port = _free_port()
-    log = open(ARTIFACTS.joinpath("streamlit-server.log") if ARTIFACTS.mkdir(exist_ok=True) is None else os.devnull, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.terminate()
-        pytest.fail("streamlit server did not become healthy within 90 s")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with serve.serve(log=ARTIFACTS / "streamlit-server.log", seconds=90) as server:
+        yield server.url
 
 
 LATIN_FONT_DIRS = ("dejavu", "liberation", "liberation2", "freefont", "noto-latin")

@@ -122,9 +122,9 @@ def test_step_through_arrows_leave_text_boxes_alone(server_url, chromium):
         page = ctx.new_page()
         page.goto(f"{server_url}/Playground?lang=en&step=2")
         settle(page, "en")
-        expect(page.get_by_text(label.format(k=2, n=view.STEPS), exact=False).first).to_be_visible(timeout=30_000)
+        expect(page.get_by_text(label.format(k=2, n=view.STEP_COUNT), exact=False).first).to_be_visible(timeout=30_000)
         # the step's sentence is announced: it sits in a live region (role=status)
-        expect(page.locator("[role=status]").filter(has_text=label.format(k=2, n=view.STEPS))).to_have_count(1)
+        expect(page.locator("[role=status]").filter(has_text=label.format(k=2, n=view.STEP_COUNT))).to_have_count(1)
         box = page.locator(css(state.SCENARIO.tokens) + " input")
         box.focus()  # in the token box the arrows move the caret, never the step
         box.press("End")
@@ -133,12 +133,12 @@ def test_step_through_arrows_leave_text_boxes_alone(server_url, chromium):
         box.press("ArrowRight")
         page.keyboard.type("X")
         assert box.input_value().endswith("먹었X다")
-        expect(page.get_by_text(label.format(k=2, n=view.STEPS), exact=False).first).to_be_visible()
-        assert page.get_by_text(label.format(k=3, n=view.STEPS), exact=False).count() == 0
+        expect(page.get_by_text(label.format(k=2, n=view.STEP_COUNT), exact=False).first).to_be_visible()
+        assert page.get_by_text(label.format(k=3, n=view.STEP_COUNT), exact=False).count() == 0
         box.press("Escape")
         page.locator("[data-testid=stMain] h1").first.click()  # focus out of the box: now → steps
         page.keyboard.press("ArrowRight")
-        expect(page.get_by_text(label.format(k=3, n=view.STEPS), exact=False).first).to_be_visible(timeout=30_000)
+        expect(page.get_by_text(label.format(k=3, n=view.STEP_COUNT), exact=False).first).to_be_visible(timeout=30_000)
     finally:
         ctx.close()
 

@@ -4,46 +4,20 @@ and started again, and while it is away the learner reads the app's message, not
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
+from bench import serve
 from ui.i18n import table
 
-from .conftest import _free_port, wait_idle
+from .conftest import wait_idle
 from .helpers import PG_WEIGHTS, wait_z
 
 pytestmark = pytest.mark.browser
-ROOT = Path(__file__).resolve().parents[2]
 TOKENS = "work typed after the link was opened"
-
-
-def start(port: int, log: Path) -> subprocess.Popen:
-    out = open(log, "a")
-    return subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"})
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the server exited"
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
-                return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail(f"{url} did not become healthy")
 
 
 def token_box(page):
@@ -52,11 +26,11 @@ def token_box(page):
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_a_restart_brings_back_the_typed_scenario_and_says_so_in_the_learners_language(new_page, tmp_path, lang):
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = start(port, tmp_path / "server.log")
+    log = tmp_path / "server.log"
+    server = serve.start(log=log)
+    url = server.url
     try:
-        wait_healthy(url, proc)
+        server.wait(90)
         page = new_page(f"{url}/Playground?lang={lang}&causal=1")
         box = token_box(page)
         box.fill(TOKENS)
@@ -67,8 +41,7 @@ def test_a_restart_brings_back_the_typed_scenario_and_says_so_in_the_learners_la
         wait_idle(page)
         old_sid = page.evaluate("() => window.__attnlabGuard.sid")
 
-        proc.send_signal(signal.SIGKILL)  # no goodbye to the browser
-        proc.wait(timeout=10)
+        server.stop(signal.SIGKILL)  # no goodbye to the browser
         overlay = page.locator("#attnlab-connection")
         expect(overlay).to_be_visible(timeout=30_000)
         expect(overlay).to_contain_text(table(lang)["conn.title"])
@@ -83,8 +56,8 @@ def test_a_restart_brings_back_the_typed_scenario_and_says_so_in_the_learners_la
                                " : (e ? e.outerHTML.slice(0, 200) : 'none'); }")
         assert on_top == "yes", f"the app's message is not on top of the page: {on_top}"
 
-        proc = start(port, tmp_path / "server.log")
-        wait_healthy(url, proc)
+        server = serve.start(port=server.port, log=log, append=True)  # the same address: the page reconnects
+        server.wait(90)
         # a new session has drawn the page (until then the old page's elements are still on screen)
         page.wait_for_function("(old) => window.__attnlabGuard && window.__attnlabGuard.sid !== old", arg=old_sid,
                                timeout=90_000)
@@ -94,8 +67,4 @@ def test_a_restart_brings_back_the_typed_scenario_and_says_so_in_the_learners_la
         assert "causal=1" in page.url and "opened" in page.url.replace("+", " ")
         wait_z(page, PG_WEIGHTS, "z.length === 7 && z[0][1] === 0", timeout=60_000)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        server.stop()

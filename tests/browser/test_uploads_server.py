@@ -6,47 +6,29 @@ requests with the page's XSRF cookie (no browser)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from bench import serve
 from ui import uploads
 
-from .conftest import _free_port
-from .test_restart_browser import wait_healthy
-
 pytestmark = pytest.mark.browser
-ROOT = Path(__file__).resolve().parents[2]
 MB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    log = open(tmp_path_factory.mktemp("uploads") / "server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-         "--server.disconnectedSessionTTL", "2"],  # a closed session is forgotten after 2 s (default 120 s)
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
-        log.close()
+    # a closed session is forgotten after 2 s (default 120 s)
+    with serve.serve(log=tmp_path_factory.mktemp("uploads") / "server.log", seconds=90,
+                     options=["--server.disconnectedSessionTTL", "2"]) as s:
+        yield s.url
 
 
 def upload_bytes(url: str) -> int:

@@ -7,16 +7,14 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import _free_port
+from bench import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 NGINX_SITE = ROOT / "deploy" / "nginx.conf"
@@ -30,71 +28,19 @@ def nginx_binary() -> str | None:
     return "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
 
 
-def healthy(url: str, timeout: float = 2) -> bool:
-    try:
-        return urllib.request.urlopen(f"{url}/_stcore/health", timeout=timeout).read().strip() == b"ok"
-    except OSError:
-        return False
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"{what} exited with {proc.returncode} before answering {url}/_stcore/health")
-        if healthy(url):
-            return
-        time.sleep(0.3)
-    pytest.fail(f"{what} did not answer {url}/_stcore/health within {seconds:.0f} s")
-
-
-def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-
-@dataclass
-class Replica:
-    port: int
-    proc: subprocess.Popen
-    log: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory):
-    """Two `streamlit run app.py` servers, as the deployment runs them (headless, no file watcher)."""
+    """Two `streamlit run app.py` servers, as the deployment runs them (headless, no file watcher):
+    bench.serve.Server objects (port, proc, log, url, addr)."""
     logs = tmp_path_factory.mktemp("replicas")
-    started = []
-    for i in range(2):
-        port = _free_port()
-        log = logs / f"replica-{i}.log"
-        with open(log, "w") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
-                 str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-                 "--server.fileWatcherType", "none"],
-                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        started.append(Replica(port, proc, log))
+    started = [serve.start(log=logs / f"replica-{i}.log") for i in range(2)]
     try:
         with ThreadPoolExecutor(2) as pool:
-            list(pool.map(lambda r: wait_healthy(r.url, r.proc, 90, f"replica on port {r.port}"), started))
+            list(pool.map(lambda r: r.wait(90), started))
         yield started
     finally:
         for r in started:
-            stop(r.proc)
+            r.stop()
 
 
 @dataclass
@@ -172,7 +118,7 @@ def proxy(replicas, tmp_path_factory):
         pytest.skip(f"nginx is not installed (apt-get install {APT_PACKAGE}): replica test NOT run")
     prefix = tmp_path_factory.mktemp("nginx")
     (prefix / "tmp").mkdir()
-    port = _free_port()
+    port = serve.free_port()
     conf = render_config(prefix, port, [r.addr for r in replicas])
     base = [binary, "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf)]
     check = subprocess.run([*base, "-t"], capture_output=True, text=True, timeout=30)
@@ -180,7 +126,7 @@ def proxy(replicas, tmp_path_factory):
     proc = subprocess.Popen([*base, "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(url, proc, 20, "nginx")
+        serve.wait_healthy(url, proc, 20, "nginx")
         yield Proxy(url, proc, conf, prefix / "access.log", prefix / "error.log", binary)
     finally:
-        stop(proc, signal.SIGQUIT)  # graceful stop
+        serve.stop(proc, signal.SIGQUIT)  # graceful stop

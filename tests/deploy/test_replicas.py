@@ -16,10 +16,9 @@ from collections import Counter
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from bench.serve import healthy
 from tests.browser.conftest import CHROMIUM_ARGS, _chromium, wait_idle
 from tests.browser.helpers import PG_WEIGHTS, wait_z
-
-from .conftest import healthy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -433,7 +433,7 @@ def test_float32_literals_are_the_shortest_exact_decimals():
 # ---------------------------------------------------------------------------
 
 def test_too_many_tokens_is_refused_with_a_clear_message():
-    n = codegen.MAX_TOKENS
+    n = codegen.MAX_CODE_TOKENS
     ok = _args(X_q=_rand(40, n, 4), X_kv=_rand(40, n, 4), tokens_q=[f"t{i}" for i in range(n)])
     assert codegen.size_problem(ok) is None
     compile(codegen.core_snippet(ok), "ok", "exec")

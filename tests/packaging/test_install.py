@@ -13,17 +13,17 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
-import time
 import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
 import tomllib
+
+from bench import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = """
@@ -100,30 +100,18 @@ def test_editable_install_imports_core_from_another_folder(editable):
     assert bare.returncode != 0 and "No module named 'core'" in bare.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_console_command_serves_the_app(editable):
     py, elsewhere = editable
     cmd = py.parent / "attention-lab"
     assert Path(_run([cmd, "--where"], cwd=elsewhere).strip()).resolve() == ROOT
-    port = _free_port()
+    port = serve.free_port()
     proc = subprocess.Popen([cmd, "--server.headless", "true", "--server.port", str(port)], cwd=elsewhere, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # the post-condition: the server answers its health check
-            assert proc.poll() is None, proc.stdout.read()
-            try:
-                if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read().strip() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            pytest.fail("attention-lab did not serve within 120 s")
+        try:  # the post-condition: the server answers its health check
+            serve.wait_healthy(f"http://127.0.0.1:{port}", proc, 120, "attention-lab")
+        except serve.ServerError as err:
+            pytest.fail(f"{err}\n{proc.stdout.read() if proc.poll() is not None else ''}")
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read().decode()
         assert "<title>" in page or "streamlit" in page.lower()
     finally:

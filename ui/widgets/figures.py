@@ -23,11 +23,11 @@ class PrebuiltFigure(go.Figure):
 
     st.plotly_chart converts any figure with ``to_dict()``; plotly's own objects validate
     and deep-copy every cell on the way, which costs far more than the attention itself
-    (0.3 s for a 64 × 64 map). The dicts built here use only documented plotly attributes.
+    (BENCHMARKS.md, "Figures behind the code"). The dicts built here use only documented plotly attributes.
     """
 
     def __init__(self, spec: dict):  # noqa: D107 — go.Figure's own __init__ is skipped on purpose:
-        # building an empty figure's validators cost ~3 ms per chart, and Streamlit only checks
+        # building an empty figure's validators costs time on every chart, and Streamlit only checks
         # isinstance(…, BaseFigure) and calls to_dict()
         layout = spec.setdefault("layout", {})
         layout.setdefault("font", {"family": FONT_FAMILY})  # Korean labels use the shipped web font

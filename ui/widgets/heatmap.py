@@ -71,7 +71,7 @@ def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> Non
         "yaxis": {"title": {"text": spec["y_title"]}, "autorange": "reversed", "showticklabels": False},
     }
     trace = {"type": "heatmap", "z": spec["z"], "zmin": spec["lo"], "zmax": spec["hi"], "showscale": False,
-             "colorscale": [[t, f"rgb{c}"] for t, c in (_SEQ if spec["sequential"] else _DIV)],
+             "colorscale": [[pos, f"rgb{c}"] for pos, c in (_SEQ if spec["sequential"] else _DIV)],
              "hovertemplate": f"{spec['y_title']} %{{y}}<br>{spec['x_title']} %{{x}}<br>%{{z}}<extra></extra>"}
     show_chart(PrebuiltFigure({"data": [trace], "layout": layout}), key=key, title=spec["title"] or None)
 
