@@ -4,27 +4,26 @@ the page writes the scenario into its link, the guard reopens that link on the n
 from __future__ import annotations
 
 import signal
-import subprocess
 
 import pytest
 from playwright.sync_api import expect
 
+from bench import serve
 from ui.i18n import table
 
-from .conftest import _free_port, wait_idle
-from .test_restart_browser import start, token_box, wait_healthy
+from .conftest import wait_idle
+from .test_restart_browser import token_box
 
 pytestmark = pytest.mark.browser
 TOKENS = "typed on the masks page"
 
 
 def test_a_restart_on_the_masks_page_brings_back_its_scenario(new_page, tmp_path):
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = start(port, tmp_path / "server.log")
+    log = tmp_path / "server.log"
+    server = serve.start(log=log)
     try:
-        wait_healthy(url, proc)
-        page = new_page(f"{url}/Masks?lang=en")
+        server.wait(90)
+        page = new_page(f"{server.url}/Masks?lang=en")
         page.get_by_text(table("en")["shared.numbers"]).click()  # the shared numbers are folded on this page
         box = token_box(page).first
         box.fill(TOKENS)
@@ -34,12 +33,12 @@ def test_a_restart_on_the_masks_page_brings_back_its_scenario(new_page, tmp_path
         wait_idle(page)
         old_sid = page.evaluate("() => window.__attnlabGuard.sid")
 
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        server.stop(signal.SIGKILL)
         expect(page.locator("#attnlab-connection")).to_be_visible(timeout=30_000)
 
-        proc = start(port, tmp_path / "server.log")
-        wait_healthy(url, proc)
+        server = serve.start(port=server.port, log=log, append=True)  # the same address: the page reconnects
+        server.wait(90)
+        # the reconnected page asks for a run at once: the guard meets the new session and reopens the link
         page.wait_for_function("(old) => window.__attnlabGuard && window.__attnlabGuard.sid !== old", arg=old_sid,
                                timeout=90_000)
         wait_idle(page)
@@ -47,8 +46,4 @@ def test_a_restart_on_the_masks_page_brings_back_its_scenario(new_page, tmp_path
         expect(token_box(page).first).to_have_value(TOKENS, timeout=60_000)
         assert "/Masks" in page.url
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        server.stop()
