@@ -8,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 import core
-from ui import compute, page, scenario, settings, state
+from attention_lab import scenario
+from ui import compute, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import current_lang, labeller, t
 from ui.inputs import causal_checkbox, numbers_panel

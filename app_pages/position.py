@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 import core
+from attention_lab.labels import parse_perm
 from ui import compute, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import t
@@ -17,14 +18,6 @@ from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
 K = state.POSITION
 DIMS = (2, 4, 6, 8, 12, 16)
-
-
-def parse_perm(text: str, n: int) -> tuple[int, ...] | None:
-    try:
-        perm = tuple(int(v) for v in text.replace(",", " ").split())
-    except ValueError:
-        return None
-    return perm if sorted(perm) == list(range(n)) else None
 
 
 def shuffle() -> None:

@@ -1,8 +1,8 @@
 """The Tutorial: nine short lessons in order. Each has its text, a live panel set up for it (the
 Playground's building blocks on the shared scenario), a link that opens it in the Playground,
-2–4 exercises that ``core.tutorial`` checks against core's numbers, and its example as code.
+2–4 exercises that ``attention_lab.tutorial`` checks against core's numbers, and its example as code.
 
-URL: ``lesson=<lesson id>`` and ``done=<core.tutorial.encode_progress(…)>`` beside the settings, so a
+URL: ``lesson=<lesson id>`` and ``done=<attention_lab.tutorial.encode_progress(…)>`` beside the settings, so a
 link continues where the learner stopped; a link that cannot be read gives a message and the start."""
 
 from __future__ import annotations
@@ -11,15 +11,16 @@ import numpy as np
 import streamlit as st
 
 import core
-from core import tutorial as tut
-from ui import compute, nav, page, scenario, settings, state
+from attention_lab import scenario
+from attention_lab import tutorial as tut
+from attention_lab.labels import parse_perm
+from ui import compute, nav, page, settings, state
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.i18n import current_lang, labeller, t
-from ui.inputs import Where, by_label, inputs, mask_controls, score_params
-from ui.pipeline import pipeline, weights_key
+from ui.inputs import Where, inputs, mask_controls, score_params
+from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import fill, md, shorts
-from ui.widgets.bars import show_bars, stacked_contributions, weight_bars
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge
 
@@ -27,7 +28,7 @@ K = state.TUTORIAL
 URL_LESSON, URL_DONE = "lesson", "done"
 IDS = [lesson.id for lesson in tut.LESSONS]
 PIPELINE_WEIGHTS = weights_key(K.pipeline)
-# the multi-head and position controls of this page, by the names core.tutorial reads them under
+# the multi-head and position controls of this page, by the names attention_lab.tutorial reads them under
 PANEL_WIDGETS = {tut.MH_D_MODEL: state.item(K.panel, "d_model"), tut.MH_HEADS: state.item(K.panel, "heads"),
                  tut.PS_D_KEY: state.item(K.panel, "d"), tut.PS_PERM: state.item(K.panel, "perm")}
 MH_DIMS = (2, 3, 4, 6, 8, 12, 16)
@@ -90,7 +91,7 @@ def current_lesson() -> tut.Lesson:
 
 
 def load(raw: dict, lesson_id: str) -> None:
-    """Put a lesson's scenario (a dict for ui.scenario.validate) into the shared scenario; the
+    """Put a lesson's scenario (a dict for attention_lab.scenario.validate) into the shared scenario; the
     learner's matrix edits go (they belonged to the scenario it replaces)."""
     values, matrices, _ = scenario.validate(raw)
     st.session_state.pop(state.SCENARIO.carry, None)
@@ -221,18 +222,11 @@ def weights_map(A, inp, dec: int, *, query: int | None = None, key: str = K.weig
 
 
 def inspector(A, inp, dec: int) -> None:
-    """The weights map beside one query's α bars and its output stacked as Σ αᵢ vᵢ."""
-    if not 0 <= int(ss.get("query")) < len(inp.q_labels):
+    """The weights map above the Playground's query inspector (one query's α bars and its output as Σ αᵢ vᵢ)."""
+    if not 0 <= int(ss.get("query")) < len(inp.tq):
         ss.put("query", 0)
-    j = int(ss.get("query"))
-    weights_map(A, inp, dec, query=j)  # the map above the bars: side by side in the panel's column the map was cut
-    with st.container():
-        by_label(st.selectbox, "query", inp.q_labels, t("pg.inspector.query"))
-        st.markdown(f"**{t('pg.inspector.alpha', q=md(inp.q_labels[j]))}**")
-        show_bars(weight_bars(inp.k_labels, A.weights[j].numpy(), dec), key=K.alpha)
-        st.markdown(f"**{t('pg.inspector.output', q=md(inp.q_labels[j]))}**")
-        show_bars(stacked_contributions(inp.k_labels, A.contributions(j).numpy(), A.output[j].numpy(), dec,
-                                        total_label=t("pg.inspector.sum")), key=K.contrib)
+    weights_map(A, inp, dec, query=int(ss.get("query")))  # above: side by side in the panel's column the map was cut
+    query_inspector(A, inp.tq, inp.tk, dec, key=K.inspector, fig_keys=(K.alpha, K.contrib))
 
 
 def mask_maps(A, inp, dec: int) -> None:
@@ -309,14 +303,6 @@ def multihead_panel(tokens: list[str], dec: int) -> None:
                                  y_title=t("axis.query"), decimals=min(dec, 2), sequential=True), key=state.item(K.heads, h))
     if H > shown:
         st.caption(t("tu.mh.more", shown=shown, H=H))
-
-
-def parse_perm(text, n: int) -> tuple[int, ...] | None:
-    try:
-        perm = tuple(int(v) for v in str(text).replace(",", " ").split())
-    except ValueError:
-        return None
-    return perm if sorted(perm) == list(range(n)) else None
 
 
 def position_panel(tokens: list[str], dec: int) -> None:

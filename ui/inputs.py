@@ -15,10 +15,10 @@ import numpy as np
 import streamlit as st
 
 import core
-from attention_lab import panels
+from attention_lab import panels, scenario
 from core.tokens import tokenize
 
-from . import compute, scenario, settings, state
+from . import compute, settings, state
 from . import scenario_state as ss
 from .i18n import current_lang, labeller, t
 from .text import md, shorts
@@ -284,8 +284,8 @@ def score_params(score: str, d_k: int, problems: list, *, editors: bool) -> dict
     seed = int(settings.get("seed"))
     kcols = dim_labels(d_k, "k")
     if score == "general":
-        return {"W": ss.editable("W", compute.projection(d_k, d_k, seed, "W").T, kcols, kcols, "W (d_k×d_k)",
-                                 problems, show_editor=editors)}
+        return {"W": ss.editable("W", scenario.param_base("W", d_k, 0, seed, compute.projection), kcols, kcols,
+                                 "W (d_k×d_k)", problems, show_editor=editors)}
     if score != "additive":
         return {}
     if editors:
@@ -294,15 +294,11 @@ def score_params(score: str, d_k: int, problems: list, *, editors: bool) -> dict
     acols = dim_labels(d_a, "a")
     cols = st.columns([2, 2, 1]) if editors else (nullcontext(),) * 3
     params = {}
-    with cols[0]:
-        params["W_a"] = ss.editable("W_a", compute.projection(d_k, d_a, seed, "W_a").T, acols, kcols, "W_a (d_a×d_k)",
-                                    problems, show_editor=editors)
-    with cols[1]:
-        params["U_a"] = ss.editable("U_a", compute.projection(d_k, d_a, seed, "U_a").T, acols, kcols, "U_a (d_a×d_k)",
-                                    problems, show_editor=editors)
-    with cols[2]:
-        params["w_a"] = ss.editable("w_a", compute.projection(d_a, 1, seed, "w_a")[:, 0], acols, ["w_a"], "w_a (d_a)",
-                                    problems, show_editor=editors)
+    for col, name, rows, label in zip(cols, scenario.SCORE_PARAMS["additive"], (acols, acols, acols),
+                                      ("W_a (d_a×d_k)", "U_a (d_a×d_k)", "w_a (d_a)"), strict=True):
+        with col:
+            params[name] = ss.editable(name, scenario.param_base(name, d_k, d_a, seed, compute.projection), rows,
+                                       ["w_a"] if name == "w_a" else kcols, label, problems, show_editor=editors)
     return params
 
 

@@ -38,7 +38,7 @@ def test_every_literal_key_used_in_code_exists():
 
 def test_dynamic_keys_exist_for_every_option():
     import core
-    from ui import scenario
+    from attention_lab import scenario
     from ui.nav import PAGES
 
     en = table("en")
