@@ -6,12 +6,14 @@ full matrices keyed by name ("X", "W_q", …). It round-trips through query para
 teacher's link) and through a JSON file. Every value from outside is validated; an invalid
 value is replaced by its default and reported by name — never an exception.
 
-From a scenario to ``core.lab.playground`` (the last section): :func:`embedding`, :func:`fit` (a learner's
-matrix where it fits), :func:`param_base` (a score function's seeded parameters), :func:`mask` (the only
+From a scenario to ``core.lab.playground`` (the last section): :func:`embedding`, :func:`qkv_matrices` and
+:func:`score_params` (which matrices each mode has and their seeded values; each passes through an
+``edit(name, generated)`` callback), :func:`fit` (a learner's matrix where it fits), :func:`mask` (the only
 caller of ``core.masks.combine`` for the scenario), :func:`scale` and :func:`playground_args`. The
-Playground and every page sharing the scenario compose them with their matrix editors in between
-(``ui.inputs``, ``ui.scenario_state``); :func:`build` composes them without editors for the tutorial's
-checkers, so a checker grades exactly what the page draws (tests/app/test_tutorial_page.py holds them equal).
+Playground and every page sharing the scenario call them with their matrix editors as the ``edit``
+(``ui.inputs``, ``ui.scenario_state``); :func:`build` calls them with the state's edited matrices for the
+tutorial's checkers, so a checker grades exactly what the page draws (tests/app/test_tutorial_page.py holds
+them equal for every lesson).
 """
 
 from __future__ import annotations
@@ -491,6 +493,32 @@ def param_base(name: str, d_k: int, d_a: int, seed: int, project=projection) -> 
     raise KeyError(name)
 
 
+def qkv_matrices(qkv: str, X_q: np.ndarray, X_kv: np.ndarray, d_k: int, d_v: int, seed: int, edit=None,
+                 project=projection) -> dict:
+    """What ``core.lab.playground`` is given for Q, K and V in each mode, with d_k and d_v: ``projection``:
+    W_q, W_k (d_model × d_k) and W_v (d_model × d_v), seeded; ``direct``: Q, K, V typed, starting from X
+    (queries) and X_src (keys, values); ``identity``: nothing (Q = K = V = X, d_k = d_v = d_model).
+    ``edit(name, generated)`` → the matrix used (the learner's edit, a matrix editor); none: the generated."""
+    edit = edit or (lambda name, generated: generated)
+    d_model = np.shape(X_q)[1]
+    out = {"W_q": None, "W_k": None, "W_v": None, "Q": None, "K": None, "V": None, "d_k": d_model, "d_v": d_model}
+    if qkv == "projection":
+        out |= {"d_k": d_k, "d_v": d_v}
+        for name, d_out in (("W_q", d_k), ("W_k", d_k), ("W_v", d_v)):
+            out[name] = edit(name, project(d_model, d_out, seed, name))
+    elif qkv == "direct":
+        for name, base in (("Q", X_q), ("K", X_kv), ("V", X_kv)):
+            out[name] = edit(name, np.asarray(base, dtype=float))
+    return out
+
+
+def score_params(score: str, d_k: int, d_a: int, seed: int, edit=None, project=projection) -> dict[str, np.ndarray]:
+    """The parameters of a score function (:data:`SCORE_PARAMS`, seeded by :func:`param_base`), each through
+    ``edit(name, generated)`` as in :func:`qkv_matrices`."""
+    edit = edit or (lambda name, generated: generated)
+    return {name: edit(name, param_base(name, d_k, d_a, seed, project)) for name in SCORE_PARAMS.get(score, ())}
+
+
 def mask(n_q: int, n_k: int, *, causal, pad, blocked, cross: bool = False, window: int = 0) -> np.ndarray | None:
     """The scenario's mask (causal & padding & clicked cells, and a sliding window where a page adds one),
     row convention, or None. In cross attention the causal mask does not apply: the decoder may read
@@ -549,18 +577,13 @@ def build(raw, *, seed=None) -> tuple[dict, tuple[str, ...], tuple[str, ...]]:
         return np.asarray(generated, dtype=float) if got is None else got
 
     X_all, _ = embedding(values["embedding"], tuple(tq) + (tuple(tk) if cross else ()), values["d_model"], seed)
-    n_q, d_model = len(tq), X_all.shape[1]
+    n_q = len(tq)
     X_q = edited("X", X_all[:n_q])
     X_kv = edited("X_src", X_all[n_q:]) if cross else X_q
-    m = {"W_q": None, "W_k": None, "W_v": None, "Q": None, "K": None, "V": None}
-    d_k = d_model
-    if values["qkv"] == "projection":
-        d_k = values["d_k"]
-        for name, d_out in (("W_q", d_k), ("W_k", d_k), ("W_v", values["d_v"])):
-            m[name] = edited(name, projection(d_model, d_out, seed, name))
-    elif values["qkv"] == "direct":
-        m |= {"Q": edited("Q", X_q), "K": edited("K", X_kv), "V": edited("V", X_kv)}
-    params = {name: edited(name, param_base(name, d_k, values["d_a"], seed)) for name in SCORE_PARAMS.get(values["score"], ())}
+    m = qkv_matrices(values["qkv"], X_q, X_kv, values["d_k"], values["d_v"], seed, edited)
+    d_k = m.pop("d_k")
+    del m["d_v"]
+    params = score_params(values["score"], d_k, values["d_a"], seed, edited)
     mk = mask(len(tq), len(tk), causal=values["causal"], pad=values["pad"], blocked=values["blocked"], cross=cross)
     args = playground_args(X_q=X_q, X_kv=X_kv, qkv=values["qkv"], d_k=d_k, score=values["score"], params=params,
                            scale_mode=values["scale"], temperature=values["temperature"], mask=mk, **m)
