@@ -10,8 +10,8 @@ names a scenario (a dict in the format of ``attention_lab.scenario.DEFAULTS``; o
 the defaults), the live panel it wants (:data:`PANELS`) and its exercises.
 
 Every :class:`Exercise` is graded by a function of its own that recomputes the truth with core
-(:func:`scenario_trace`: ``attention_lab.scenario.build`` → :func:`core.lab.playground`, :func:`core.multi_head_attention`,
-:func:`core.lab.permutation_check`, …), never by comparing text. ``exercise.check(answer)``
+(:func:`scenario_trace`: ``attention_lab.scenario.build`` → :func:`core.lab.playground`;
+:func:`core.multi_head_attention`, :func:`core.lab.permutation_check`, …), never by comparing text. ``exercise.check(answer)``
 always returns a :class:`Feedback` — never raises — whatever the answer is:
 
 * ``number``     answer: str | int | float (the learner's text; "0,21" is read as 0.21)

@@ -314,7 +314,7 @@ class Lesson:
     teaches: tuple[str, ...] = ()
 
     def scenario_dict(self, exercise: Exercise | None = None) -> dict:
-        """A fresh plain dict (lists, not tuples) for ui.scenario.validate: the lesson's scenario,
+        """A fresh plain dict (lists, not tuples) for attention_lab.scenario.validate: the lesson's scenario,
         with an exercise's own changes on top."""
         out = _thaw(self.scenario)
         if exercise is not None:
