@@ -193,7 +193,7 @@ def _keep_x_fold() -> None:
     st.session_state[state.SCENARIO.x_fold_open] = bool(st.session_state.get(state.SCENARIO.x_fold))
 
 
-def _projection_controls(d_model: int, n_q: int, n_k: int, *, drawn: bool, editors: bool, conv: str):
+def _projection_controls(*, drawn: bool, editors: bool, conv: str):
     """d_k and d_v sliders and the projection formula → (d_k, d_v, the editors' columns by name)."""
     if drawn:
         s1, s2 = st.columns(2)
@@ -216,7 +216,7 @@ def _qkv(problems: list, X_q, X_kv, labels, *, drawn: bool, editors: bool, show_
     n_q, n_k = X_q.shape[0], X_kv.shape[0]
     d_k = d_v = d_model
     if qkv == "projection":
-        d_k, d_v, where = _projection_controls(d_model, n_q, n_k, drawn=drawn, editors=editors, conv=conv)
+        d_k, d_v, where = _projection_controls(drawn=drawn, editors=editors, conv=conv)
         heads = {"W_q": ("W_Q", d_k, "k"), "W_k": ("W_K", d_k, "k"), "W_v": ("W_V", d_v, "v")}
 
         def edit(name, generated):
