@@ -122,12 +122,15 @@ def _bool(v):
     return None
 
 
+TEMPERATURES = tuple(round(0.1 * i, 1) for i in range(1, 51))  # the temperature slider's values: 0.1 … 5.0
+
+
 def _temperature(v):
     try:
         f = float(v)
     except (TypeError, ValueError):
         return None
-    return round(f, 2) if math.isfinite(f) and 0.1 <= f <= 5.0 else None
+    return round(f, 2) if math.isfinite(f) and TEMPERATURES[0] <= f <= TEMPERATURES[-1] else None
 
 
 MAX_NUMBER_DIGITS = 40  # a number in a link or file: longer digit strings are refused before Python converts them

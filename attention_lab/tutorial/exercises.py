@@ -30,7 +30,7 @@ KINDS = ("number", "predict", "choice", "make_it_so")
 #   multihead the multi-head panel (d_model, H, every head's weights, the shapes)
 #   position  the permutation experiment with and without positions, the positional table
 PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position")
-TEMPERATURE_GRID = tuple(round(0.1 * i, 1) for i in range(1, 51))  # the Playground's slider: 0.1 … 5.0
+TEMPERATURE_GRID = _scenario.TEMPERATURES  # the Playground's slider: 0.1 … 5.0
 _TIE = 1e-6  # weights closer than this count as tied
 # Panel keys a make_it_so state may carry besides the scenario: the names of the multi-head and position
 # pages' controls in ui.state (MULTI_HEAD.d_model, MULTI_HEAD.heads, POSITION.d, POSITION.perm; a test
