@@ -41,9 +41,7 @@ def builder(inp, conv: str):
         if size:
             st.caption(t("mk.window.on", w=size))
         st.markdown(t("mk.combine"))
-    m = core.masks.combine(n_q, n_k, causal=bool(ss.get("causal")) and not inp.cross, pad=ss.get("pad"),
-                           blocked=ss.get("blocked"), window=size)
-    return None if m is None else m.numpy()
+    return ss.current_mask(n_q, n_k, cross=inp.cross, window=size)
 
 
 def additive_steps(tr, mask, conv: str, ql, kl, dec: int) -> None:

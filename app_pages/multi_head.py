@@ -8,8 +8,10 @@ import pandas as pd
 import streamlit as st
 
 import core
-from ui import compute, page, scenario, settings, state
+from attention_lab import scenario
+from ui import compute, page, settings, state
 from ui import scenario_state as ss
+from ui.concept_panels import head_maps, head_sizes, seeded_inputs
 from ui.i18n import current_lang, labeller, t
 from ui.inputs import causal_checkbox, numbers_panel
 from ui.pipeline import pipeline
@@ -19,7 +21,6 @@ from ui.widgets.layout import dim_labels, shape_badge, token_labels
 from ui.widgets.model_views import jamo_and_unk, load_trace
 
 KEYS = state.MULTI_HEAD
-D_MODELS = (2, 3, 4, 6, 8, 12, 16)
 SOURCES = ("random", "model")  # the heads' weights: seeded random, or the trained all-MiniLM-L6-v2
 MODEL = "all-MiniLM-L6-v2"
 ENGLISH = "c19"  # the scenario preset offered when the tokens are not English
@@ -27,32 +28,17 @@ ENGLISH = "c19"  # the scenario preset offered when the tokens are not English
 
 def sizes() -> tuple[int, int]:
     """d_model and the number of heads (a divisor of d_model)."""
-    c1, c2, c3 = st.columns(3)
-    with c1:
-        st.session_state.setdefault(KEYS.d_model, 8)
-        st.select_slider(t("mh.d_model"), options=D_MODELS, key=KEYS.d_model)
-    d = int(st.session_state[KEYS.d_model])
-    divisors = [h for h in range(1, d + 1) if d % h == 0]
-    if st.session_state.get(KEYS.heads) not in divisors:
-        st.session_state[KEYS.heads] = 2 if 2 in divisors else divisors[-1]
-    with c2:
-        st.select_slider(t("mh.heads"), options=divisors, key=KEYS.heads, help=t("mh.heads.help"))
-    with c3:
+    cols = st.columns(3)
+    d, H = head_sizes(KEYS.d_model, KEYS.heads, cols)
+    with cols[2]:
         causal_checkbox(False)
-    return d, int(st.session_state[KEYS.heads])
+    return d, H
 
 
 def heads_grid(tr, H: int, labels, dec: int) -> None:
     st.subheader(t("mh.grid"))
     st.caption(t("mh.random"))
-    per_row = min(H, 3)  # three maps fit side by side at 1280 pixels
-    for start in range(0, H, per_row):
-        for h, col in zip(range(start, min(H, start + per_row)), st.columns(per_row), strict=False):
-            with col:
-                st.markdown(f"**{t('mh.head', h=h)}**")
-                show_heatmap(heatmap(tr.weights[0, h].numpy(), x_labels=labels, y_labels=labels, x_title=t("axis.key"),
-                                     y_title=t("axis.query"), decimals=min(dec, 2), sequential=True),
-                             key=state.item(KEYS.grid, h))
+    head_maps(tr, labels, dec, key=KEYS.grid, per_row=min(H, 3))  # three maps fit side by side at 1280 pixels
     st.caption(t("mh.grid.caption"))
 
 
@@ -212,7 +198,7 @@ def paper_form(checks: dict, d: int, labels, dec: int, causal: bool) -> None:
 def main() -> None:
     problems: page.Problems = []
     ss.start(problems)
-    dec, seed = settings.get("precision"), int(settings.get("seed"))
+    dec = settings.get("precision")
     st.markdown(t("mh.intro"))
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("mh.numbers.help"))
     source = heads_source()
@@ -224,8 +210,7 @@ def main() -> None:
         st.caption(t("class.mh.random_below"))
     d, H = sizes()
     labels = shorts(token_labels(tokens))
-    X = compute.embedding("random", tuple(tokens), d, seed)[0][None]  # (1, n, d): one batch
-    W = {name: compute.projection(d, d, seed, f"mh.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+    X, W = seeded_inputs(tokens, d)
     causal = bool(ss.get("causal"))
     tr = page.guarded(problems, lambda: compute.multihead(X, W["W_q"], W["W_k"], W["W_v"], W["W_o"], H, causal,
                                                           "scaled_dot", settings.get("device")))

@@ -10,16 +10,15 @@ from urllib.parse import urlencode
 import streamlit as st
 
 import core
-from attention_lab.panels import inspector_spec
-from ui import export, page, scenario, settings, state, view
+from attention_lab import scenario
+from ui import export, page, settings, state, view
 from ui import scenario_state as ss
 from ui.code_export import code_panel
-from ui.i18n import current_lang, labeller, t
+from ui.i18n import labeller, t
 from ui.inputs import Where, inputs, mask_controls, score_params, token_options, x_fold_open
-from ui.pipeline import pipeline, weights_key
+from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import md
 from ui.widgets import formulas
-from ui.widgets.bars import show_inspector
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import file_uploader, token_labels
 from ui.widgets.qr import qr_png, show_qr
@@ -189,15 +188,8 @@ def inspector(trace, tq, tk, conv: str, dec: int, v: view.View) -> None:
     """One query's weights as bars, and its output as the stacked pieces α_i·v_i — one element
     (title, formula, query picker, both charts); picking a query or clicking a weights row moves it.
     Presenter view enlarges it; as the step-through's newest step it scrolls into view."""
-    if not 0 <= int(ss.get("query")) < len(tq):
-        ss.put("query", 0)
-    q_labels, k_labels = token_labels(tq), token_labels(tk)
-    spec = inspector_spec(trace.attn, int(ss.get("query")), q_labels, k_labels, dec, current_lang())
-    keys = {"alpha": KEYS.fig_alpha, "contrib": KEYS.fig_contrib}
-    sections = [s | {"key": keys[s["step"]], "css": state.css_class(keys[s["step"]])[1:]} for s in spec["sections"]]
-    show_inspector(spec | {"sections": sections, "picker_css": state.css_class(state.scenario_picker("query"))[1:],
-                           "present": v.present, "focus": newest_step(v) == "inspector"},
-                   key=KEYS.inspector, on_pick=lambda i: ss.put("query", i))
+    query_inspector(trace.attn, tq, tk, dec, key=KEYS.inspector, fig_keys=(KEYS.fig_alpha, KEYS.fig_contrib), present=v.present,
+                    focus=newest_step(v) == "inspector")
 
 
 # ---------------------------------------------------------------------------- share & export

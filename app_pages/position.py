@@ -7,8 +7,10 @@ import numpy as np
 import streamlit as st
 
 import core
+from attention_lab.labels import parse_perm
 from ui import compute, page, settings, state
 from ui import scenario_state as ss
+from ui.concept_panels import PS_DIMS, permutation_experiment, permutation_inputs
 from ui.i18n import t
 from ui.inputs import numbers_panel
 from ui.text import md, shorts
@@ -16,15 +18,6 @@ from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
 KEYS = state.POSITION
-DIMS = (2, 4, 6, 8, 12, 16)
-
-
-def parse_perm(text: str, n: int) -> tuple[int, ...] | None:
-    try:
-        perm = tuple(int(v) for v in text.replace(",", " ").split())
-    except ValueError:
-        return None
-    return perm if sorted(perm) == list(range(n)) else None
 
 
 def shuffle() -> None:
@@ -41,7 +34,7 @@ def permutation_controls(n: int, problems: list) -> tuple[int, tuple[int, ...]]:
     c1, c2 = st.columns([1, 2])
     with c1:
         st.session_state.setdefault(KEYS.d, 8)
-        st.select_slider(t("ps.d"), options=DIMS, key=KEYS.d)
+        st.select_slider(t("ps.d"), options=PS_DIMS, key=KEYS.d)
     default = " ".join(str(i) for i in reversed(range(n)))
     if st.session_state.get(KEYS.perm_n) not in (None, n):
         st.session_state[KEYS.perm] = default
@@ -64,22 +57,7 @@ def experiment(X, W: dict, perm, labels, d: int, dec: int) -> None:
     """SA(PX) beside P·SA(X), without and with positional encodings."""
     permuted = [labels[i] for i in perm]
     st.markdown(t("ps.perm.now", order=" · ".join(md(s) for s in permuted)))
-    dl = dim_labels(d, "v")
-    n = len(labels)
-    for with_pe in (False, True):
-        pe = core.positional.sinusoidal(n, d).numpy() if with_pe else None
-        c = compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], pe)
-        st.markdown(f"**{t('ps.with_pe' if with_pe else 'ps.without_pe')}**")
-        for col, (name, key) in zip(st.columns(2), (("sa_px", KEYS.sa_px), ("p_sa_x", KEYS.p_sa_x)), strict=True):
-            with col:
-                st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
-                show_heatmap(heatmap(c[name], x_labels=dl, y_labels=permuted, x_title=t("axis.dim"),
-                                     y_title=t("axis.query"), decimals=dec), key=state.item(key, with_pe))
-        equal = core.lab.within_rounding(c["max_diff"])
-        explain = ("ps.explain.pe.same" if equal else "ps.explain.pe") if with_pe else "ps.explain.set"
-        (st.info if with_pe and equal else st.success if equal != with_pe else st.warning)(
-            t("ps.diff", gap=core.lab.gap_text(c["max_diff"])) + " — " + t("ps.equal" if equal else "ps.differ") + ". "
-            + t(explain))
+    permutation_experiment(X, W, perm, permuted, d, dec, keys=(KEYS.sa_px, KEYS.p_sa_x))
 
 
 def encodings(n: int, d: int, dec: int, seed: int) -> None:
@@ -128,8 +106,7 @@ def main() -> None:
     st.subheader(t("ps.perm.title"))
     d, perm = permutation_controls(len(tokens), problems)
     page.show_problems(problems)
-    X = compute.embedding("random", tuple(tokens), d, seed)[0]
-    W = {w: compute.projection(d, d, seed, f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
+    X, W = permutation_inputs(tokens, d)
     experiment(X, W, perm, shorts(token_labels(tokens)), d, dec)
     encodings(len(tokens), d, dec, seed)
     same_token(tokens, d, dec, seed)

@@ -1,8 +1,8 @@
 """The Tutorial: nine short lessons in order. Each has its text, a live panel set up for it (the
 Playground's building blocks on the shared scenario), a link that opens it in the Playground,
-2–4 exercises that ``core.tutorial`` checks against core's numbers, and its example as code.
+2–4 exercises that ``attention_lab.tutorial`` checks against core's numbers, and its example as code.
 
-URL: ``lesson=<lesson id>`` and ``done=<core.tutorial.encode_progress(…)>`` beside the settings, so a
+URL: ``lesson=<lesson id>`` and ``done=<attention_lab.tutorial.encode_progress(…)>`` beside the settings, so a
 link continues where the learner stopped; a link that cannot be read gives a message and the start."""
 
 from __future__ import annotations
@@ -11,27 +11,27 @@ import numpy as np
 import streamlit as st
 
 import core
-from core import tutorial as tut
-from ui import compute, nav, page, scenario, settings, state
+from attention_lab import scenario
+from attention_lab import tutorial as tut
+from attention_lab.labels import parse_perm
+from ui import compute, nav, page, settings, state
 from ui import scenario_state as ss
 from ui.code_export import code_panel
+from ui.concept_panels import PS_DIMS, head_maps, head_sizes, permutation_experiment, permutation_inputs, seeded_inputs
 from ui.i18n import current_lang, labeller, t
-from ui.inputs import Where, by_label, inputs, mask_controls, score_params
-from ui.pipeline import pipeline, weights_key
+from ui.inputs import Where, inputs, mask_controls, score_params
+from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import fill, md, shorts
-from ui.widgets.bars import show_bars, stacked_contributions, weight_bars
 from ui.widgets.heatmap import heatmap, show_heatmap
-from ui.widgets.layout import dim_labels, shape_badge
+from ui.widgets.layout import shape_badge
 
 KEYS = state.TUTORIAL
 URL_LESSON, URL_DONE = "lesson", "done"
 IDS = [lesson.id for lesson in tut.LESSONS]
 PIPELINE_WEIGHTS = weights_key(KEYS.pipeline)
-# the multi-head and position controls of this page, by the names core.tutorial reads them under
+# the multi-head and position controls of this page, by the names attention_lab.tutorial reads them under
 PANEL_WIDGETS = {tut.MH_D_MODEL: state.item(KEYS.panel, "d_model"), tut.MH_HEADS: state.item(KEYS.panel, "heads"),
                  tut.PS_D_KEY: state.item(KEYS.panel, "d"), tut.PS_PERM: state.item(KEYS.panel, "perm")}
-MH_DIMS = (2, 3, 4, 6, 8, 12, 16)
-PS_DIMS = (2, 4, 6, 8, 12, 16)
 MAPS = ("pipeline", "inspector", "weights")  # the panels that show weights (hidden while a prediction is open)
 
 
@@ -90,7 +90,7 @@ def current_lesson() -> tut.Lesson:
 
 
 def load(raw: dict, lesson_id: str) -> None:
-    """Put a lesson's scenario (a dict for ui.scenario.validate) into the shared scenario; the
+    """Put a lesson's scenario (a dict for attention_lab.scenario.validate) into the shared scenario; the
     learner's matrix edits go (they belonged to the scenario it replaces)."""
     values, matrices, _ = scenario.validate(raw)
     st.session_state.pop(state.SCENARIO.carry, None)
@@ -221,18 +221,11 @@ def weights_map(A, inp, dec: int, *, query: int | None = None, key: str = KEYS.w
 
 
 def inspector(A, inp, dec: int) -> None:
-    """The weights map beside one query's α bars and its output stacked as Σ αᵢ vᵢ."""
-    if not 0 <= int(ss.get("query")) < len(inp.q_labels):
+    """The weights map above the Playground's query inspector (one query's α bars and its output as Σ αᵢ vᵢ)."""
+    if not 0 <= int(ss.get("query")) < len(inp.tq):
         ss.put("query", 0)
-    j = int(ss.get("query"))
-    weights_map(A, inp, dec, query=j)  # the map above the bars: side by side in the panel's column the map was cut
-    with st.container():
-        by_label(st.selectbox, "query", inp.q_labels, t("pg.inspector.query"))
-        st.markdown(f"**{t('pg.inspector.alpha', q=md(inp.q_labels[j]))}**")
-        show_bars(weight_bars(inp.k_labels, A.weights[j].numpy(), dec), key=KEYS.alpha)
-        st.markdown(f"**{t('pg.inspector.output', q=md(inp.q_labels[j]))}**")
-        show_bars(stacked_contributions(inp.k_labels, A.contributions(j).numpy(), A.output[j].numpy(), dec,
-                                        total_label=t("pg.inspector.sum")), key=KEYS.contrib)
+    weights_map(A, inp, dec, query=int(ss.get("query")))  # above: side by side in the panel's column the map was cut
+    query_inspector(A, inp.tq, inp.tk, dec, key=KEYS.inspector, fig_keys=(KEYS.alpha, KEYS.contrib))
 
 
 def mask_maps(A, inp, dec: int) -> None:
@@ -276,21 +269,10 @@ def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
 
 
 def multihead_panel(tokens: list[str], dec: int) -> None:
-    """d_model and H (divisors only), the shapes, and the first heads' weights (seeded weights as on the multi-head page)."""
-    kd, kh = PANEL_WIDGETS[tut.MH_D_MODEL], PANEL_WIDGETS[tut.MH_HEADS]
-    st.session_state.setdefault(kd, tut.MH_D)
-    c1, c2 = st.columns(2)
-    with c1:
-        st.select_slider(t("mh.d_model"), options=MH_DIMS, key=kd)
-    d = int(st.session_state[kd])
-    divisors = [h for h in range(1, d + 1) if d % h == 0]
-    if st.session_state.get(kh) not in divisors:
-        st.session_state[kh] = tut.MH_H if tut.MH_H in divisors else divisors[-1]
-    with c2:
-        st.select_slider(t("mh.heads"), options=divisors, key=kh, help=t("mh.heads.help"))
-    H, seed = int(st.session_state[kh]), int(settings.get("seed"))
-    X = compute.embedding("random", tuple(tokens), d, seed)[0][None]  # (1, n, d): one sentence
-    W = {name: compute.projection(d, d, seed, f"mh.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+    """The multi-head page's sizes and heads (ui.concept_panels), the shapes, and the first heads' weights."""
+    d, H = head_sizes(PANEL_WIDGETS[tut.MH_D_MODEL], PANEL_WIDGETS[tut.MH_HEADS], st.columns(2), d=tut.MH_D,
+                      heads=tut.MH_H)
+    X, W = seeded_inputs(tokens, d)
     tr = page.guarded([], lambda: compute.multihead(X, W["W_q"], W["W_k"], W["W_v"], W["W_o"], H, False, "scaled_dot",
                                                      settings.get("device")))
     if tr is None:
@@ -300,27 +282,15 @@ def multihead_panel(tokens: list[str], dec: int) -> None:
     shape_badge(t("tu.mh.shapes", x=f"(1, {n}, {d})", qkv=f"(1, {H}, {n}, {d // H})", w=str(tuple(tr.weights.shape)),
                   o=str(tuple(tr.output.shape))))
     st.caption(t("mh.random"))
-    labels = shorts([f"{i} {s}" for i, s in enumerate(tokens)])
-    shown = min(H, 4)
-    for h in range(shown):  # one under the other: side by side in the panel's column the maps were cut
-        with st.container():
-            st.markdown(f"**{t('mh.head', h=h)}**")
-            show_heatmap(heatmap(tr.weights[0, h].numpy(), x_labels=labels, y_labels=labels, x_title=t("axis.key"),
-                                 y_title=t("axis.query"), decimals=min(dec, 2), sequential=True), key=state.item(KEYS.heads, h))
+    shown = min(H, 4)  # one under the other: side by side in the panel's column the maps were cut
+    head_maps(tr, shorts([f"{i} {s}" for i, s in enumerate(tokens)]), dec, key=KEYS.heads, per_row=1, limit=shown)
     if H > shown:
         st.caption(t("tu.mh.more", shown=shown, H=H))
 
 
-def parse_perm(text, n: int) -> tuple[int, ...] | None:
-    try:
-        perm = tuple(int(v) for v in str(text).replace(",", " ").split())
-    except ValueError:
-        return None
-    return perm if sorted(perm) == list(range(n)) else None
-
-
 def position_panel(tokens: list[str], dec: int) -> None:
-    """The permutation experiment: SA(PX) beside P·SA(X), without and with sinusoidal positions."""
+    """The position page's permutation experiment (ui.concept_panels): SA(PX) beside P·SA(X), without and
+    with sinusoidal positions, for the order typed here (the identity to start with)."""
     kd, kp, n = PANEL_WIDGETS[tut.PS_D_KEY], PANEL_WIDGETS[tut.PS_PERM], len(tokens)
     st.session_state.setdefault(kd, tut.PS_D)
     if parse_perm(st.session_state.get(kp, ""), n) is None and not st.session_state.get(kp):
@@ -330,27 +300,14 @@ def position_panel(tokens: list[str], dec: int) -> None:
         st.select_slider(t("ps.d"), options=PS_DIMS, key=kd)
     with c2:
         st.text_input(t("ps.perm"), key=kp, help=t("ps.perm.help", n=n - 1))
-    d, seed = int(st.session_state[kd]), int(settings.get("seed"))
+    d = int(st.session_state[kd])
     perm = parse_perm(st.session_state[kp], n)
     if perm is None:
         st.error(t("tu.ps.bad", n=n - 1))
         perm = tuple(range(n))
-    X = compute.embedding("random", tuple(tokens), d, seed)[0]
-    W = {w: compute.projection(d, d, seed, f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
-    permuted = shorts([f"{i} {tokens[i]}" for i in perm])
-    for with_pe in (False, True):
-        pe = core.positional.sinusoidal(n, d).numpy() if with_pe else None
-        c = compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], pe)
-        st.markdown(f"**{t('ps.with_pe' if with_pe else 'ps.without_pe')}**")
-        cols = st.columns(2) if d <= 4 else (st.container(), st.container())  # wide tables one under the other
-        for col, (name, key) in zip(cols, (("sa_px", KEYS.sa_px), ("p_sa_x", KEYS.p_sa_x)), strict=True):
-            with col:
-                st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
-                show_heatmap(heatmap(c[name], x_labels=dim_labels(d, "v"), y_labels=permuted, x_title=t("axis.dim"),
-                                     y_title=t("axis.query"), decimals=min(dec, 2)), key=state.item(key, with_pe))
-        equal = core.lab.within_rounding(c["max_diff"])
-        box = st.info if with_pe and equal else (st.success if equal != with_pe else st.warning)  # info: nothing moved
-        box(t("ps.diff", gap=core.lab.gap_text(c["max_diff"])) + " — " + t("ps.equal" if equal else "ps.differ"))
+    X, W = permutation_inputs(tokens, d)
+    permutation_experiment(X, W, perm, shorts([f"{i} {tokens[i]}" for i in perm]), d, min(dec, 2),
+                           keys=(KEYS.sa_px, KEYS.p_sa_x), explain=False, narrow=True)
 
 
 # ---------------------------------------------------------------------------- exercises

@@ -21,3 +21,15 @@ def indexed_labels(tokens: list[str]) -> list[str]:
 
 def dim_labels(d: int, prefix: str = "d") -> list[str]:
     return [f"{prefix}{i}" for i in range(d)]
+
+
+def parse_perm(text, n: int) -> tuple[int, ...] | None:
+    """A typed order of the n token indices ("2 0 1" or "2, 0, 1") → the permutation, or None when it is
+    not one (the position page's box and the tutorial's position task read it the same way)."""
+    if not isinstance(text, str) or len(text) > 4000:
+        return None
+    try:
+        perm = tuple(int(v) for v in text.replace(",", " ").split())
+    except ValueError:
+        return None
+    return perm if sorted(perm) == list(range(n)) else None

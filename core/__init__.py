@@ -22,7 +22,6 @@ from . import (
     seq2seq,
     seq2seq_store,
     tokens,
-    tutorial,
     vit,
 )
 from .attention import (
@@ -56,7 +55,7 @@ __all__ = [
     "AttentionTrace", "CONVENTIONS", "MultiHeadTrace", "PaperTrace", "SCORE_FUNCTIONS", "attention", "block",
     "chunked_attention", "default_scale", "experiments", "fuse_qkv_weights", "fused_qkv", "l2_normalize", "lab",
     "masked_softmax", "masks", "max_abs_diff", "merge_heads", "multi_head_attention", "paper_attention", "pitfalls", "positional",
-    "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "tutorial", "vit",
+    "pretrained", "seeded_normal", "seq2seq", "seq2seq_store", "split_heads", "tokens", "transpose_gap", "vit",
 ]
 # attention as today's language models run it (issue 22)
 __all__ += [

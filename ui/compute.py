@@ -19,6 +19,7 @@ import streamlit as st
 import torch
 
 import core
+from attention_lab import scenario
 from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.lab import PlaygroundTrace
 
@@ -58,19 +59,14 @@ def playground(X_q: np.ndarray, X_kv: np.ndarray, qkv: str, W_q: np.ndarray | No
 
 @memo.cached(max_entries=128, ttl=HOUR)
 def embedding(kind: str, tokens: tuple[str, ...], d_model: int, seed: int) -> tuple[np.ndarray, list[str]]:
-    """X for the tokens: C18 table lookup, per-token seeded random, or one-hot. Returns (X, unknown tokens)."""
-    if kind == "c18":
-        X, unknown = core.lab.c18_lookup(tokens, fallback_seed=seed)
-        return X.numpy(), unknown
-    if kind == "onehot":
-        return core.tokens.one_hot(tokens).numpy(), []
-    return core.tokens.embed(tokens, d_model, seed=seed).numpy(), []
+    """attention_lab.scenario.embedding, cached: X for the tokens and the tokens not in the C18 table."""
+    return scenario.embedding(kind, tokens, d_model, seed)
 
 
 @memo.cached(max_entries=256, ttl=HOUR)
 def projection(d_in: int, d_out: int, seed: int, name: str) -> np.ndarray:
-    """A seeded (d_in, d_out) projection, the same for every page that names it the same."""
-    return core.tokens.projection(d_in, d_out, seed=seed, name=name).numpy()
+    """attention_lab.scenario.projection, cached: a seeded (d_in, d_out) projection."""
+    return scenario.projection(d_in, d_out, seed, name)
 
 
 # ------------------------------------------------------------------ concept pages

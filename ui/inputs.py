@@ -15,10 +15,10 @@ import numpy as np
 import streamlit as st
 
 import core
-from attention_lab import panels
+from attention_lab import panels, scenario
 from core.tokens import tokenize
 
-from . import compute, scenario, settings, state
+from . import compute, settings, state
 from . import scenario_state as ss
 from .i18n import current_lang, labeller, t
 from .text import md, shorts
@@ -193,9 +193,8 @@ def _keep_x_fold() -> None:
     st.session_state[state.SCENARIO.x_fold_open] = bool(st.session_state.get(state.SCENARIO.x_fold))
 
 
-def _projections(problems: list, d_model: int, n_q: int, n_k: int, *, drawn: bool, editors: bool, conv: str):
-    """W_Q, W_K, W_V (seeded, editable) with their shape lines → (W_q, W_k, W_v, d_k, d_v)."""
-    seed = int(settings.get("seed"))
+def _projection_controls(*, drawn: bool, editors: bool, conv: str):
+    """d_k and d_v sliders and the projection formula → (d_k, d_v, the editors' columns by name)."""
     if drawn:
         s1, s2 = st.columns(2)
         with s1:
@@ -204,44 +203,44 @@ def _projections(problems: list, d_model: int, n_q: int, n_k: int, *, drawn: boo
             st.slider(t("pg.d_v"), 1, scenario.MAX_DIM, **ss.bind("d_v"))
     if editors:
         st.latex(formulas.PROJECTION[conv])
-    d_k, d_v = int(ss.get("d_k")), int(ss.get("d_v"))
     cols = st.columns(3) if editors else (nullcontext(),) * 3
-    W = {}
-    for col, (name, label, d_out, suffix) in zip(cols, (("W_q", "W_Q", d_k, "k"), ("W_k", "W_K", d_k, "k"),
-                                                         ("W_v", "W_V", d_v, "v")), strict=True):
-        with col:
-            W[name] = ss.editable(name, compute.projection(d_model, d_out, seed, name), dim_labels(d_model),
-                                  dim_labels(d_out, suffix), label, problems, show_editor=editors)
-    if editors:
-        for m, n, d in (("Q", n_q, d_k), ("K", n_k, d_k), ("V", n_k, d_v)):
-            shape_badge(f"{m} = X·W_{m}: ({n}×{d_model})·({d_model}×{d}) → ({n}×{d})" if conv == "row"
-                        else f"{m} = W^{m}·X: ({d}×{d_model})·({d_model}×{n}) → ({d}×{n})")  # W^Q = W_Qᵀ acts on columns
-    return W["W_q"], W["W_k"], W["W_v"], d_k, d_v
+    return int(ss.get("d_k")), int(ss.get("d_v")), dict(zip(("W_q", "W_k", "W_v"), cols, strict=True))
 
 
 def _qkv(problems: list, X_q, X_kv, labels, *, drawn: bool, editors: bool, show_editors: bool, conv: str) -> dict:
-    """Q, K and V: identity (Q = K = V = X), projections, or typed directly."""
+    """Q, K and V: identity (Q = K = V = X), projections, or typed directly — the matrices of
+    ``attention_lab.scenario.qkv_matrices``, each through its editor."""
     if drawn:
         st.radio(t("pg.qkv"), core.lab.QKV_MODES, **ss.bind("qkv"), format_func=labeller("pg.qkv."), horizontal=True)
     qkv, d_model = ss.get("qkv"), X_q.shape[1]
-    out = {"qkv": qkv, "W_q": None, "W_k": None, "W_v": None, "Q": None, "K": None, "V": None,
-           "d_k": d_model, "d_v": d_model}
     n_q, n_k = X_q.shape[0], X_kv.shape[0]
+    d_k = d_v = d_model
     if qkv == "projection":
-        out["W_q"], out["W_k"], out["W_v"], out["d_k"], out["d_v"] = _projections(
-            problems, d_model, n_q, n_k, drawn=drawn, editors=editors, conv=conv)
-    elif qkv == "direct":
+        d_k, d_v, where = _projection_controls(drawn=drawn, editors=editors, conv=conv)
+        heads = {"W_q": ("W_Q", d_k, "k"), "W_k": ("W_K", d_k, "k"), "W_v": ("W_V", d_v, "v")}
+
+        def edit(name, generated):
+            label, d_out, suffix = heads[name]
+            with where[name]:
+                return ss.editable(name, generated, dim_labels(d_model), dim_labels(d_out, suffix), label, problems,
+                                   show_editor=editors)
+    else:
+        rows = {"Q": labels[0], "K": labels[1], "V": labels[1]}
         if editors:
-            st.caption(t("pg.qkv.direct.help"))
-        for name, base, rows in (("Q", X_q, labels[0]), ("K", X_kv, labels[1]), ("V", X_kv, labels[1])):
-            out[name] = ss.editable(name, base, rows, dim_labels(d_model), name, problems, show_editor=show_editors)
-    elif editors:
-        st.markdown(t("pg.qkv.identity.help"))
+            st.caption(t("pg.qkv.direct.help")) if qkv == "direct" else st.markdown(t("pg.qkv.identity.help"))
+
+        def edit(name, generated):
+            return ss.editable(name, generated, rows[name], dim_labels(d_model), name, problems, show_editor=show_editors)
+    out = scenario.qkv_matrices(qkv, X_q, X_kv, d_k, d_v, int(settings.get("seed")), edit, compute.projection)
+    if editors and qkv == "projection":
+        for m, n, d in (("Q", n_q, out["d_k"]), ("K", n_k, out["d_k"]), ("V", n_k, out["d_v"])):
+            shape_badge(f"{m} = X·W_{m}: ({n}×{d_model})·({d_model}×{d}) → ({n}×{d})" if conv == "row"
+                        else f"{m} = W^{m}·X: ({d}×{d_model})·({d_model}×{n}) → ({d}×{n})")  # W^Q = W_Qᵀ acts on columns
     if editors:
         d_k, d_v = out["d_k"], out["d_v"]
         shape_badge(f"Q {n_q}×{d_k},  K {n_k}×{d_k},  V {n_k}×{d_v}" if conv == "row"
                     else f"Q {d_k}×{n_q},  K {d_k}×{n_k},  V {d_v}×{n_k}")
-    return out
+    return {"qkv": qkv, **out}
 
 
 def inputs(problems: list, *, conv: str = "row", editors: bool = False, embed: Where = Where(), qkv: Where = Where(),
@@ -280,30 +279,22 @@ def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str |
 
 # ------------------------------------------------------------------ score function, mask, notation
 def score_params(score: str, d_k: int, problems: list, *, editors: bool) -> dict[str, np.ndarray]:
-    """The seeded (or edited) parameters of a score function: W for general; W_a, U_a, w_a for additive."""
-    seed = int(settings.get("seed"))
-    kcols = dim_labels(d_k, "k")
-    if score == "general":
-        return {"W": ss.editable("W", compute.projection(d_k, d_k, seed, "W").T, kcols, kcols, "W (d_k×d_k)",
-                                 problems, show_editor=editors)}
-    if score != "additive":
-        return {}
-    if editors:
+    """The seeded (or edited) parameters of a score function (``attention_lab.scenario.score_params``):
+    W for general; W_a, U_a, w_a for additive."""
+    if score == "additive" and editors:
         st.slider(t("pg.d_a"), 1, scenario.MAX_DIM, **ss.bind("d_a"), help=t("pg.d_a.help"))
     d_a = int(ss.get("d_a"))
-    acols = dim_labels(d_a, "a")
-    cols = st.columns([2, 2, 1]) if editors else (nullcontext(),) * 3
-    params = {}
-    with cols[0]:
-        params["W_a"] = ss.editable("W_a", compute.projection(d_k, d_a, seed, "W_a").T, acols, kcols, "W_a (d_a×d_k)",
-                                    problems, show_editor=editors)
-    with cols[1]:
-        params["U_a"] = ss.editable("U_a", compute.projection(d_k, d_a, seed, "U_a").T, acols, kcols, "U_a (d_a×d_k)",
-                                    problems, show_editor=editors)
-    with cols[2]:
-        params["w_a"] = ss.editable("w_a", compute.projection(d_a, 1, seed, "w_a")[:, 0], acols, ["w_a"], "w_a (d_a)",
-                                    problems, show_editor=editors)
-    return params
+    kcols, acols = dim_labels(d_k, "k"), dim_labels(d_a, "a")
+    cols = st.columns([2, 2, 1]) if editors and score == "additive" else (nullcontext(),) * 3
+    shown = {"W": (cols[0], kcols, kcols, "W (d_k×d_k)"), "W_a": (cols[0], acols, kcols, "W_a (d_a×d_k)"),
+             "U_a": (cols[1], acols, kcols, "U_a (d_a×d_k)"), "w_a": (cols[2], acols, ["w_a"], "w_a (d_a)")}
+
+    def edit(name, generated):
+        col, rows, columns, label = shown[name]
+        with col:
+            return ss.editable(name, generated, rows, columns, label, problems, show_editor=editors)
+
+    return scenario.score_params(score, d_k, d_a, int(settings.get("seed")), edit, compute.projection)
 
 
 def causal_checkbox(cross: bool, *, help_key: str = "pg.mask.causal.help") -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.tutorial import CURRICULUM as _LESSON_CURRICULUM
+from attention_lab.tutorial import CURRICULUM as _LESSON_CURRICULUM
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,18 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from attention_lab.panels import STEPS, Layout, Panel, panel_dict, pipeline_panels
+from attention_lab.panels import STEPS, Layout, Panel, inspector_spec, panel_dict, pipeline_panels
 
+from . import scenario_state as ss
 from . import state
 from .i18n import current_lang, t
 from .text import md
 from .widgets import formulas
+from .widgets.bars import show_inspector
 from .widgets.heatmap import fits_one_element, show_heatmap, show_maps
-from .widgets.layout import panel_header
+from .widgets.layout import panel_header, token_labels
 
-__all__ = ["STEPS", "pipeline", "weights_key"]
+__all__ = ["STEPS", "pipeline", "query_inspector", "weights_key"]
 
 
 def weights_key(prefix: str) -> str:
@@ -79,3 +81,19 @@ def _draw(v: Placement, p: Panel) -> None:
         st.caption(note)
     if p.masked_names:
         st.warning(t("pg.fully_masked", names=", ".join(md(n) for n in p.masked_names)))
+
+
+def query_inspector(attn, tq, tk, dec: int, *, key: str, fig_keys: tuple[str, str], present: bool = False,
+                    focus: bool = False) -> None:
+    """The query inspector, one element (``assets/components/inspector.js``: title, formula, query picker,
+    the scenario's query's weights as bars and its output as the stacked pieces α_i·v_i); picking a query
+    moves the scenario's query. The Playground and the tutorial draw this one. ``fig_keys``: the keys of
+    the two charts (α, contributions); ``present`` enlarges it, ``focus`` scrolls it into view."""
+    if not 0 <= int(ss.get("query")) < len(tq):
+        ss.put("query", 0)
+    q_labels, k_labels = token_labels(tq), token_labels(tk)
+    spec = inspector_spec(attn, int(ss.get("query")), q_labels, k_labels, dec, current_lang())
+    keys = dict(zip(("alpha", "contrib"), fig_keys, strict=True))
+    sections = [s | {"key": keys[s["step"]], "css": state.css_class(keys[s["step"]])[1:]} for s in spec["sections"]]
+    show_inspector(spec | {"sections": sections, "picker_css": state.css_class(state.scenario_picker("query"))[1:],
+                           "present": present, "focus": focus}, key=key, on_pick=lambda i: ss.put("query", i))

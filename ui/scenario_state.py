@@ -2,7 +2,7 @@
 the cached core call. Every page that uses the scenario goes through here; the controls that
 change it are in :mod:`ui.inputs`.
 
-Values live under ``ui.state.SCENARIO`` (one key per name of ``ui.scenario.DEFAULTS``); edits
+Values live under ``ui.state.SCENARIO`` (one key per name of ``attention_lab.scenario.DEFAULTS``); edits
 are carried in ``SCENARIO.carry`` so they survive page switches and reach pages without editors.
 """
 
@@ -13,9 +13,9 @@ import zlib
 import numpy as np
 import streamlit as st
 
-import core
+from attention_lab import scenario
 
-from . import compute, scenario, settings, state
+from . import compute, settings, state
 from .i18n import t
 from .widgets.editor import matrix_editor
 
@@ -123,12 +123,12 @@ def _override(name: str, generated: np.ndarray, problems: list) -> np.ndarray:
     ov = st.session_state[state.SCENARIO.overrides].get(name)
     if ov is None:
         return generated
-    shape2 = generated.reshape(generated.shape[0], -1).shape
-    ov = ov if ov.ndim == 2 else ov.reshape(-1, 1)
-    if ov.shape == shape2:
-        return ov.reshape(generated.shape)
-    problems.append(("warning", t("err.override_shape", name=name, got="×".join(map(str, ov.shape)),
-                                  want="×".join(map(str, shape2)))))
+    fitted = scenario.fit(ov, generated)
+    if fitted is not None:
+        return fitted
+    got = ov.shape if ov.ndim == 2 else (ov.size, 1)
+    problems.append(("warning", t("err.override_shape", name=name, got="×".join(map(str, got)),
+                                  want="×".join(map(str, generated.reshape(generated.shape[0], -1).shape)))))
     del st.session_state[state.SCENARIO.overrides][name]
     return generated
 
@@ -166,12 +166,11 @@ def editable(name: str, generated: np.ndarray, rows: list[str], cols: list[str],
 
 
 # ------------------------------------------------------------------ mask, scale and the core call
-def current_mask(n_q: int, n_k: int, *, cross: bool = False):
-    """The scenario's mask (causal & padding & clicked cells), row convention, or None.
-
-    In cross attention the causal mask does not apply: the decoder may read every source token."""
-    m = core.masks.combine(n_q, n_k, causal=bool(get("causal")) and not cross, pad=get("pad"), blocked=get("blocked"))
-    return None if m is None else m.numpy()
+def current_mask(n_q: int, n_k: int, *, cross: bool = False, window: int = 0):
+    """The scenario's mask (causal & padding & clicked cells; a sliding window where the masks page adds
+    one), row convention, or None: ``attention_lab.scenario.mask`` on the kept values."""
+    return scenario.mask(n_q, n_k, causal=get("causal"), pad=get("pad"), blocked=get("blocked"), cross=cross,
+                         window=window)
 
 
 def toggle_mask_cell(cell: tuple[int, int]) -> None:
@@ -182,22 +181,12 @@ def toggle_mask_cell(cell: tuple[int, int]) -> None:
     put("blocked", sorted(list(c) for c in blocked))
 
 
-def scale_choice(d_k: int) -> tuple[str, float | None]:
-    """(mode, scale) of the scale radio: None = the score function's own default (core decides)."""
-    mode = get("scale")
-    if mode == "auto":
-        return mode, None
-    return mode, core.default_scale("scaled_dot", d_k) if mode == "sqrt_dk" else 1.0
-
-
 def playground_args(inp, score: str, params: dict, mask, conv: str) -> dict:
     """The keyword arguments of ``core.lab.playground`` for the scenario's numbers (also what
-    "copy as code" writes out)."""
-    _, scale = scale_choice(inp.d_k)
-    return {"X_q": np.asarray(inp.X_q, np.float32), "X_kv": np.asarray(inp.X_kv, np.float32), "qkv": inp.qkv,
-            "W_q": inp.W_q, "W_k": inp.W_k, "W_v": inp.W_v, "Q": inp.Q, "K": inp.K, "V": inp.V, "score": score,
-            "params": {k: np.asarray(p, np.float32) for k, p in params.items()}, "scale": scale,
-            "temperature": float(get("temperature")), "mask": mask, "convention": conv}
+    "copy as code" writes out): ``attention_lab.scenario.playground_args`` on this run's matrices."""
+    return scenario.playground_args(X_q=inp.X_q, X_kv=inp.X_kv, qkv=inp.qkv, W_q=inp.W_q, W_k=inp.W_k, W_v=inp.W_v,
+                                    Q=inp.Q, K=inp.K, V=inp.V, d_k=inp.d_k, score=score, params=params,
+                                    scale_mode=get("scale"), temperature=get("temperature"), mask=mask, convention=conv)
 
 
 def run(inp, score: str, params: dict, mask, conv: str):

@@ -53,7 +53,7 @@ SCENARIO = _room("scenario", SCENARIO_NAMES + " overrides editor_version message
 
 
 def scenario_value(name: str) -> str:
-    """The widget key of one scenario value (a name of ui.scenario.DEFAULTS)."""
+    """The widget key of one scenario value (a name of attention_lab.scenario.DEFAULTS)."""
     return getattr(SCENARIO, name)
 
 
@@ -98,8 +98,8 @@ TRANSFORMER_BLOCK = _room("transformer_block", "act map measure complexity time 
 VISION_TRANSFORMER = _room("vision_transformer", "choice upload image source error P cls query cols overlay grid "
                            "use_cls clicks weights gen_choice gen_seed new_images layer probs")
 TUTORIAL = _room("tutorial", "lesson progress answer tries reveal panel feedback check apply setup loaded url_loaded "
-                 "notes pick prev next reload clicks weights pipeline alpha contrib mask_chart mask_clear logits heads "
-                 "sa_px p_sa_x")  # the tutorial's own keys
+                 "notes pick prev next reload clicks weights pipeline inspector alpha contrib mask_chart mask_clear logits "
+                 "heads sa_px p_sa_x")  # the tutorial's own keys
 CODE_EXPORT = _room("code_export", "download")  # "copy as code": one download button per key prefix
 TRAINED_MODEL = _room("trained_model", "text preset layer head grid head_view heatmap pipeline patterns sort clicks "
                       "open_top sentence chosen url_loaded")

@@ -1,7 +1,7 @@
 """How the Playground is shown — for a class or a focused demo — as plain data that a link holds:
 presenter view, the step reached in the step-through, the control groups hidden and the panels
 shown. Parsed from URL parameters with validation: a bad value falls back to its default and
-is reported by name, never an exception. (The scenario itself is ui/scenario.py.)"""
+is reported by name, never an exception. (The scenario itself is attention_lab/scenario.py.)"""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def test_sources_are_cited_by_their_titles_not_by_number():
 
 def test_dynamic_keys_exist_for_every_option():
     import core
-    from ui import scenario
+    from attention_lab import scenario
     from ui.nav import PAGES
 
     en = table("en")

@@ -13,8 +13,9 @@ import re
 
 import pytest
 
+from attention_lab import scenario
 from core import seq2seq
-from ui import nav, scenario, state
+from ui import nav, state
 from ui.i18n import table
 
 from .helpers import open_tab, page

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from ui import scenario as sc
+from attention_lab import scenario as sc
 
 RNG = np.random.default_rng(0)
 W16 = np.round(RNG.standard_normal((16, 16)), 2).tolist()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 import core
+from attention_lab import scenario
 from core import masks, tokens
-from ui import scenario, state
+from ui import state
 
 from .helpers import PG_WEIGHTS, close, edit, heat, open_tab, page, pg_map
 

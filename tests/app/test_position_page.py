@@ -69,8 +69,8 @@ def test_the_identity_order_is_called_equal_with_and_without_positions_and_nothi
 
 
 def test_pages_and_exercises_print_a_difference_the_same_way():
+    from attention_lab import tutorial as tut
     from core import lab
-    from core import tutorial as tut
 
     fb = tut.exercise("position.shuffle").check("same")
     assert fb.ok and fb.values["gap"] == lab.gap_text(fb.values["diff"]) == "< 1e-05"

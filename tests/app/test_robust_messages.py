@@ -8,7 +8,8 @@ import zlib
 
 import pytest
 
-from ui import scenario, state
+from attention_lab import scenario
+from ui import state
 from ui.i18n import table
 
 from .helpers import page, texts

@@ -15,10 +15,10 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
-from attention_lab import codegen
+from attention_lab import codegen, scenario
+from attention_lab import tutorial as tut
 from core import pretrained
-from core import tutorial as tut
-from ui import scenario, state
+from ui import state
 from ui.i18n import table
 from ui.text import fill, md
 
@@ -441,6 +441,66 @@ def _reveal_predictions(at, lesson_id: str) -> None:
     for ex in tut.lesson(lesson_id).exercises:
         if ex.kind == "predict":
             at.button(key=state.item(K.reveal, "button", ex.id)).click().run()
+
+
+def _panel_state(at) -> dict:
+    """The live panel as the page hands it to a make-it-so checker (app_pages/tutorial.panel_state)."""
+    try:
+        changed = dict(at.session_state[state.SCENARIO.changed])
+    except KeyError:
+        changed = {}
+    return {name: at.session_state[state.scenario_kept(name)] for name in scenario.DEFAULTS} | {
+        "matrices": changed, "seed": 0}
+
+
+def _drawn_weights(at) -> np.ndarray:
+    for key in (state.item(K.pipeline, "weights"), K.weights):
+        try:
+            return heat(at, key)
+        except (KeyError, LookupError, AssertionError):
+            continue
+    raise AssertionError("no weights map")
+
+
+@pytest.mark.parametrize("lesson", tut.LESSONS, ids=lambda x: x.id)
+def test_the_checkers_grade_the_numbers_the_page_draws(lesson):
+    """For every lesson, the trace a checker computes (attention_lab.tutorial.scenario_trace on the panel's
+    state, through attention_lab.scenario.build) is the one the page draws (its own path: ui.inputs, the
+    matrix editors, ui.scenario_state.run); the multi-head and position panels against their judges' numbers."""
+    at = open_lesson(lesson.id)
+    _reveal_predictions(at, lesson.id)
+    no_errors(at)
+    st_ = _panel_state(at)
+    if lesson.panel == "multihead":
+        tr = tut.lessons._mh(st_, tut.MH_D, tut.MH_H)
+        for h in range(tut.MH_H):
+            np.testing.assert_allclose(heat(at, state.item(K.heads, h)), tr.weights[0, h].numpy(), atol=0.006)
+    elif lesson.panel == "position":
+        n = len(at.session_state[state.SCENARIO.last_tokens])
+        perm = tuple(range(n))  # the panel starts at the identity order
+        for with_pe in (False, True):
+            c = tut.lessons._ps(st_, perm, tut.PS_D, with_pe)
+            np.testing.assert_allclose(heat(at, state.item(K.sa_px, with_pe)), c.sa_px.numpy(), atol=0.006)
+            np.testing.assert_allclose(heat(at, state.item(K.p_sa_x, with_pe)), c.p_sa_x.numpy(), atol=0.006)
+    else:
+        np.testing.assert_allclose(_drawn_weights(at), tut.scenario_trace(st_).weights.numpy(), atol=2e-6)
+        # the lesson's own scenario is the panel's state (the checkers' truths are computed on it)
+        np.testing.assert_allclose(tut.scenario_trace(lesson.scenario_dict()).weights.numpy(),
+                                   tut.scenario_trace(st_).weights.numpy(), atol=1e-6)
+
+
+def test_the_checkers_grade_the_numbers_the_page_draws_after_edits():
+    """Edited cells, a temperature and a mask on the panel: the checker's trace follows the page's."""
+    at = open_lesson("dot-product")
+    _reveal_predictions(at, "dot-product")
+    edit(at, "K", {1: {"d0": -1.5}})
+    at.slider(key=state.SCENARIO.temperature).set_value(0.5).run()
+    no_errors(at)
+    np.testing.assert_allclose(_drawn_weights(at), tut.scenario_trace(_panel_state(at)).weights.numpy(), atol=2e-6)
+    at.selectbox(key=K.pick).set_value("masks").run()
+    at.checkbox(key=state.SCENARIO.causal).check().run()
+    no_errors(at)
+    np.testing.assert_allclose(_drawn_weights(at), tut.scenario_trace(_panel_state(at)).weights.numpy(), atol=2e-6)
 
 
 def test_the_snippets_on_the_page_print_the_weights_the_page_shows():

@@ -150,6 +150,60 @@ def test_core_holds_no_export_code():
         assert "codegen" not in _imported_roots(path) and "attention_lab" not in _imported_roots(path), path.name
 
 
+def test_core_holds_no_lessons_or_text():
+    """The tutorial's lessons, exercise parsing, strings and progress live in attention_lab.tutorial (#20):
+    no module of core is a tutorial, none names the lesson or string files (assets/lessons, assets/i18n,
+    assets/explain) and none imports the tutorial."""
+    assert not (ROOT / "core" / "tutorial.py").exists() and not (ROOT / "core" / "tutorial").exists()
+    for path in (ROOT / "core").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        words = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        assert not [w for w in words if w in ("lessons", "i18n", "explain") or "assets/lessons" in w
+                    or "assets/i18n" in w], path.name
+        parts = {part for m in _imported_modules(path) for part in m.split(".")}
+        assert "tutorial" not in parts, path.name
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Full names of the modules a file imports (relative ones without their dots)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return mods | {f"{n.module or ''}.{a.name}".strip(".") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                   for a in n.names}
+
+
+def _combine_calls(tree: ast.AST) -> list[int]:
+    """Lines calling ``combine`` of core.masks: ``masks.combine(…)``, ``core.masks.combine(…)``, or a
+    ``combine`` imported from core.masks."""
+    imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and (n.module or "").endswith("masks") for a in n.names if a.name == "combine"}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr == "combine" and (
+                    (isinstance(f.value, ast.Attribute) and f.value.attr in ("masks", "_masks"))
+                    or (isinstance(f.value, ast.Name) and f.value.id in ("masks", "_masks"))):
+                out.append(node.lineno)
+            elif isinstance(f, ast.Name) and f.id in imported:
+                out.append(node.lineno)
+    return out
+
+
+def test_one_scenario_builder():
+    """The scenario's mask is built in one place (attention_lab.scenario.mask, the builder the Playground,
+    the pages and the tutorial's checkers share): no other module of the app calls core.masks.combine."""
+    assert _combine_calls(ast.parse("import core\ncore.masks.combine(2, 2)\n")) == [2]
+    assert _combine_calls(ast.parse("from core.masks import combine as c\nc(2, 2)\n")) == [2]
+    callers = [name for name, path in sources().items() if not name.startswith("core")
+               and _combine_calls(ast.parse(path.read_text(encoding="utf-8")))]
+    assert callers == ["attention_lab.scenario"], callers
+    # the tutorial's checkers reach core through the builder, not through a path of their own
+    for path in (ROOT / "attention_lab" / "tutorial").rglob("*.py"):
+        mods = _imported_modules(path)
+        assert not [m for m in mods if m.endswith("masks") or m == "core.lab.c18_lookup"], path.name
+
+
 def _is_session_state(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "session_state"
 

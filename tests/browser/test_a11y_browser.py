@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from core import tutorial
+from attention_lab import tutorial
 from ui import nav
 from ui.i18n import table
 

@@ -85,7 +85,7 @@ def _open_every_map(page, lesson) -> None:
 def test_nothing_is_clipped_in_any_lesson_panel(server_url, chromium, width, lang):
     from playwright.sync_api import expect
 
-    from core import tutorial as tut
+    from attention_lab import tutorial as tut
 
     ctx = chromium.new_context(viewport={"width": width, "height": 900}, locale="ko-KR" if lang == "ko" else "en-US")
     try:

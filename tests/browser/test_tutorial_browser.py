@@ -11,9 +11,10 @@ import nbformat
 import numpy as np
 from playwright.sync_api import expect
 
-from core import tutorial as tut
+from attention_lab import scenario
+from attention_lab import tutorial as tut
 from core.tokens import tokenize
-from ui import scenario, state
+from ui import state
 from ui.state import css_class as css
 
 from .conftest import wait_idle

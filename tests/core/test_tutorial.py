@@ -1,4 +1,4 @@
-"""The guided tutorial (core.tutorial): every checker against truths computed here independently
+"""The guided tutorial (attention_lab.tutorial): every checker against truths computed here independently
 (plain numpy, hand-written softmax), robust input handling, the texts in both languages, the
 lessons' scenarios, and the progress code."""
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from core import tutorial as T
-from ui import scenario
+from attention_lab import scenario
+from attention_lab import tutorial as T
 
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "assets" / "lessons"
 EN = json.loads((LESSONS_DIR / "exercises.en.json").read_text(encoding="utf-8"))
@@ -143,10 +143,6 @@ def test_panel_keys_are_the_pages_session_keys():
 
     assert (T.MH_D_MODEL, T.MH_HEADS) == (ui_state.MULTI_HEAD.d_model, ui_state.MULTI_HEAD.heads)
     assert (T.PS_D_KEY, T.PS_PERM) == (ui_state.POSITION.d, ui_state.POSITION.perm)
-
-
-def test_scenario_defaults_mirror_ui():
-    assert {k: list(v) if isinstance(v, tuple) else v for k, v in T.SCENARIO_DEFAULTS.items()} == scenario.DEFAULTS
 
 
 @pytest.mark.parametrize("lesson", T.LESSONS, ids=lambda x: x.id)
@@ -767,7 +763,7 @@ def test_a_make_it_so_names_the_other_control_that_changed():
 
 
 def test_the_multi_head_shape_options_are_explained_by_what_makes_them():
-    right, vals = T._l7_shape()
+    right, vals = T.lessons._l7_shape()
     assert right == "1x2x4x4"
     assert vals["heads_last"] == "(1, 4, 2, 4)" and vals["no_transpose"] == "(1, 4, 2, 2)"
     assert vals["averaged"] == "(1, 4, 4)" and vals["view_only"] == "(1, 2, 4, 4)" and vals["view_gap"] > 1e-3

@@ -16,10 +16,10 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from attention_lab import scenario
 from tests.app.test_links import largest
 from tests.browser.conftest import CHROMIUM_ARGS, _chromium, wait_idle
 from tests.browser.helpers import PG_WEIGHTS, wait_z
-from ui import scenario
 
 from .test_replicas import ROUTE, metrics, token_box
 

@@ -14,11 +14,11 @@ import nbformat
 import numpy as np
 import pytest
 
-from attention_lab import codegen
+from attention_lab import codegen, scenario
+from attention_lab import tutorial as tut
 from attention_lab.notebook import values_in
-from core import tutorial as tut
 from tests.app.helpers import PG_WEIGHTS, heat, no_errors, open_tab, page
-from ui import scenario, state
+from ui import state
 from ui.pipeline import weights_key
 
 from .nbrun import execute_all

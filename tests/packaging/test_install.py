@@ -28,13 +28,13 @@ from bench import serve
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = """
 import json, sys
-import core, core.tutorial, attention_lab, attention_lab.notebook, attention_lab.codegen
+import core, attention_lab, attention_lab.notebook, attention_lab.codegen, attention_lab.tutorial
 from core import tokens
 X = tokens.c18_embedding()
 w = core.attention(X, X, X).weights[3].tolist()
 print(json.dumps({"core": core.__file__, "nb": attention_lab.notebook.__file__, "root": str(core._paths.app_root()),
                   "w": w, "streamlit": "streamlit" in sys.modules,
-                  "lesson": core.tutorial.lesson_markdown(core.tutorial.LESSONS[0].id, "ko")[:40]}))
+                  "lesson": attention_lab.tutorial.lesson_markdown(attention_lab.tutorial.LESSONS[0].id, "ko")[:40]}))
 """
 
 
@@ -134,7 +134,9 @@ def test_the_wheel_carries_the_packages_and_the_app_and_runs_from_its_install(tm
     names = set(zipfile.ZipFile(wheel).namelist())
     data = "attention_lab-0.1.0.data/data/share/attention-lab/"
     for name in ("core/__init__.py", "core/_paths.py", "attention_lab/notebook.py", "attention_lab/widget.js",
-                 "attention_lab/codegen.py", data + "app.py", data + "ui/pipeline.py", data + "app_pages/playground.py",
+                 "attention_lab/codegen.py", "attention_lab/scenario.py", "attention_lab/tutorial/lessons.py",
+                 data + "assets/lessons/exercises.ko.json", data + "app.py", data + "ui/pipeline.py",
+                 data + "app_pages/playground.py",
                  data + "assets/components/maps.js", data + "assets/i18n/ko.notebook.json", data + ".streamlit/config.toml",
                  data + "assets/checkpoints/vit_shapes.pt", data + "static/attention-lab-kr-400.woff2",
                  data + "static/svg-font/slices.json", data + "static/svg-font/kr-400-00.woff2"):

@@ -1,9 +1,19 @@
-"""The Playground's configuration as plain data: defaults, validation, URL and JSON forms.
+"""The shared scenario as plain data — defaults, validation, URL and JSON forms — and the ONE path from
+a scenario to its numbers (no Streamlit).
 
 A scenario is a dict of simple values (see DEFAULTS) plus ``matrices``: learner edits as
 full matrices keyed by name ("X", "W_q", …). It round-trips through query parameters (a
 teacher's link) and through a JSON file. Every value from outside is validated; an invalid
 value is replaced by its default and reported by name — never an exception.
+
+From a scenario to ``core.lab.playground`` (the last section): :func:`embedding`, :func:`qkv_matrices` and
+:func:`score_params` (which matrices each mode has and their seeded values; each passes through an
+``edit(name, generated)`` callback), :func:`fit` (a learner's matrix where it fits), :func:`mask` (the only
+caller of ``core.masks.combine`` for the scenario), :func:`scale` and :func:`playground_args`. The
+Playground and every page sharing the scenario call them with their matrix editors as the ``edit``
+(``ui.inputs``, ``ui.scenario_state``); :func:`build` calls them with the state's edited matrices for the
+tutorial's checkers, so a checker grades exactly what the page draws (tests/app/test_tutorial_page.py holds
+them equal for every lesson).
 """
 
 from __future__ import annotations
@@ -15,7 +25,12 @@ import zlib
 from typing import Any
 from urllib.parse import urlencode
 
-from core.attention import SCORE_FUNCTIONS
+import numpy as np
+
+from core import lab as _lab
+from core import masks as _masks
+from core import tokens as _tokens
+from core.attention import SCORE_FUNCTIONS, default_scale
 from core.lab import QKV_MODES
 
 MAX_TOKENS = 512
@@ -58,7 +73,6 @@ DEFAULTS: dict[str, Any] = {
     "convention": "row",
     "query": 0,
 }
-
 
 
 def preset_values(name: str) -> dict[str, Any]:
@@ -108,12 +122,15 @@ def _bool(v):
     return None
 
 
+TEMPERATURES = tuple(round(0.1 * i, 1) for i in range(1, 51))  # the temperature slider's values: 0.1 … 5.0
+
+
 def _temperature(v):
     try:
         f = float(v)
     except (TypeError, ValueError):
         return None
-    return round(f, 2) if math.isfinite(f) and 0.1 <= f <= 5.0 else None
+    return round(f, 2) if math.isfinite(f) and TEMPERATURES[0] <= f <= TEMPERATURES[-1] else None
 
 
 MAX_NUMBER_DIGITS = 40  # a number in a link or file: longer digit strings are refused before Python converts them
@@ -423,3 +440,154 @@ def from_json(data: bytes) -> tuple[dict, dict, dict, list[str]]:
     values, matrices, refused = validate(doc["playground"])
     settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
     return values, matrices, settings, refused
+
+
+# ------------------------------------------------------------------ the scenario → core.lab.playground
+MAX_SEED = 2**31 - 1
+SCORE_PARAMS = {"general": ("W",), "additive": ("W_a", "U_a", "w_a")}  # what each score function is given
+
+
+class BadScenario(ValueError):
+    """A scenario that cannot be turned into numbers; ``args[0]`` names the value."""
+
+
+def token_list(text: str, name: str = "tokens") -> list[str]:
+    """The tokens of a text box (raises BadScenario: empty, or more than MAX_TOKENS)."""
+    toks = _tokens.tokenize(text) if isinstance(text, str) and len(text) <= MAX_TOKEN_TEXT else []
+    if not toks or len(toks) > MAX_TOKENS:
+        raise BadScenario(name)
+    return toks
+
+
+def embedding(kind: str, tokens: tuple[str, ...], d_model: int, seed: int) -> tuple[np.ndarray, list[str]]:
+    """X (n, d) for the tokens: the C18 table (unknown tokens seeded random), per-token seeded random
+    vectors of width ``d_model``, or one-hot. Returns (X, the tokens not in the C18 table)."""
+    if kind == "c18":
+        X, unknown = _lab.c18_lookup(tokens, fallback_seed=seed)
+        return X.numpy(), unknown
+    if kind == "onehot":
+        return _tokens.one_hot(tokens).numpy(), []
+    return _tokens.embed(tokens, d_model, seed=seed).numpy(), []
+
+
+def projection(d_in: int, d_out: int, seed: int, name: str) -> np.ndarray:
+    """A seeded (d_in, d_out) projection, the same for every page that names it the same."""
+    return _tokens.projection(d_in, d_out, seed=seed, name=name).numpy()
+
+
+def fit(given, generated: np.ndarray) -> np.ndarray | None:
+    """A learner's (or a link's) matrix in the generated one's shape — a vector counts as a column —
+    or None when it has another shape (it no longer belongs to these tokens or sizes)."""
+    generated = np.asarray(generated)
+    m = np.asarray(given, dtype=float)
+    m = m if m.ndim == 2 else m.reshape(-1, 1)
+    return m.reshape(generated.shape) if m.shape == generated.reshape(generated.shape[0], -1).shape else None
+
+
+def param_base(name: str, d_k: int, d_a: int, seed: int, project=projection) -> np.ndarray:
+    """The seeded value of a score function's parameter: W (d_k×d_k) for general; W_a, U_a (d_a×d_k) and
+    w_a (d_a) for additive. ``project`` is :func:`projection` or a cached copy of it."""
+    if name == "W":
+        return project(d_k, d_k, seed, "W").T
+    if name in ("W_a", "U_a"):
+        return project(d_k, d_a, seed, name).T
+    if name == "w_a":
+        return project(d_a, 1, seed, "w_a")[:, 0]
+    raise KeyError(name)
+
+
+def qkv_matrices(qkv: str, X_q: np.ndarray, X_kv: np.ndarray, d_k: int, d_v: int, seed: int, edit=None,
+                 project=projection) -> dict:
+    """What ``core.lab.playground`` is given for Q, K and V in each mode, with d_k and d_v: ``projection``:
+    W_q, W_k (d_model × d_k) and W_v (d_model × d_v), seeded; ``direct``: Q, K, V typed, starting from X
+    (queries) and X_src (keys, values); ``identity``: nothing (Q = K = V = X, d_k = d_v = d_model).
+    ``edit(name, generated)`` → the matrix used (the learner's edit, a matrix editor); none: the generated."""
+    edit = edit or (lambda name, generated: generated)
+    d_model = np.shape(X_q)[1]
+    out = {"W_q": None, "W_k": None, "W_v": None, "Q": None, "K": None, "V": None, "d_k": d_model, "d_v": d_model}
+    if qkv == "projection":
+        out |= {"d_k": d_k, "d_v": d_v}
+        for name, d_out in (("W_q", d_k), ("W_k", d_k), ("W_v", d_v)):
+            out[name] = edit(name, project(d_model, d_out, seed, name))
+    elif qkv == "direct":
+        for name, base in (("Q", X_q), ("K", X_kv), ("V", X_kv)):
+            out[name] = edit(name, np.asarray(base, dtype=float))
+    return out
+
+
+def score_params(score: str, d_k: int, d_a: int, seed: int, edit=None, project=projection) -> dict[str, np.ndarray]:
+    """The parameters of a score function (:data:`SCORE_PARAMS`, seeded by :func:`param_base`), each through
+    ``edit(name, generated)`` as in :func:`qkv_matrices`."""
+    edit = edit or (lambda name, generated: generated)
+    return {name: edit(name, param_base(name, d_k, d_a, seed, project)) for name in SCORE_PARAMS.get(score, ())}
+
+
+def mask(n_q: int, n_k: int, *, causal, pad, blocked, cross: bool = False, window: int = 0) -> np.ndarray | None:
+    """The scenario's mask (causal & padding & clicked cells, and a sliding window where a page adds one),
+    row convention, or None. In cross attention the causal mask does not apply: the decoder may read
+    every source token."""
+    m = _masks.combine(n_q, n_k, causal=bool(causal) and not cross, pad=pad, blocked=blocked, window=window)
+    return None if m is None else m.numpy()
+
+
+def scale(mode: str, d_k: int) -> float | None:
+    """The scale radio's factor: None = the score function's own default (core decides)."""
+    if mode == "auto":
+        return None
+    return default_scale("scaled_dot", d_k) if mode == "sqrt_dk" else 1.0
+
+
+def playground_args(*, X_q, X_kv, qkv: str, W_q=None, W_k=None, W_v=None, Q=None, K=None, V=None, d_k: int,
+                    score: str, params: dict, scale_mode: str, temperature: float, mask=None, convention: str = "row") -> dict:
+    """The keyword arguments of ``core.lab.playground`` for a scenario's numbers (also what "copy as
+    code" writes out)."""
+    return {"X_q": np.asarray(X_q, np.float32), "X_kv": np.asarray(X_kv, np.float32), "qkv": qkv,
+            "W_q": W_q, "W_k": W_k, "W_v": W_v, "Q": Q, "K": K, "V": V, "score": score,
+            "params": {k: np.asarray(p, np.float32) for k, p in params.items()}, "scale": scale(scale_mode, d_k),
+            "temperature": float(temperature), "mask": mask, "convention": convention}
+
+
+def _plain(x):
+    """Tuples, mappings, tensors and arrays as the plain lists and dicts :func:`validate` reads."""
+    if isinstance(x, dict) or (hasattr(x, "items") and hasattr(x, "keys")):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if hasattr(x, "tolist") and not isinstance(x, (bool, int, float, str)):
+        return x.tolist()
+    return x
+
+
+def build(raw, *, seed=None) -> tuple[dict, tuple[str, ...], tuple[str, ...]]:
+    """A scenario (values, ``matrices``; ``seed`` from the argument or the mapping, 0 if neither) →
+    (the keyword arguments of ``core.lab.playground`` in row convention, query tokens, key tokens).
+
+    Strict, unlike :func:`validate`: a value that cannot be used raises BadScenario (a ValueError)
+    naming it, instead of falling back to its default."""
+    if not hasattr(raw, "items"):
+        raise BadScenario("state")
+    raw = _plain(raw)
+    values, matrices, refused = validate(raw)
+    seed = _int_in(0, MAX_SEED)(raw.get("seed", 0) if seed is None else seed)
+    if refused or seed is None:
+        raise BadScenario(refused[0] if refused else "seed")
+    cross = values["mode"] == "cross"
+    tq = token_list(values["tokens"], "tokens")
+    tk = token_list(values["source"], "source") if cross else tq
+
+    def edited(name: str, generated: np.ndarray) -> np.ndarray:
+        got = fit(matrices[name], generated) if name in matrices else None
+        return np.asarray(generated, dtype=float) if got is None else got
+
+    X_all, _ = embedding(values["embedding"], tuple(tq) + (tuple(tk) if cross else ()), values["d_model"], seed)
+    n_q = len(tq)
+    X_q = edited("X", X_all[:n_q])
+    X_kv = edited("X_src", X_all[n_q:]) if cross else X_q
+    m = qkv_matrices(values["qkv"], X_q, X_kv, values["d_k"], values["d_v"], seed, edited)
+    d_k = m.pop("d_k")
+    del m["d_v"]
+    params = score_params(values["score"], d_k, values["d_a"], seed, edited)
+    mk = mask(len(tq), len(tk), causal=values["causal"], pad=values["pad"], blocked=values["blocked"], cross=cross)
+    args = playground_args(X_q=X_q, X_kv=X_kv, qkv=values["qkv"], d_k=d_k, score=values["score"], params=params,
+                           scale_mode=values["scale"], temperature=values["temperature"], mask=mk, **m)
+    return args, tuple(tq), tuple(tk)

@@ -1,0 +1,756 @@
+"""The lessons: their scenarios, exercises and the functions that compute each answer with core
+(the content stays code: a judge recomputes the truth, never compares text). Registered in
+:data:`LESSONS` in the tutorial's order; :data:`CONCEPTS` and :data:`CURRICULUM` say what each covers."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import torch
+
+from core import positional as _positional
+from core import tokens as _tokens
+from core.attention import attention
+from core.experiments import scaling_experiment
+from core.kv_cache import MODEL_PRESETS, cached_decode, kv_cache_bytes
+from core.lab import gap_text, permutation_check, within_rounding
+from core.multihead import kv_head_map, multi_head_attention
+from core.pitfalls import head_layouts, mask_after_softmax
+
+from ..labels import parse_perm
+from ..scenario import MAX_TOKENS
+from .exercises import (
+    MH_D_MODEL,
+    MH_HEADS,
+    PS_D_KEY,
+    PS_PERM,
+    TEMPERATURE_GRID,
+    Exercise,
+    Feedback,
+    Lesson,
+    LessonTrace,
+    _choice_ex,
+    _fb,
+    _freeze,
+    _int,
+    _make_it_so,
+    _names,
+    _number,
+    _predict,
+    _state,
+    _ties,
+    _tokens_of,
+    scenario_trace,
+)
+
+# =========================================================================== the lessons
+C18 = _tokens.C18_TOKENS  # 나는 오늘 사과를 먹었다
+N, O, S, M = 0, 1, 2, 3  # 나는, 오늘, 사과를, 먹었다
+
+
+def _exp_row(lt: LessonTrace, q: int) -> tuple[list[float], float]:
+    logits = lt.trace.attn.logits[q]
+    e = [math.exp(float(v)) if math.isfinite(float(v)) else 0.0 for v in logits]
+    return e, sum(e)
+
+
+# ---- 1. attention as a weighted average -------------------------------------------------
+L1 = {"query": M}
+
+
+def _l1_weight():
+    lt = scenario_trace(L1)
+    e, total = _exp_row(lt, M)
+    raw = torch.softmax(lt.scores[M], -1)  # the same row without 1/√d_k
+    vals = {"query": C18[M], "key": C18[S], "score": float(lt.scores[M, S]), "scaled": float(lt.trace.attn.scaled[M, S]),
+            "e": e[S], "total": total, "w": float(lt.weights[M, S]), "d_k": lt.trace.K.shape[1]}
+    wrong = {"no_sum": e[S], "score": vals["score"], "scaled": vals["scaled"], "no_scale": float(raw[S]),
+             "uniform": 1 / len(e), "self": float(lt.weights[M, M])}
+    return vals["w"], vals, wrong
+
+
+def _l1_rowsum():
+    lt = scenario_trace(L1)
+    sums = lt.trace.attn.weight_sums
+    w = lt.weights[M]
+    right = "one" if bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5)) else "depends"
+    return right, {"w0": float(w[0]), "w1": float(w[1]), "w2": float(w[2]), "w3": float(w[3]), "total": float(w.sum()),
+                   "n": len(C18)}
+
+
+# ---- 2. scores and the dot product -------------------------------------------------------
+L2 = {"qkv": "direct", "query": S}
+
+
+def _l2_score():
+    lt = scenario_trace(L2)
+    q, k = lt.trace.Q[M], lt.trace.K[N]
+    vals = {"query": C18[M], "key": C18[N], "q0": float(q[0]), "q1": float(q[1]), "q2": float(q[2]),
+            "k0": float(k[0]), "k1": float(k[1]), "k2": float(k[2]), "s": float(lt.scores[M, N]),
+            "qn": float(q.norm()), "kn": float(k.norm())}
+    vals |= {"lo": -vals["qn"] * vals["kn"], "hi": vals["qn"] * vals["kn"]}  # |q·k| ≤ ‖q‖‖k‖
+    wrong = {"scaled": float(lt.trace.attn.scaled[M, N]), "weight": float(lt.weights[M, N]), "self": float(lt.scores[M, M])}
+    return vals["s"], vals, wrong
+
+
+def _l2_judge(state: Mapping, lt: LessonTrace) -> Feedback:
+    K0 = scenario_trace(L2).trace.K
+    diff = (lt.trace.K - K0).abs() > 1e-9
+    n = int(diff.sum())
+    if n == 0:
+        return _fb(False, "dot-product.edit-k.no_change")
+    if n > 1:
+        return _fb(False, "dot-product.edit-k.many_cells", n=n)
+    row = lt.weights[S]
+    top = _ties(row)
+    (r, c), = [tuple(int(v) for v in rc) for rc in torch.nonzero(diff)]
+    vals = {"query": C18[S], "key": C18[N], "w": float(row[N]), "s": float(lt.scores[S, N]), "top": _names(C18, top),
+            "top_w": float(row[top[0]]), "top_s": float(lt.scores[S, top[0]]), "row": C18[r], "col": c,
+            "old": float(K0[r, c]), "new": float(lt.trace.K[r, c])}
+    if top == [N]:
+        return Feedback(True, "dot-product.edit-k.ok", vals)
+    if N in top:
+        return Feedback(False, "dot-product.edit-k.tie", vals)
+    return Feedback(False, "dot-product.edit-k.not_top", vals)
+
+
+def _l2_example():
+    K = [list(r) for r in _tokens.C18_EMBEDDING]
+    K[N][1] = 2.0  # 나는's key (1, 0, 1) → (1, 2, 1): 사과를 (1, 1, 0) now scores 3 with it
+    lt = scenario_trace(_state(L2, matrices={"K": K}))
+    return {"matrices": {"K": K}}, {"row": C18[N], "col": 1, "old": 0.0, "new": 2.0, "s": float(lt.scores[S, N]),
+                                    "w": float(lt.weights[S, N]), "query": C18[S], "key": C18[N]}
+
+
+# ---- 3. softmax, temperature and √d_k ----------------------------------------------------
+L3 = {"query": M}
+L3_NO_SCALE = {"scale": "none"}
+SHARP = 0.9
+
+
+def _l3_no_scale():
+    lt = scenario_trace({**L3, **L3_NO_SCALE})
+    e, total = _exp_row(lt, M)
+    vals = {"query": C18[M], "s": float(lt.scores[M, M]), "e": e[M], "total": total, "w": float(lt.weights[M, M])}
+    wrong = {"kept_scale": float(scenario_trace(L3).weights[M, M]), "no_sum": e[M], "uniform": 1 / len(e),
+             "score": vals["s"]}
+    return vals["w"], vals, wrong
+
+
+def _l3_sharp_judge(state: Mapping, lt: LessonTrace) -> Feedback:
+    w = float(lt.weights[M].max())
+    vals = {"query": C18[M], "T": lt.trace.attn.temperature, "w": w, "target": SHARP}
+    if w > SHARP:
+        return Feedback(True, "softmax-temperature.sharp.ok", vals)
+    if lt.trace.attn.temperature >= 1.0:
+        return Feedback(False, "softmax-temperature.sharp.flatter", vals)
+    return Feedback(False, "softmax-temperature.sharp.not_yet", vals)
+
+
+def _l3_sharp_example():
+    for T in sorted(TEMPERATURE_GRID, reverse=True):  # the largest slider value that works
+        lt = scenario_trace({**L3, "temperature": T})
+        if float(lt.weights[M].max()) > SHARP:
+            gap = float(lt.trace.attn.scaled[M, M] - lt.trace.attn.scaled[M, N])
+            return {"temperature": T}, {"T": T, "w": float(lt.weights[M].max()), "gap": gap, "target": SHARP}
+    raise AssertionError("no temperature on the slider makes the row sharp")  # pragma: no cover
+
+
+def _l3_tie():
+    w1 = float(scenario_trace(L3).weights[N].max())
+    w_slider = float(scenario_trace({**L3, "temperature": 0.1}).weights[N].max())  # the slider's coldest
+    # colder than the slider (and a scenario) goes: softmax(z / T) of the row at T = 1, by hand
+    cold = torch.softmax(scenario_trace(L3).trace.attn.scaled[N] / 0.01, dim=-1)
+    w_cold = float(cold.max())
+    tied = _ties(cold)
+    right = "half" if len(tied) == 2 and abs(w_cold - 0.5) < 1e-3 else ("one" if w_cold > 0.99 else "quarter")
+    return right, {"w1": w1, "w_slider": w_slider, "w_cold": w_cold, "T": 0.1, "keys": _names(C18, tied)}
+
+
+def _l3_sqrt_dk():
+    ex = scaling_experiment(dims=(4, 64), n_keys=16, n_samples=2000, n_trials=100, seed=0)
+    vals = {"var4": float(ex.var_dot[0]), "var64": float(ex.var_dot[1]), "mw64": float(ex.max_weight[1]),
+            "mw64s": float(ex.max_weight_scaled[1])}
+    grows = vals["var64"] > 4 * vals["var4"] and vals["mw64"] > vals["mw64s"]
+    return ("variance" if grows else "sum"), vals
+
+
+# ---- 4. the output Σ αᵢ vᵢ ----------------------------------------------------------------
+L4 = {"qkv": "direct", "query": M}
+OUTPUT_TARGET = 2.0
+
+
+def _l4_output():
+    lt = scenario_trace(L4)
+    w, v = lt.weights[M], lt.trace.V[:, 0]
+    vals = {"query": C18[M], **{f"a{i}": float(w[i]) for i in range(4)}, **{f"v{i}": float(v[i]) for i in range(4)},
+            "out": float(lt.trace.attn.output[M, 0]), "lo": float(v.min()), "hi": float(v.max())}
+    wrong = {"mean": float(v.mean()), "sum_v": float(v.sum()), "only_self": float(w[M] * v[M]), "sum_w": float(w.sum())}
+    return vals["out"], vals, wrong
+
+
+def _l4_convex():
+    # the first output entry over many weightings of the same V: never above max v, never below min v
+    base = scenario_trace(L4)
+    V = base.trace.V
+    outs = [base.trace.attn.output[:, 0]]
+    for T in (0.1, 0.5, 2.0, 5.0):
+        for score in ("dot", "cosine"):
+            outs.append(attention(base.trace.Q, base.trace.K, V, score=score, temperature=T).output[:, 0])
+    top = max(float(o.max()) for o in outs)
+    right = "no" if top <= float(V[:, 0].max()) + 1e-6 else "yes-sharp"
+    return right, {"vmax": float(V[:, 0].max()), "vmin": float(V[:, 0].min()), "out": float(base.trace.attn.output[M, 0]),
+                   "top": top}
+
+
+def _l4_judge(state: Mapping, lt: LessonTrace) -> Feedback:
+    V0 = scenario_trace(L4).trace.V
+    out = float(lt.trace.attn.output[M, 0])
+    vals = {"query": C18[M], "out": out, "vmax": float(lt.trace.V[:, 0].max()), "target": OUTPUT_TARGET}
+    if torch.equal(lt.trace.V, V0):
+        return Feedback(False, "weighted-sum.edit-v.no_change", vals)
+    if out > OUTPUT_TARGET:
+        return Feedback(True, "weighted-sum.edit-v.ok", vals)
+    return Feedback(False, "weighted-sum.edit-v.not_yet", vals)
+
+
+def _l4_example():
+    V = [list(r) for r in _tokens.C18_EMBEDDING]
+    V[M][0] = 5.0
+    lt = scenario_trace(_state(L4, matrices={"V": V}))
+    w = lt.weights[M]
+    return {"matrices": {"V": V}}, {"query": C18[M], "out": float(lt.trace.attn.output[M, 0]), "a3": float(w[M]),
+                                    "new": 5.0, "target": OUTPUT_TARGET}
+
+
+# ---- 5. masks ------------------------------------------------------------------------------
+L5 = {"query": O}
+L5_CAUSAL = {"causal": True}
+
+
+def _l5_judge(state: Mapping, lt: LessonTrace) -> Feedback:
+    w = lt.weights
+    n = w.shape[0]
+    for i in range(n):
+        for j in range(n):
+            if j > i and float(w[i, j]) > 0:
+                return _fb(False, "masks.causal.future", query=C18[i], key=C18[j], w=float(w[i, j]))
+    for i in range(n):
+        for j in range(i + 1):
+            if float(w[i, j]) == 0:
+                return _fb(False, "masks.causal.past", query=C18[i], key=C18[j])
+    return _fb(True, "masks.causal.ok", zeros=int((w == 0).sum()), w=float(w[O, N]), query=C18[O], key=C18[N])
+
+
+def _l5_example():
+    lt = scenario_trace({**L5, **L5_CAUSAL})
+    return {"causal": True}, {"zeros": int((lt.weights == 0).sum())}
+
+
+def _l5_weight():
+    lt = scenario_trace({**L5, **L5_CAUSAL})
+    e, total = _exp_row(lt, O)
+    plain = scenario_trace(L5)
+    after = mask_after_softmax(plain.trace.attn.scaled, lt.trace.attn.mask)
+    vals = {"query": C18[O], "key": C18[N], "e0": e[N], "e1": e[O], "total": total, "w": float(lt.weights[O, N]),
+            "after_sum": float(after.sums_per_query[O])}
+    wrong = {"unmasked": float(plain.weights[O, N]), "half": 0.5, "self": float(lt.weights[O, O])}
+    return vals["w"], vals, wrong
+
+
+def _l5_order():
+    lt = scenario_trace({**L5, **L5_CAUSAL})
+    m, scaled = lt.trace.attn.mask, lt.trace.attn.scaled
+    recipes = {
+        "before": lt.weights,
+        "after": mask_after_softmax(scaled, m).weights,
+        "zero": torch.softmax(scaled.masked_fill(~m, 0.0), dim=-1),
+    }
+    good = [name for name, w in recipes.items()
+            if torch.allclose(w.sum(-1), torch.ones(w.shape[0]), atol=1e-5) and bool((w[~m] == 0).all())]
+    return good[0], {"after_sum": float(recipes["after"][O].sum()), "zero_w": float(recipes["zero"][O, S]),
+                     "query": C18[O], "key": C18[S]}
+
+
+# ---- 6. learned projections W_Q, W_K, W_V --------------------------------------------------
+L6 = {"qkv": "projection", "d_k": 2, "d_v": 2, "query": M, "matrices": {
+    "W_q": [[0.0, 0.0], [0.0, 1.0], [-1.0, -1.0]],
+    "W_k": [[0.0, 1.0], [0.0, 1.0], [1.0, 1.0]],
+    "W_v": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+}}
+
+
+def _l6_score():
+    lt = scenario_trace(L6)
+    q, k = lt.trace.Q[S], lt.trace.K[M]
+    X = lt.trace.X_q
+    vals = {"query": C18[S], "key": C18[M], "q0": float(q[0]), "q1": float(q[1]), "k0": float(k[0]), "k1": float(k[1]),
+            "s": float(lt.scores[S, M]), "qn": float(q.norm()), "kn": float(k.norm())}
+    vals |= {"lo": -vals["qn"] * vals["kn"], "hi": vals["qn"] * vals["kn"]}  # |q·k| ≤ ‖q‖‖k‖
+    wrong = {"raw": float(X[S] @ X[M]), "scaled": float(lt.trace.attn.scaled[S, M])}
+    return vals["s"], vals, wrong
+
+
+def _l6_shape():
+    lt = scenario_trace(L6)
+    n, d_k = lt.trace.K.shape
+    return f"{n}x{d_k}", {"n": n, "d_model": lt.trace.X_q.shape[1], "d_k": d_k}
+
+
+def _l6_judge(state: Mapping, lt: LessonTrace) -> Feedback:
+    s = lt.scores
+    if float(s.max() - s.min()) < 1e-6:
+        return _fb(False, "projections.symmetric.flat", s=float(s[0, 0]))
+    gap = (s - s.T).abs()
+    if float(gap.max()) > 1e-5:
+        i, j = (int(v) for v in torch.nonzero(gap == gap.max())[0])
+        return _fb(False, "projections.symmetric.asymmetric", a=C18[i], b=C18[j], s_ab=float(s[i, j]), s_ba=float(s[j, i]))
+    return _fb(True, "projections.symmetric.ok", s_ab=float(s[M, S]), a=C18[M], b=C18[S])
+
+
+def _l6_example():
+    W_q = [list(r) for r in L6["matrices"]["W_q"]]
+    lt = scenario_trace(_state(L6, matrices={"W_k": W_q}))
+    return {"matrices": {"W_k": W_q}}, {"s_ab": float(lt.scores[M, S]), "a": C18[M], "b": C18[S]}
+
+
+# ---- 7. multi-head attention and its shapes ------------------------------------------------
+L7: dict = {}
+MH_D, MH_H, MH_TARGET = 8, 2, 2
+
+
+def _mh(state: Mapping, d: int, H: int):
+    """The multi-head panel's numbers: seeded random embeddings and seeded W_q, W_k, W_v, W_o (d × d)."""
+    seed = _int(state.get("seed", 0), 0, 2**31 - 1, "seed")
+    toks = _tokens_of(state)
+    X = _tokens.embed(toks, d, seed=seed)[None]  # (1, n, d)
+    W = {name: _tokens.projection(d, d, seed=seed, name=f"mh.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+    return multi_head_attention(X, n_heads=H, **W)
+
+
+def _l7_dhead():
+    tr = _mh(L7, MH_D, MH_H)
+    d_k = tr.q.shape[-1]
+    return float(d_k), {"d": MH_D, "H": MH_H, "d_k": d_k}, {"times": float(MH_D * MH_H), "d_model": float(MH_D),
+                                                             "heads": float(MH_H)}
+
+
+def _shape_text(t: torch.Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
+def _l7_shape():
+    tr = _mh(L7, MH_D, MH_H)
+    B, H, n_q, n_k = tr.weights.shape
+    seed = 0
+    X = _tokens.embed(_tokens_of(L7), MH_D, seed=seed)[None]
+    W = {name: _tokens.projection(MH_D, MH_D, seed=seed, name=f"mh.{name}") for name in ("W_q", "W_k")}
+    lay = head_layouts(X, W["W_q"], W["W_k"], MH_H)  # what each wrong option is (or is not) made by
+    return "x".join(str(s) for s in tr.weights.shape), {
+        "B": B, "H": H, "n": n_q, "d_k": tr.q.shape[-1], "heads_last": _shape_text(lay.heads_last),
+        "no_transpose": _shape_text(lay.no_transpose), "averaged": _shape_text(lay.averaged),
+        "view_only": _shape_text(lay.view_only), "view_gap": lay.view_gap}
+
+
+def _l7_judge(state: Mapping, lt: LessonTrace) -> Feedback:
+    d = _int(state.get(MH_D_MODEL, MH_D), 1, 64, MH_D_MODEL)
+    H = _int(state.get(MH_HEADS, MH_H), 1, 64, MH_HEADS)
+    if d % H:
+        return Feedback(False, "common.bad_state")
+    tr = _mh(state, d, H)
+    vals = {"d": d, "H": H, "d_k": tr.q.shape[-1], "target": MH_TARGET, "want_d": MH_D}
+    if d != MH_D:
+        return Feedback(False, "multi-head.heads.keep_d", vals)
+    if tr.q.shape[-1] == MH_TARGET and tr.weights.shape[1] == H:
+        return Feedback(True, "multi-head.heads.ok", vals)
+    return Feedback(False, "multi-head.heads.wrong_dk", vals)
+
+
+def _l7_example():
+    H = next(h for h in range(1, MH_D + 1) if MH_D % h == 0 and _mh(L7, MH_D, h).q.shape[-1] == MH_TARGET)
+    return {MH_D_MODEL: MH_D, MH_HEADS: H}, {"d": MH_D, "H": H, "d_k": MH_TARGET}
+
+
+# ---- 8. order and position -----------------------------------------------------------------
+L8: dict = {}
+PS_D = 8
+
+
+def _ps(state: Mapping, perm: tuple[int, ...], d: int, with_pe: bool):
+    """The position panel's numbers for one order (as app_pages/position.py builds them)."""
+    seed = _int(state.get("seed", 0), 0, 2**31 - 1, "seed")
+    toks = _tokens_of(state)
+    X = _tokens.embed(toks, d, seed=seed)
+    W = {w: _tokens.projection(d, d, seed=seed, name=f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
+    pe = _positional.sinusoidal(len(toks), d) if with_pe else None
+    return permutation_check(X, perm, positions=pe, **W)
+
+
+def _token_diff(c, token: int) -> float:
+    r = c.perm.tolist().index(token)  # the slot where the token now sits
+    return float((c.sa_px[r] - c.p_sa_x[r]).abs().max())
+
+
+def _l8_shuffle():
+    perm = (3, 2, 1, 0)
+    diff = _token_diff(_ps(L8, perm, PS_D, False), M)
+    diff_pe = _token_diff(_ps(L8, perm, PS_D, True), M)
+    return ("same" if within_rounding(diff) else "changes"), {"diff": diff, "diff_pe": diff_pe, "token": C18[M],
+                                                             "gap": gap_text(diff), "gap_pe": gap_text(diff_pe)}
+
+
+def _l8_pe():
+    pe = _positional.sinusoidal(2, PS_D)
+    vals = {"pos": 1, "dim": 0, "pe": float(pe[1, 0])}
+    wrong = {"degrees": math.sin(math.radians(1.0)), "cosine": float(pe[1, 1]), "pos0": float(pe[0, 0])}
+    return vals["pe"], vals, wrong
+
+
+def _l8_judge(state: Mapping, lt: LessonTrace) -> Feedback:
+    n = len(lt.q_tokens)
+    d = _int(state.get(PS_D_KEY, PS_D), 1, 64, PS_D_KEY)
+    perm = parse_perm(state.get(PS_PERM, ""), n)
+    if perm is None:
+        return _fb(False, "position.move.bad_perm", last=n - 1)
+    diff = _token_diff(_ps(state, perm, d, False), M)
+    diff_pe = _token_diff(_ps(state, perm, d, True), M)
+    vals = {"token": C18[M], "diff": diff, "diff_pe": diff_pe, "order": " ".join(C18[i] for i in perm),
+            "gap": gap_text(diff), "gap_pe": gap_text(diff_pe)}
+    if within_rounding(diff_pe):
+        return Feedback(False, "position.move.same", vals)
+    if within_rounding(diff):
+        return Feedback(True, "position.move.ok", vals)
+    return Feedback(False, "position.move.no_set", vals)  # pragma: no cover — self-attention is permutation-equivariant
+
+
+def _l8_example():
+    perm = (3, 0, 1, 2)
+    diff = _token_diff(_ps(L8, perm, PS_D, False), M)
+    diff_pe = _token_diff(_ps(L8, perm, PS_D, True), M)
+    return {PS_PERM: "3 0 1 2", PS_D_KEY: PS_D}, {"token": C18[M], "diff": diff, "diff_pe": diff_pe,
+                                                  "order": " ".join(C18[i] for i in perm), "gap": gap_text(diff),
+                                                  "gap_pe": gap_text(diff_pe)}
+
+
+# ---- 9. cross attention --------------------------------------------------------------------
+L9 = {"mode": "cross", "tokens": "vediamo il cielo", "embedding": "random", "d_model": 4,  # source: "We see the sky"
+      "matrices": {
+          # vediamo = "we see" looks at both We and see; il ↔ the; cielo ↔ sky
+          "X": [[1.5, 1.5, 0.0, 0.0], [0.0, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, 2.0]],
+          "X_src": [[1.0, 0.25, 0.0, 0.0], [0.25, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.25], [0.0, 0.0, 0.25, 1.0]],
+      }}
+
+
+L9_TARGET = tuple(L9["tokens"].split())
+
+
+def _l9_shape():
+    lt = scenario_trace(L9)
+    n_q, n_k = lt.weights.shape
+    return f"{n_q}x{n_k}", {"n_q": n_q, "n_k": n_k}
+
+
+def _l9_outputs():
+    lt = scenario_trace(L9)
+    n_q, n_k = lt.weights.shape
+    return float(lt.trace.attn.output.shape[0]), {"n_q": n_q, "n_k": n_k}, {"keys": float(n_k), "pairs": float(n_q * n_k)}
+
+
+# ---- 10. writing one token at a time: the KV cache with grouped-query attention ---------------
+L10 = {"causal": True}  # the masks panel with the causal mask: row t is what step t computes with the cache
+KV_MODEL = "llama-3-8b"
+KV_H, KV_G, KV_HEAD = 8, 2, 5  # the group question: which K/V head does query head 5 read?
+
+
+def _l10_bytes():
+    """KiB of Llama-3-8B's cache per token in bfloat16 (2 bytes), from its published shape."""
+    p = MODEL_PRESETS[KV_MODEL]
+
+    def kib(G: int, bytes_per_value: float = 2) -> float:
+        return kv_cache_bytes(layers=p.layers, n_kv_heads=G, d_head=p.d_head, tokens=1,
+                              bytes_per_value=bytes_per_value) / 1024
+
+    truth = kib(p.n_kv_heads)
+    vals = {"model": p.name, "L": p.layers, "H": p.n_heads, "G": p.n_kv_heads, "d_head": p.d_head}
+    return truth, vals, {"mha": kib(p.n_heads), "keys_only": truth / 2, "fp32": kib(p.n_kv_heads, 4)}
+
+
+def _l10_group():
+    head = kv_head_map(KV_H, KV_G)[KV_HEAD]
+    return str(head), {"H": KV_H, "G": KV_G, "h": KV_HEAD, "size": KV_H // KV_G, "g": head}
+
+
+def _l10_keys():
+    """How many keys the 3rd token's query attends to when the sentence is decoded with a cache."""
+    toks = list(C18)
+    X = _tokens.embed(toks, 8, seed=0)
+    W = {n: _tokens.projection(8, w, seed=0, name=f"kv.{n}") for n, w in
+         (("W_q", 8), ("W_k", 4), ("W_v", 4), ("W_o", 8))}
+    step = cached_decode(X, n_heads=2, n_kv_heads=1, **W).steps[S]
+    return float(step.cache_length), {"token": C18[S], "t": S + 1}, {"all": float(len(toks)), "before": float(S)}
+
+
+# ---- 11. RoPE: positions as rotations of q and k ------------------------------------------------
+L11: dict = {}
+ROPE_D, ROPE_BASE, ROPE_PAIR = 8, 10000.0, 1
+
+
+def _l11_shift():
+    """Move the query and the key by 10 positions together: does their score change?"""
+    q = _tokens.projection(1, ROPE_D, seed=0, name="lp.q")[0]
+    k = _tokens.projection(1, ROPE_D, seed=0, name="lp.k")[0]
+    before = _positional.rope_scores_by_offset(q, k, [3], base=ROPE_BASE, start=2.0)
+    after = _positional.rope_scores_by_offset(q, k, [3], base=ROPE_BASE, start=12.0)
+    gap = float((before - after).abs().max())
+    return ("same" if gap < 1e-4 else "changes"), {"before": float(before[0]), "after": float(after[0]), "gap": gap}
+
+
+def _l11_angle():
+    theta = _positional.rope_frequencies(ROPE_D, base=ROPE_BASE)
+    vals = {"i": ROPE_PAIR, "d": ROPE_D, "base": int(ROPE_BASE)}
+    wrong = {"pair0": float(theta[0]), "odd": ROPE_BASE ** (-ROPE_PAIR / ROPE_D), "last": float(theta[-1])}
+    return float(theta[ROPE_PAIR]), vals, wrong
+
+
+def _l11_length():
+    x = _tokens.projection(16, ROPE_D, seed=0, name="lp.x")  # (16, d): 16 positions
+    rotated = _positional.rope(x, base=ROPE_BASE)
+    gap = float((rotated.norm(dim=-1) - x.norm(dim=-1)).abs().max())
+    return ("same" if gap < 1e-5 else "grows"), {"gap": gap}
+
+
+# ---- 12. a real language model writing (SmolLM2-135M, core.decoder) -------------------------------
+# The panel shows the causal mask on the worked example; the exercises are checked against the real model.
+L12 = {"causal": True, "query": O}
+L12_PROMPT = "The capital of France is"
+
+
+def _lm():
+    from core.pretrained import smollm2  # loaded once per process; imported here so the other lessons never need it
+
+    return smollm2()
+
+
+def _l12_paris():
+    """p(next token) of the model's top guess after L12_PROMPT, in percent."""
+    m = _lm()
+    nt = m.next_token(L12_PROMPT)
+    # rounded to 0.01 %: the model's float32 sums differ in the last bits between thread counts
+    return round(100.0 * float(nt.top_probs[0]), 2), {"token": nt.top_tokens[0], "prompt": L12_PROMPT, "lo": 0.0,
+                                                       "hi": 100.0}, {}
+
+
+def _l12_temperature():
+    """Does temperature alone change the most likely token? Checked on the model's logits over the Playground's grid."""
+    from core.decoder import next_token_probs
+
+    m = _lm()
+    logits = torch.log(m.next_token(L12_PROMPT).probs)
+    tops = {int(next_token_probs(logits, T).argmax()) for T in TEMPERATURE_GRID}
+    top = m.token_text(int(logits.argmax()))
+    cold = float(next_token_probs(logits, 0.1).max())
+    hot = float(next_token_probs(logits, 5.0).max())
+    return ("no" if len(tops) == 1 else "yes"), {"token": top, "cold": cold, "hot": hot}
+
+
+def _l12_sink():
+    """Where the last token of L12_PROMPT looks in the model's strongest sink head (largest share on the first token)."""
+    from core.decoder import head_stats
+
+    tr = _lm().trace(L12_PROMPT)
+    hs = head_stats(tr.attentions)
+    l, h = divmod(int(hs.sink.argmax()), hs.sink.shape[1])
+    row = tr.attentions[l, h, -1]  # (n,): the last query's weights
+    n = row.shape[0]
+    j = int(row.argmax())
+    where = "first" if j == 0 else "itself" if j == n - 1 else "previous" if j == n - 2 else "other"
+    return where, {"l": l, "h": h, "share": float(row[0]), "first": tr.tokens[0], "last": tr.tokens[-1]}
+
+
+# --------------------------------------------------------------------------- the registry
+# What each lesson's text teaches, in the tutorial's order; exercises declare what they need.
+CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "weighted-average": ("weighted_average", "weights", "weights_sum_to_one", "query_key_value"),
+    "dot-product": ("dot_product", "score_matrix"),
+    "softmax-temperature": ("softmax", "scale_sqrt_dk", "temperature"),
+    "weighted-sum": ("output", "convex_combination"),
+    "masks": ("causal_mask", "padding_mask", "mask_before_softmax"),
+    "projections": ("projections", "matrix_shapes"),
+    "multi-head": ("heads", "head_width", "head_shapes"),
+    "position": ("permutation", "positional_encoding"),
+    "cross-attention": ("cross_attention",),
+    "kv-cache": ("kv_cache", "grouped_query"),
+    "rope": ("rope",),
+    "model-writing": ("next_token", "attention_sink"),
+})
+
+
+# The curriculum concepts (../shared/CURRICULUM.md) each lesson's text and exercises cover: the
+# teachers' table on Home lists their union for the Tutorial.
+CURRICULUM: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "weighted-average": ("C2", "C4", "C15", "C18"),
+    "dot-product": ("C3", "C5"),
+    "softmax-temperature": ("C6", "C10"),
+    "weighted-sum": ("C4",),
+    "masks": ("C11", "C12"),
+    "projections": ("C13",),
+    "multi-head": ("C20", "C21", "C36"),
+    "position": ("C23", "C24"),
+    "cross-attention": ("C16", "C27"),
+    "kv-cache": ("C11", "C20", "C21"),
+    "rope": ("C23", "C24"),
+    "model-writing": ("C11", "C20"),
+})
+
+
+def _lesson(lesson_id: str, panel: str, scenario: Mapping, exercises: list[Exercise]) -> Lesson:
+    return Lesson(lesson_id, panel, _freeze(scenario), tuple(exercises), CONCEPTS[lesson_id])
+
+
+def _needs(ex: Exercise, *concepts: str) -> Exercise:
+    """``ex`` with the concepts it needs declared."""
+    return dataclasses.replace(ex, concepts=tuple(concepts))
+
+
+def _pv(**values) -> Mapping:
+    return MappingProxyType(values)
+
+
+def _build() -> tuple[Lesson, ...]:
+    weight = "common.weight_range"
+    N_ = _needs
+    return (
+        _lesson("weighted-average", "inspector", L1, [
+            # the prediction first: its map stays hidden until it is answered, so the text's "look at the panel" follows it
+            N_(_predict("weighted-average.top", L1, N, prompt_values=_pv(query=C18[N])), "weights", "query_key_value"),
+            N_(_choice_ex("weighted-average.row-sum", ("one", "tokens", "depends"), _l1_rowsum,
+                          prompt_values=_pv(query=C18[M]), query=M), "weights", "weights_sum_to_one"),
+        ]),
+        _lesson("dot-product", "pipeline", L2, [
+            N_(_number("dot-product.score", _l2_score, tolerance=0.01, range_key="dot-product.score.outside",
+                       diagnoses=("scaled", "weight", "self"),
+                       prompt_values=_pv(query=C18[M], key=C18[N], tol=0.01), query=M), "dot_product"),
+            N_(_predict("dot-product.top-score", L2, M, prompt_values=_pv(query=C18[M])), "dot_product", "weights"),
+            N_(_make_it_so("dot-product.edit-k", L2, ("matrices.K",), _l2_judge, _l2_example,
+                           ("no_change", "many_cells", "tie", "not_top"), prompt_values=_pv(query=C18[S], key=C18[N]),
+                           query=S), "dot_product", "score_matrix"),
+        ]),
+        _lesson("softmax-temperature", "pipeline", L3, [
+            # asked here, not in lesson 1: computing α needs the dot product, √d_k and softmax (L1 = L3's scenario)
+            N_(_number("weighted-average.weight", _l1_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("no_sum", "score", "scaled", "no_scale", "uniform", "self"),
+                       prompt_values=_pv(query=C18[M], key=C18[S], tol=0.01), query=M),
+               "dot_product", "scale_sqrt_dk", "softmax"),
+            N_(_number("softmax-temperature.no-scale", _l3_no_scale, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("kept_scale", "no_sum", "uniform", "score"), scenario=_freeze(L3_NO_SCALE),
+                       prompt_values=_pv(query=C18[M], tol=0.01), query=M), "softmax", "scale_sqrt_dk"),
+            N_(_make_it_so("softmax-temperature.sharp", L3, ("temperature",), _l3_sharp_judge, _l3_sharp_example,
+                           ("flatter", "not_yet"), prompt_values=_pv(query=C18[M], target=SHARP), query=M), "temperature"),
+            N_(_choice_ex("softmax-temperature.tie", ("half", "one", "quarter"), _l3_tie,
+                          prompt_values=_pv(query=C18[N], key=C18[M]), query=N), "temperature", "softmax"),
+            N_(_choice_ex("softmax-temperature.sqrt-dk", ("variance", "sum", "length"), _l3_sqrt_dk), "scale_sqrt_dk"),
+        ]),
+        _lesson("weighted-sum", "inspector", L4, [
+            N_(_number("weighted-sum.output", _l4_output, tolerance=0.01, lo=0.0, hi=1.0,
+                       range_key="weighted-sum.output.outside", diagnoses=("mean", "sum_v", "only_self", "sum_w"),
+                       prompt_values=_pv(query=C18[M], tol=0.01), query=M), "output"),
+            N_(_choice_ex("weighted-sum.convex", ("no", "yes-sharp", "yes-negative"), _l4_convex,
+                          prompt_values=_pv(query=C18[M]), query=M), "convex_combination", "softmax"),
+            N_(_make_it_so("weighted-sum.edit-v", L4, ("matrices.V",), _l4_judge, _l4_example, ("no_change", "not_yet"),
+                           prompt_values=_pv(query=C18[M], target=OUTPUT_TARGET), query=M), "output"),
+        ]),
+        _lesson("masks", "masks", L5, [
+            N_(_make_it_so("masks.causal", L5, ("causal", "pad", "blocked"), _l5_judge, _l5_example, ("future", "past")),
+               "causal_mask"),
+            N_(_number("masks.weight", _l5_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("unmasked", "half", "self"), scenario=_freeze(L5_CAUSAL),
+                       prompt_values=_pv(query=C18[O], key=C18[N], tol=0.01), query=O),
+               "causal_mask", "softmax", "scale_sqrt_dk", "dot_product"),
+            N_(_choice_ex("masks.order", ("before", "after", "zero"), _l5_order), "mask_before_softmax", "softmax"),
+        ]),
+        _lesson("projections", "pipeline", L6, [
+            N_(_number("projections.score", _l6_score, tolerance=0.01, range_key="projections.score.outside",
+                       diagnoses=("raw", "scaled"),
+                       prompt_values=_pv(query=C18[S], key=C18[M], tol=0.01), query=S), "projections", "dot_product"),
+            N_(_predict("projections.top", L6, M, prompt_values=_pv(query=C18[M])), "projections", "dot_product"),
+            N_(_choice_ex("projections.k-shape", ("4x2", "3x2", "4x3", "2x4"), _l6_shape), "matrix_shapes"),
+            N_(_make_it_so("projections.symmetric", L6, ("matrices.W_q", "matrices.W_k", "matrices.W_v"), _l6_judge,
+                           _l6_example, ("flat", "asymmetric")), "projections", "score_matrix"),
+        ]),
+        _lesson("multi-head", "multihead", L7, [
+            N_(_number("multi-head.d-head", _l7_dhead, tolerance=0.0, lo=1, hi=MH_D, integer=True, decimals=0,
+                       diagnoses=("times", "d_model", "heads"), prompt_values=_pv(d=MH_D, H=MH_H)), "head_width"),
+            N_(_choice_ex("multi-head.weights-shape", ("1x2x4x4", "1x4x4", "1x4x2x4", "2x4x4x1"), _l7_shape,
+                          prompt_values=_pv(H=MH_H, n=len(C18))), "head_shapes"),
+            N_(_make_it_so("multi-head.heads", L7, (MH_D_MODEL, MH_HEADS), _l7_judge, _l7_example, ("keep_d", "wrong_dk"),
+                           check_tokens=False, compare=False, prompt_values=_pv(d=MH_D, target=MH_TARGET)), "head_width"),
+        ]),
+        _lesson("position", "position", L8, [
+            N_(_choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[M])),
+               "permutation"),
+            N_(_number("position.pe-value", _l8_pe, tolerance=0.01, lo=-1.0, hi=1.0, range_key="position.pe-value.outside",
+                       diagnoses=("degrees", "cosine", "pos0"), prompt_values=_pv(pos=1, dim=0, tol=0.01)),
+               "positional_encoding"),
+            N_(_make_it_so("position.move", L8, (PS_PERM, PS_D_KEY), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
+                           compare=False, prompt_values=_pv(token=C18[M])), "permutation", "positional_encoding"),
+        ]),
+        _lesson("cross-attention", "weights", L9, [
+            N_(_choice_ex("cross-attention.shape", ("3x4", "4x3", "4x4", "3x3"), _l9_shape), "cross_attention"),
+            N_(_predict("cross-attention.cielo", L9, 2, prompt_values=_pv(query=L9_TARGET[2])), "cross_attention",
+               "dot_product"),
+            N_(_predict("cross-attention.vediamo", L9, 0, prompt_values=_pv(query=L9_TARGET[0])), "cross_attention",
+               "dot_product"),
+            N_(_number("cross-attention.outputs", _l9_outputs, tolerance=0.0, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
+                       diagnoses=("keys", "pairs")), "cross_attention", "output"),
+        ]),
+        _lesson("kv-cache", "masks", L10, [
+            N_(_number("kv-cache.bytes", _l10_bytes, tolerance=0.5, lo=0.0, hi=1e6, diagnoses=("mha", "keys_only", "fp32"),
+                       decimals=0, prompt_values=_pv(model=MODEL_PRESETS[KV_MODEL].name, L=MODEL_PRESETS[KV_MODEL].layers,
+                                                     G=MODEL_PRESETS[KV_MODEL].n_kv_heads,
+                                                     d_head=MODEL_PRESETS[KV_MODEL].d_head)), "kv_cache", "grouped_query"),
+            N_(_choice_ex("kv-cache.group", ("0", "1", "2", "5"), _l10_group, prompt_values=_pv(H=KV_H, G=KV_G, h=KV_HEAD)),
+               "grouped_query", "heads"),
+            N_(_number("kv-cache.keys", _l10_keys, tolerance=0.0, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
+                       diagnoses=("all", "before"), prompt_values=_pv(token=C18[S], t=S + 1)), "kv_cache", "causal_mask"),
+        ]),
+        _lesson("rope", "position", L11, [
+            N_(_choice_ex("rope.shift", ("same", "changes", "grows"), _l11_shift), "rope", "dot_product"),
+            N_(_number("rope.angle", _l11_angle, tolerance=0.005, lo=0.0, hi=1.0, diagnoses=("pair0", "odd", "last"),
+                       decimals=3, prompt_values=_pv(i=ROPE_PAIR, d=ROPE_D, base=int(ROPE_BASE), tol=0.005)), "rope"),
+            N_(_choice_ex("rope.length", ("same", "grows", "shrinks"), _l11_length), "rope"),
+        ]),
+        _lesson("model-writing", "masks", L12, [
+            N_(_number("model-writing.paris", _l12_paris, tolerance=3.0, lo=0.0, hi=100.0, decimals=1,
+                       prompt_values=_pv(prompt=L12_PROMPT, tol=3)), "next_token", "softmax"),
+            N_(_choice_ex("model-writing.temperature", ("no", "yes"), _l12_temperature, prompt_values=_pv(prompt=L12_PROMPT)),
+               "temperature", "next_token"),
+            N_(_choice_ex("model-writing.sink", ("first", "previous", "itself", "other"), _l12_sink,
+                          prompt_values=_pv(prompt=L12_PROMPT)), "attention_sink", "heads", "causal_mask"),
+        ]),
+    )
+
+
+LESSONS: tuple[Lesson, ...] = _build()
+_BY_ID: dict[str, Lesson] = {lesson.id: lesson for lesson in LESSONS}
+_EX_BY_ID: dict[str, Exercise] = {ex.id: ex for lesson in LESSONS for ex in lesson.exercises}
+
+
+_LESSON_OF: dict[str, Lesson] = {ex.id: lesson for lesson in LESSONS for ex in lesson.exercises}
+
+
+def lesson(lesson_id: str) -> Lesson:
+    """The lesson with this id (KeyError if none)."""
+    return _BY_ID[lesson_id]
+
+
+def lesson_of(exercise_id: str) -> Lesson:
+    """The lesson that asks this exercise now (KeyError if none)."""
+    return _LESSON_OF[exercise_id]
+
+
+def exercise(exercise_id: str) -> Exercise:
+    """The exercise with this id (KeyError if none)."""
+    return _EX_BY_ID[exercise_id]

@@ -1,0 +1,113 @@
+"""The tutorial's words and the learner's progress: exercise strings (``assets/lessons/exercises.<lang>.json``),
+lesson markdown (``assets/lessons/<lesson-id>.<lang>.md``) and the progress code of a link."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import string
+from functools import cache
+
+from core._paths import ASSETS as _ASSETS
+
+from .lessons import _BY_ID
+
+LANGS = ("en", "ko")
+ASSETS = _ASSETS / "lessons"
+
+
+# --------------------------------------------------------------------------- text
+@cache
+def _table(lang: str) -> dict[str, str]:
+    with open(ASSETS / f"exercises.{lang}.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def text(key: str, lang: str = "en", /, **values) -> str:
+    """An exercise string in ``lang`` (English fallback, then the key itself), formatted with
+    ``values``; a string whose placeholders do not fit the values comes back unformatted."""
+    lang = lang if lang in LANGS else "en"
+    s = _table(lang).get(key) or _table("en").get(key) or key
+    if not values:
+        return s
+    try:
+        return s.format(**values)
+    except (KeyError, IndexError, ValueError):
+        return s
+
+
+def placeholders(template: str) -> set[str]:
+    """The placeholder names of a format string ("{w:.3f}" → {"w"})."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def lesson_markdown(lesson_id: str, lang: str = "en") -> str:
+    """The lesson's text (``assets/lessons/<id>.<lang>.md``; English if the translation is missing)."""
+    if lesson_id not in _BY_ID:
+        raise KeyError(lesson_id)
+    for candidate in (lang if lang in LANGS else "en", "en"):
+        path = ASSETS / f"{lesson_id}.{candidate}.md"
+        if path.exists():
+            return path.read_text(encoding="utf-8")
+    return ""
+
+
+def lesson_title(lesson_id: str, lang: str = "en") -> str:
+    """The first heading of the lesson's markdown, without the '#'."""
+    for line in lesson_markdown(lesson_id, lang).splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return lesson_id
+
+
+# --------------------------------------------------------------------------- progress in the URL
+# Bit positions of the progress code. Append new ids at the end; never reorder or reuse a position.
+PROGRESS_ORDER: tuple[str, ...] = (
+    "weighted-average", "weighted-average.weight", "weighted-average.top", "weighted-average.row-sum",
+    "dot-product", "dot-product.score", "dot-product.top-score", "dot-product.edit-k",
+    "softmax-temperature", "softmax-temperature.no-scale", "softmax-temperature.sharp", "softmax-temperature.tie",
+    "softmax-temperature.sqrt-dk",
+    "weighted-sum", "weighted-sum.output", "weighted-sum.convex", "weighted-sum.edit-v",
+    "masks", "masks.causal", "masks.weight", "masks.order",
+    "projections", "projections.score", "projections.top", "projections.k-shape", "projections.symmetric",
+    "multi-head", "multi-head.d-head", "multi-head.weights-shape", "multi-head.heads",
+    "position", "position.shuffle", "position.pe-value", "position.move",
+    "cross-attention", "cross-attention.shape", "cross-attention.cielo", "cross-attention.vediamo",
+    "cross-attention.outputs",
+    "kv-cache", "kv-cache.bytes", "kv-cache.group", "kv-cache.keys",
+    "rope", "rope.shift", "rope.angle", "rope.length",
+    "model-writing", "model-writing.paris", "model-writing.temperature", "model-writing.sink",
+)
+_PROGRESS_VERSION = "1"
+MAX_PROGRESS_CHARS = 64
+
+
+def encode_progress(done) -> str:
+    """A short URL-safe code for the finished lesson and exercise ids ("" for none); unknown
+    ids are dropped. Format: "1" + base64url (no padding) of a little-endian bit set over
+    :data:`PROGRESS_ORDER`."""
+    bits = 0
+    for i, name in enumerate(PROGRESS_ORDER):
+        if name in done:
+            bits |= 1 << i
+    if not bits:
+        return ""
+    raw = bits.to_bytes((bits.bit_length() + 7) // 8, "little")
+    return _PROGRESS_VERSION + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_progress(code) -> set[str]:
+    """The ids in a progress code; anything malformed (wrong type, too long, bad characters,
+    another version) gives the empty set, bits past the known ids are ignored. Never raises."""
+    if not isinstance(code, str) or not code or len(code) > MAX_PROGRESS_CHARS:
+        return set()
+    if code[0] != _PROGRESS_VERSION or not re.fullmatch(r"[A-Za-z0-9_-]*", code[1:]) or len(code[1:]) % 4 == 1:
+        return set()
+    body = code[1:]
+    try:
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except (ValueError, TypeError):
+        return set()
+    bits = int.from_bytes(raw, "little")
+    return {name for i, name in enumerate(PROGRESS_ORDER) if bits >> i & 1}

@@ -1,0 +1,86 @@
+"""Panels of the concept pages that the tutorial draws too (one function each, called by both): the
+multi-head page's size controls and head maps, the position page's permutation experiment. Keys are
+the caller's (each page has its own room in :mod:`ui.state`)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import core
+
+from . import compute, settings, state
+from .i18n import t
+from .widgets.heatmap import heatmap, show_heatmap
+from .widgets.layout import dim_labels
+
+MH_D_MODELS = (2, 3, 4, 6, 8, 12, 16)  # d_model on the multi-head page and in its lesson
+PS_DIMS = (2, 4, 6, 8, 12, 16)  # the width d of the permutation experiment
+
+
+# ------------------------------------------------------------------ multi-head
+def head_sizes(key_d: str, key_h: str, cols, *, d: int = 8, heads: int = 2) -> tuple[int, int]:
+    """d_model and the number of heads H (a divisor of d_model; ``heads`` when it is one, else the
+    largest), as select sliders in the first two of ``cols``; ``d`` is d_model's first value."""
+    with cols[0]:
+        st.session_state.setdefault(key_d, d)
+        st.select_slider(t("mh.d_model"), options=MH_D_MODELS, key=key_d)
+    d_model = int(st.session_state[key_d])
+    divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
+    if st.session_state.get(key_h) not in divisors:
+        st.session_state[key_h] = heads if heads in divisors else divisors[-1]
+    with cols[1]:
+        st.select_slider(t("mh.heads"), options=divisors, key=key_h, help=t("mh.heads.help"))
+    return d_model, int(st.session_state[key_h])
+
+
+def seeded_inputs(tokens, d: int) -> tuple:
+    """The multi-head page's numbers for the tokens: seeded random embeddings X (1, n, d) and seeded
+    W_q, W_k, W_v, W_o (d × d) by name."""
+    seed = int(settings.get("seed"))
+    X = compute.embedding("random", tuple(tokens), d, seed)[0][None]  # (1, n, d): one sentence
+    return X, {name: compute.projection(d, d, seed, f"mh.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+
+
+def head_maps(tr, labels, dec: int, *, key: str, per_row: int, limit: int | None = None) -> None:
+    """The heads' weights maps, ``per_row`` side by side (the first ``limit`` heads; all without one)."""
+    H = tr.weights.shape[1]
+    shown = H if limit is None else min(H, limit)
+    for start in range(0, shown, per_row):
+        for h, col in zip(range(start, min(shown, start + per_row)), st.columns(per_row), strict=False):
+            with col:
+                st.markdown(f"**{t('mh.head', h=h)}**")
+                show_heatmap(heatmap(tr.weights[0, h].numpy(), x_labels=labels, y_labels=labels, x_title=t("axis.key"),
+                                     y_title=t("axis.query"), decimals=min(dec, 2), sequential=True),
+                             key=state.item(key, h))
+
+
+# ------------------------------------------------------------------ position
+def permutation_inputs(tokens, d: int) -> tuple:
+    """The position page's numbers for the tokens: seeded random embeddings X (n, d) and seeded W_q, W_k,
+    W_v (d × d) by name."""
+    seed = int(settings.get("seed"))
+    X = compute.embedding("random", tuple(tokens), d, seed)[0]
+    return X, {w: compute.projection(d, d, seed, f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
+
+
+def permutation_experiment(X, W: dict, perm, permuted, d: int, dec: int, *, keys: tuple[str, str],
+                           explain: bool = True, narrow: bool = False) -> None:
+    """SA(PX) beside P·SA(X), without and with sinusoidal positions, and whether they agree. ``permuted``:
+    the row labels in the new order; ``keys``: the two maps' key prefixes; ``narrow``: maps of more than
+    four columns one under the other (a column of the page); ``explain``: the page's sentence on why."""
+    n = X.shape[0]
+    for with_pe in (False, True):
+        pe = core.positional.sinusoidal(n, d).numpy() if with_pe else None
+        c = compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], pe)
+        st.markdown(f"**{t('ps.with_pe' if with_pe else 'ps.without_pe')}**")
+        cols = (st.container(), st.container()) if narrow and d > 4 else st.columns(2)
+        for col, (name, key) in zip(cols, (("sa_px", keys[0]), ("p_sa_x", keys[1])), strict=True):
+            with col:
+                st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
+                show_heatmap(heatmap(c[name], x_labels=dim_labels(d, "v"), y_labels=permuted, x_title=t("axis.dim"),
+                                     y_title=t("axis.query"), decimals=dec), key=state.item(key, with_pe))
+        equal = core.lab.within_rounding(c["max_diff"])
+        why = ("ps.explain.pe.same" if equal else "ps.explain.pe") if with_pe else "ps.explain.set"
+        box = st.info if with_pe and equal else (st.success if equal != with_pe else st.warning)  # info: nothing moved
+        box(t("ps.diff", gap=core.lab.gap_text(c["max_diff"])) + " — " + t("ps.equal" if equal else "ps.differ")
+            + (". " + t(why) if explain else ""))
