@@ -69,7 +69,9 @@ function barsTable(t) {
     if (value !== undefined && value !== null) e.textContent = value;
     return e;
   };
-  const table = el("table", "sr-only");
+  const box = el("div", "sr-only");  // a table itself would not shrink to 1 px: it sits in a clipped box
+  const table = el("table");
+  box.appendChild(table);
   table.appendChild(el("caption", null, t.caption));
   const head = el("tr");
   t.head.forEach((h) => { const th = el("th", null, h); th.scope = "col"; head.appendChild(th); });
@@ -83,5 +85,5 @@ function barsTable(t) {
     });
     table.appendChild(tr);
   });
-  return table;
+  return box;
 }

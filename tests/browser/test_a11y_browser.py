@@ -125,9 +125,11 @@ def test_axe_playground_with_the_x_editor_and_every_setup_tab_open(server_url, c
 # hidden from a screen reader (the table replaces them)
 INSPECTOR_TABLES = """() => { for (const h of document.querySelectorAll('[data-testid=stBidiComponentIsolated]')) {
   const r = h.shadowRoot && h.shadowRoot.querySelector('.alinspector'); if (!r) continue;
-  return [...r.querySelectorAll('.albars')].map((b) => { const t = b.querySelector(':scope > table');
-    return {drawn_hidden: [...b.children].filter((c) => c !== t).every((c) => c.getAttribute('aria-hidden') === 'true'),
-            caption: t ? t.querySelector('caption').textContent : null, width: t ? t.getBoundingClientRect().width : null,
+  return [...r.querySelectorAll('.albars')].map((b) => { const t = b.querySelector(':scope > .sr-only > table');
+    return {drawn_hidden: [...b.children].filter((c) => !c.contains(t)).every((c) => c.getAttribute('aria-hidden') === 'true'),
+            caption: t ? t.querySelector('caption').textContent : null,
+            width: t ? t.parentElement.getBoundingClientRect().width : null,
+            clipped: t ? getComputedStyle(t.parentElement).overflow === 'hidden' : false,
             head: t ? [...t.querySelectorAll('th[scope=col]')].map((th) => th.textContent) : [],
             rows: t ? [...t.querySelectorAll('tr')].slice(1).map((tr) => [...tr.children].map((c) => c.textContent)) : []}; });
   } return null; }"""
@@ -149,7 +151,7 @@ def test_the_inspectors_bars_and_a_large_maps_summary_are_tables(server_url, chr
         X = tokens.c18_embedding()
         A = core.attention(X, X, X)
         assert alpha["drawn_hidden"] and terms["drawn_hidden"]
-        assert alpha["width"] <= 1 and terms["width"] <= 1  # visually hidden
+        assert alpha["width"] <= 1 and terms["width"] <= 1 and alpha["clipped"] and terms["clipped"]  # visually hidden
         assert alpha["head"] == [strings["a11y.bars.key"], strings["a11y.bars.weight"]]
         np.testing.assert_allclose([float(r[1]) for r in alpha["rows"]], A.weights[0].numpy(), atol=5e-4 + 1e-9)
         assert terms["head"][:2] == [strings["a11y.bars.dim"], strings["pg.inspector.sum"]] and len(terms["head"]) == 2 + 4
