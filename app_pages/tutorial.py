@@ -228,12 +228,11 @@ def inspector(A, inp, dec: int) -> None:
     weights_map(A, inp, dec, query=j)  # the map above the bars: side by side in the panel's column the map was cut
     with st.container():
         by_label(st.selectbox, "query", inp.q_labels, t("pg.inspector.query"))
-        lang, heads = current_lang(), {name: t(f"pg.inspector.{name}", q=inp.q_labels[j]) for name in ("alpha", "output")}
         st.markdown(f"**{t('pg.inspector.alpha', q=md(inp.q_labels[j]))}**")
-        show_bars(weight_bars(inp.k_labels, A.weights[j].numpy(), dec, heading=heads["alpha"], lang=lang), key=K.alpha)
+        show_bars(weight_bars(inp.k_labels, A.weights[j].numpy(), dec), key=K.alpha)
         st.markdown(f"**{t('pg.inspector.output', q=md(inp.q_labels[j]))}**")
         show_bars(stacked_contributions(inp.k_labels, A.contributions(j).numpy(), A.output[j].numpy(), dec,
-                                        total_label=t("pg.inspector.sum"), heading=heads["output"], lang=lang), key=K.contrib)
+                                        total_label=t("pg.inspector.sum")), key=K.contrib)
 
 
 def mask_maps(A, inp, dec: int) -> None:
