@@ -7,6 +7,8 @@ rounded, never computed here."""
 from __future__ import annotations
 
 import base64
+import csv
+import io
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,6 +17,8 @@ from . import colours
 
 CELL_TEXT_LIMIT = 16  # cell values are printed inside cells up to this many rows/columns
 TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table (or canvas); beyond, a plotly image
+SUMMARY_TOP = 3  # beyond TABLE_LIMIT the text alternative is a summary: each row's largest values …
+SUMMARY_ALL = CELL_TEXT_LIMIT  # … or every value of the row, when the map is at most this many columns wide
 # colour scales (display only) and the contrast rule for the numbers in cells: attention_lab/colours.py
 _SEQ, _DIV = colours.SEQ, colours.DIV
 _MASKED_RGB = colours.MASKED_RGB
@@ -60,7 +64,7 @@ def heatmap(
         z_out = base64.b64encode(z_shown.astype("<f8").tobytes()).decode("ascii")
     else:
         z_out = [[None if v != v else v for v in row] for row in z_shown.tolist()]  # NaN (−∞ cells) → null
-    return cells | {
+    out = cells | {
         "z": z_out,
         "xs": [str(x) for x in x_labels], "ys": [str(y) for y in y_labels],
         "x_title": x_title, "y_title": y_title, "side": None if side_text is None else list(side_text),
@@ -70,6 +74,51 @@ def heatmap(
         "mark": None if highlight is None else list(highlight),
         "sequential": sequential, "lo": lo, "hi": hi, "title": title, "present": large, "compact": compact,
     }
+    if max(z.shape) > TABLE_LIMIT:  # a plotly image: its text alternative, and which null cells are −∞
+        out["summary"] = summary(shown, ninf, isnan, decimals)
+        out["masked"] = base64.b64encode(ninf.ravel().astype(np.uint8).tobytes()).decode("ascii") if ninf.any() else None
+    return out
+
+
+def summary(shown: np.ndarray, ninf: np.ndarray, isnan: np.ndarray, decimals: int) -> dict:
+    """A large map's text alternative (``shown``: the rounded values, (n_rows, n_cols)): per row the
+    columns ``cols`` of its SUMMARY_TOP largest values (ties: the first column first; −∞ and NaN
+    cells only when nothing else is left) and their ``text`` as the map shows them ("0.412", "−∞",
+    "NaN"), and ``masked``, how many of its cells are −∞. A map at most SUMMARY_ALL columns wide lists
+    every value in column order (``all``; ``cols`` is then None). The whole map is :func:`map_csv`."""
+    n_cols = shown.shape[1]
+    every = n_cols <= SUMMARY_ALL
+    if every:
+        cols = np.broadcast_to(np.arange(n_cols), shown.shape)
+    else:
+        key = np.where(ninf | isnan, -np.inf, shown)
+        cols = np.argsort(-key, axis=1, kind="stable")[:, :SUMMARY_TOP]
+    fmt = f"{{:.{decimals}f}}".format
+    vals, neg, nan = (np.take_along_axis(a, cols, axis=1).tolist() for a in (shown, ninf, isnan))
+    text = [["−∞" if m else ("NaN" if n else fmt(v)) for v, m, n in zip(*row, strict=True)]
+            for row in zip(vals, neg, nan, strict=True)]
+    return {"all": bool(every), "cols": None if every else cols.tolist(), "text": text,
+            "masked": ninf.sum(axis=1).astype(int).tolist()}
+
+
+def map_csv(spec: dict) -> str:
+    """Every value of a map as CSV, laid out as shown (a header of column labels, then one line per row,
+    its label first), rounded as shown; −∞ cells are ``-inf``, undefined ones ``nan``. A large map's
+    full table (its download), where the page shows a summary."""
+    n, m = len(spec["ys"]), len(spec["xs"])
+    z = spec["z"]
+    if isinstance(z, str):
+        vals = np.frombuffer(base64.b64decode(z), dtype="<f8").reshape(n, m)
+        z = [[None if v != v else v for v in row] for row in vals.tolist()]
+    ninf = (np.frombuffer(base64.b64decode(spec["masked"]), dtype=np.uint8).reshape(n, m).astype(bool)
+            if isinstance(spec.get("masked"), str) else np.zeros((n, m), dtype=bool))
+    fmt = f"{{:.{int(spec['decimals'])}f}}".format
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow([f"{spec['y_title']} \\ {spec['x_title']}", *spec["xs"]])
+    for i, (label, row) in enumerate(zip(spec["ys"], z, strict=True)):
+        out.writerow([label, *(("-inf" if ninf[i, j] else "nan") if v is None else fmt(v) for j, v in enumerate(row))])
+    return buf.getvalue()
 
 
 def _range(finite: np.ndarray, sequential: bool):

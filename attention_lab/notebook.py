@@ -59,7 +59,7 @@ def widget_js() -> str:
 @cache
 def widget_css() -> str:
     return "\n".join((COMPONENTS / n).read_text(encoding="utf-8")
-                     for n in ("heatmap.css", "maps.css", "bars.css", "inspector.css"))
+                     for n in ("a11y.css", "heatmap.css", "maps.css", "bars.css", "inspector.css"))
 
 
 def _widget_class():

@@ -161,11 +161,12 @@ def inspector_spec(A, j: int, q_labels, k_labels, dec: int, lang: str) -> dict:
     pieces α_i·v_i ("contrib"). ``A`` is an AttentionTrace; the caller adds keys and CSS classes."""
     row = A if A.convention == "row" else A.transposed()
     alpha = row.weights[j].numpy()
+    heads = {name: translate(f"pg.inspector.{name}", lang, q=q_labels[j]) for name in ("alpha", "output")}
     sections = [
-        {"step": "alpha", "heading": translate("pg.inspector.alpha", lang, q=q_labels[j]),
-         "bars": weight_bars(k_labels, alpha, dec), "note": top_keys_text(A, j, q_labels, k_labels, alpha, dec, lang)},
-        {"step": "contrib", "heading": translate("pg.inspector.output", lang, q=q_labels[j]), "note": None,
+        {"step": "alpha", "heading": heads["alpha"], "bars": weight_bars(k_labels, alpha, dec, heading=heads["alpha"], lang=lang),
+         "note": top_keys_text(A, j, q_labels, k_labels, alpha, dec, lang)},
+        {"step": "contrib", "heading": heads["output"], "note": None,
          "bars": stacked_contributions(k_labels, A.contributions(j).numpy(), row.output[j].numpy(), dec,
-                                       total_label=translate("pg.inspector.sum", lang))}]
+                                       total_label=translate("pg.inspector.sum", lang), heading=heads["output"], lang=lang)}]
     return {"title": translate("pg.inspector", lang), "mathml": formulas.MATHML_CONTRIB,
             "pick": translate("pg.inspector.query", lang), "options": list(q_labels), "chosen": j, "sections": sections}

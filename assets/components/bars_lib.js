@@ -53,5 +53,37 @@ function drawBars(root, data) {
     });
     parts.push(legend);
   }
+  if (data.table) {  // a screen reader reads the table (caption, headers, every value) instead of the bars
+    parts.forEach((p) => p.setAttribute("aria-hidden", "true"));
+    parts.push(barsTable(data.table));
+  }
   root.replaceChildren(...parts);
+}
+
+// The bars' text alternative, visually hidden: a caption (what the bars show, the largest weights),
+// column headers, one row per bar with its label as the row header (plain text from Python).
+function barsTable(t) {
+  const el = (tag, cls, value) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (value !== undefined && value !== null) e.textContent = value;
+    return e;
+  };
+  const box = el("div", "sr-only");  // a table itself would not shrink to 1 px: it sits in a clipped box
+  const table = el("table");
+  box.appendChild(table);
+  table.appendChild(el("caption", null, t.caption));
+  const head = el("tr");
+  t.head.forEach((h) => { const th = el("th", null, h); th.scope = "col"; head.appendChild(th); });
+  table.appendChild(head);
+  t.rows.forEach((row) => {
+    const tr = el("tr");
+    row.forEach((v, i) => {
+      const c = el(i ? "td" : "th", null, v);
+      if (!i) c.scope = "row";
+      tr.appendChild(c);
+    });
+    table.appendChild(tr);
+  });
+  return box;
 }

@@ -23,6 +23,11 @@ function drawMap(root, data, onCell) {
   root.classList.toggle("present", !!data.present);  // presenter view: larger type and cells
   root.classList.toggle("compact", !!data.compact && !data.present);  // beside the controls: lower rows
   root.classList.toggle("hc", !!data.hc);  // the high-contrast setting
+  root.classList.toggle("large", !!data.large);
+  if (data.large) {  // over 64 rows/columns the map is a plotly image: this is its text alternative
+    drawLarge(root, data, onCell, keep);
+    return;
+  }
   if (!data.text) {
     drawCanvas(root, data, onCell, true);
     return;
@@ -128,10 +133,19 @@ function drawCanvas(root, data, onCell, waitForFont) {
   const ctx = canvas.getContext("2d");
   ctx.scale(dpr, dpr);
   ctx.font = "11px " + font;
-  ctx.fillStyle = "#64748b";
+  // the high-contrast setting: black text, every cell outlined in black (the grid is laid on black,
+  // with a gap down to 4-pixel cells), masked cells cross-hatched in black
+  const hc = !!data.hc;
+  const ink = hc ? { title: "#000000", label: "#000000", side: "#000000", hatch: "#000000" }
+    : { title: "#64748b", label: "#334155", side: "#475569", hatch: "#475569" };
+  ctx.fillStyle = ink.title;
   ctx.textBaseline = "top";
   ctx.fillText(data.y_title + " ↓  " + data.x_title + " →", 0, 0);
-  const rgb = data.rgb, gap = cell >= 6 ? 1 : 0;
+  const rgb = data.rgb, gap = cell >= (hc ? 4 : 6) ? 1 : 0;
+  if (hc) {
+    ctx.fillStyle = "#000000";
+    ctx.fillRect(left - 1, top - 1, m * cell + 1, n * cell + 1);
+  }
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < m; j++) {
       const k = 3 * (i * m + j);
@@ -140,8 +154,8 @@ function drawCanvas(root, data, onCell, waitForFont) {
     }
   }
   if (data.masked) {  // masked cells: hatched as well as grey, so colour is not the only sign
-    ctx.strokeStyle = "#475569";
-    ctx.lineWidth = 1;
+    ctx.strokeStyle = ink.hatch;
+    ctx.lineWidth = hc ? 1.5 : 1;
     ctx.beginPath();
     for (let i = 0; i < n; i++) {
       for (let j = 0; j < m; j++) {
@@ -149,16 +163,20 @@ function drawCanvas(root, data, onCell, waitForFont) {
         const x = left + j * cell, y = top + i * cell, s = cell - gap;
         ctx.moveTo(x, y + s);
         ctx.lineTo(x + s, y);
+        if (hc) {  // a cross: a second sign besides the grey, bolder than the plain hatch
+          ctx.moveTo(x, y);
+          ctx.lineTo(x + s, y + s);
+        }
       }
     }
     ctx.stroke();
   }
-  ctx.fillStyle = "#334155";
+  ctx.fillStyle = ink.label;
   ctx.textBaseline = "middle";
   ctx.textAlign = "right";
   data.ys.forEach((y, i) => {
     if (i % step === 0 || data.highlight_row === i) {
-      ctx.fillStyle = data.highlight_row === i ? "#b45309" : "#334155";
+      ctx.fillStyle = data.highlight_row === i ? "#b45309" : ink.label;
       ctx.fillText(y, left - 4, top + i * cell + cell / 2);
     }
   });
@@ -168,12 +186,12 @@ function drawCanvas(root, data, onCell, waitForFont) {
     ctx.save();
     ctx.translate(left + j * cell + cell / 2, top - 4);
     ctx.rotate(-Math.PI / 2);
-    ctx.fillStyle = data.highlight_col === j ? "#b45309" : "#334155";
+    ctx.fillStyle = data.highlight_col === j ? "#b45309" : ink.label;
     ctx.fillText(x, 0, 0);
     ctx.restore();
   });
   if (data.side) {
-    ctx.fillStyle = "#475569";
+    ctx.fillStyle = ink.side;
     data.side.forEach((s, i) => {
       if (i % step === 0) ctx.fillText(s, left + m * cell + 6, top + i * cell + cell / 2);
     });
@@ -379,6 +397,108 @@ function addTableToggle(root, data, keep) {
   bar.appendChild(b);
   root.appendChild(box);
   show(keep.table);
+}
+
+// ---- a large map (over 64 rows/columns): the plotly image above is named (its alt); this element is
+// its text alternative — a summary table behind a button (each row's largest values, or every value
+// of a narrow map; all of them: the CSV download under it) — and, on a clickable map, a cell picker:
+// row and column numbers, Enter (or the button) does what a click on a smaller map does.
+function drawLarge(root, data, onCell, keep) {
+  const a11y = data.a11y || {};
+  const bar = text("div", "export");
+  const b = text("button", "table-toggle", a11y.table || "Table");
+  b.type = "button";
+  b.title = a11y.table_help || "";
+  bar.appendChild(b);
+  const box = text("div", "values-box");
+  const show = (on) => {
+    keep.table = on;
+    b.setAttribute("aria-pressed", on ? "true" : "false");
+    box.replaceChildren(...(on ? [summaryTable(data)] : []));
+  };
+  b.addEventListener("click", () => show(!keep.table));
+  root.replaceChildren(...(data.clickable ? [cellPicker(data, onCell, keep), bar, box] : [bar, box]));
+  show(keep.table);
+}
+
+function summaryTable(data) {
+  const a11y = data.a11y || {}, s = data.summary;
+  const table = text("table", "values summary");
+  table.appendChild(text("caption", null, (a11y.name || "") + ". " + (a11y.caption || "")));
+  const head = text("tr");
+  head.appendChild(text("th", "corner", data.y_title + " ↓"));
+  const masked = s.masked.some((c) => c > 0);
+  const cols = s.all ? data.xs : (a11y.rank || []).slice(0, s.text[0] ? s.text[0].length : 0);
+  cols.forEach((x) => { const th = text("th", null, x); th.scope = "col"; head.appendChild(th); });
+  if (masked) { const th = text("th", null, a11y.masked_head || "−∞"); th.scope = "col"; head.appendChild(th); }
+  table.appendChild(head);
+  data.ys.forEach((y, i) => {
+    const tr = text("tr");
+    const th = text("th", null, y);
+    th.scope = "row";
+    tr.appendChild(th);
+    s.text[i].forEach((v, r) => tr.appendChild(text("td", null, s.all ? v : data.xs[s.cols[i][r]] + ": " + v)));
+    if (masked) tr.appendChild(text("td", null, String(s.masked[i])));
+    table.appendChild(tr);
+  });
+  return table;
+}
+
+function cellPicker(data, onCell, keep) {
+  const a11y = data.a11y || {}, n = data.ys.length, m = data.xs.length;
+  const box = text("fieldset", "picker");
+  box.appendChild(text("legend", null, a11y.pick || ""));
+  const start = keep.cell && keep.cell[0] < n && keep.cell[1] < m ? keep.cell
+    : (data.mark || [data.highlight_row || 0, data.highlight_col || 0]);
+  const number = (label, value, last, name) => {
+    const wrap = text("label");
+    wrap.appendChild(text("span", null, label));
+    const input = document.createElement("input");
+    Object.assign(input, { type: "number", min: "0", max: String(last), step: "1", value: String(value) });
+    input.dataset.part = name;
+    wrap.appendChild(input);
+    box.appendChild(wrap);
+    return input;
+  };
+  const row = number(a11y.row || "row", start[0], n - 1, "row"), col = number(a11y.col || "column", start[1], m - 1, "col");
+  const go = text("button", "go", a11y.go || "OK");
+  go.type = "button";
+  go.dataset.part = "go";
+  box.appendChild(go);
+  const live = text("div", "hover");
+  live.setAttribute("aria-live", "polite");  // the cell the numbers name is read out
+  box.appendChild(live);
+  const clamp = (v, last) => Math.max(0, Math.min(last, Math.round(Number(v)) || 0));
+  const cell = () => [clamp(row.value, n - 1), clamp(col.value, m - 1)];
+  const say = () => {
+    const c = cell();
+    live.textContent = data.y_title + ": " + data.ys[c[0]] + "   " + data.x_title + ": " + data.xs[c[1]];
+  };
+  const choose = (part) => {
+    const c = cell();
+    row.value = String(c[0]);
+    col.value = String(c[1]);
+    keep.cell = c;
+    keep.refocus = part;  // the rerun redraws this element: the focus goes back to the same box
+    onCell(c);
+  };
+  for (const input of [row, col]) {
+    input.addEventListener("input", say);
+    input.addEventListener("keydown", (e) => {
+      if (e.key !== "Enter") return;
+      e.preventDefault();
+      choose(input.dataset.part);
+    });
+  }
+  go.addEventListener("click", () => choose("go"));
+  say();
+  if (keep.refocus) {
+    const part = keep.refocus;
+    keep.refocus = false;
+    const again = box.querySelector('[data-part="' + part + '"]');
+    if (again) requestAnimationFrame(() => again.focus({ preventScroll: true }));
+  }
+  return box;
 }
 
 // ---- pictures for slides: the map as SVG (labels and values as text) or PNG, in one click

@@ -190,7 +190,7 @@ def test_show_chart_hands_the_figure_with_its_title_to_the_button(monkeypatch):
     fig = line_figure([{"type": "scatter", "x": [1, 2], "y": [3, 4], "name": "a"}], {})
     figures.show_chart(fig, key=state.SCORE_FUNCTIONS.exp_var, title="제목 <b>x</b>")
     label, kw = calls["button"]
-    assert calls["chart"] == {"key": state.SCORE_FUNCTIONS.exp_var, "config": figures.CHART_CONFIG}
+    assert calls["chart"] == {"key": state.SCORE_FUNCTIONS.exp_var, "config": figures.CHART_CONFIG, "alt": None}
     assert label == "SVG" and kw["key"] == state.item(state.SCORE_FUNCTIONS.exp_var, "svg")
     assert kw["file_name"] == "score_functions-exp_var.svg" and kw["mime"] == "image/svg+xml"
     root = ET.fromstring(kw["data"]())

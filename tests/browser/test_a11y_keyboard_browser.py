@@ -195,3 +195,92 @@ def test_tutorial_exercise_by_keyboard_with_the_feedback_in_a_live_region(server
         assert box.locator("[role=status] [data-testid=stAlertContentSuccess]").count() == 1
     finally:
         ctx.close()
+
+
+LARGE = 70  # tokens: over TABLE_LIMIT, so every map of the pipeline is a plotly image with its text alternative
+# a large map's element (its summary and cell picker): the shadow root of the component under the image
+LARGE_ROOT = ("(key) => { const h = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
+              " return h && h.shadowRoot ? h.shadowRoot : null; }")
+SUMMARY = ("(key) => { const r = (" + LARGE_ROOT + ")(key); const t = r && r.querySelector('table.summary');"
+           " return t ? {nodes: r.querySelectorAll('*').length, caption: t.querySelector('caption').textContent,"
+           " cols: [...t.querySelectorAll('th[scope=col]')].map((th) => th.textContent),"
+           " rows: [...t.querySelectorAll('th[scope=row]')].map((th) => th.textContent),"
+           " cells: [...t.querySelectorAll('tr')].slice(1)"
+           ".map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent))}"
+           " : (r ? {nodes: r.querySelectorAll('*').length} : null); }")
+# the values a plotly map holds, found by its accessible name (the chart's role=figure label)
+PLOTLY_Z = ("(name) => { const f = [...document.querySelectorAll('[data-testid=stPlotlyChart][role=figure]')]"
+            ".find((e) => (e.getAttribute('aria-label') || '').startsWith(name));"
+            " const gd = f && f.querySelector('.js-plotly-plot'); return gd && gd.data ? gd.data[0].z : null; }")
+
+
+def test_a_large_map_by_keyboard_pick_a_query_block_a_cell_and_read_its_summary(server_url, chromium):
+    from attention_lab.heatmap_spec import SUMMARY_TOP
+
+    words = table("en")
+    weights_alt = _key_class(state.item(PG_WEIGHTS, "a11y"))[len("st-key-"):]
+    toks = [f"w{i}" for i in range(LARGE)]
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server_url}/Playground?lang=en&tok=" + "+".join(toks))
+        settle(page, "en")
+        # the image is a named figure: what it is and its shape
+        expect(page.get_by_role("figure", name=f"{words['step.weights']} — a map of {LARGE} × {LARGE}", exact=False)
+               ).to_have_count(1, timeout=30_000)
+        picker = css(state.item(PG_WEIGHTS, "a11y"))
+        page.locator(picker + " input[data-part=row]").wait_for(timeout=30_000)
+        closed = page.evaluate(SUMMARY, weights_alt)["nodes"]
+        got = tab_until(page, lambda d: d.get("tag") == "INPUT" and d.get("key") == _key_class(state.item(PG_WEIGHTS, "a11y")),
+                        limit=300)
+        assert got["outline"] != "none"  # the focus is visible
+        page.keyboard.press("Control+A")
+        page.keyboard.type("5")
+        expect(page.locator(picker + " .picker .hover")).to_contain_text("5 w5")  # the live line names the cell
+        page.keyboard.press("Enter")  # = a click on a cell of row 5: query 5 goes to the inspector
+        expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("5", timeout=30_000)
+        wait_focus(page, "a.tagName === 'INPUT' && a.dataset.part === 'row'")  # focus kept through the rerun
+        # the summary table by keyboard: Tab to its button, Enter
+        tab_until(page, lambda d: d.get("tag") == "BUTTON" and d.get("text") == words["a11y.big.table"], limit=6)
+        page.keyboard.press("Enter")
+        page.locator(picker + " table.summary").wait_for(timeout=10_000)
+        s = page.evaluate(SUMMARY, weights_alt)
+        X, _ = core.lab.c18_lookup(toks, fallback_seed=0)
+        assert len(s["rows"]) == LARGE and s["rows"][5] == "5 w5" and f"{LARGE} × {LARGE}" in s["caption"]
+        W = core.attention(X, X, X).weights.numpy()
+        for i in (0, 5, LARGE - 1):  # each row's largest weights as core has them (ties after rounding: either)
+            third = np.sort(W[i])[::-1][SUMMARY_TOP - 1]
+            for cell in s["cells"][i]:
+                label, value = cell.split(": ")
+                j = int(label.split(" ")[0])
+                assert label == f"{j} w{j}" and abs(float(value) - W[i, j]) <= 5e-4 + 1e-9 and W[i, j] >= third - 1e-3, (i, cell)
+            assert len({c.split(":")[0] for c in s["cells"][i]}) == SUMMARY_TOP
+        # the DOM it costs: a row per query (header + SUMMARY_TOP cells), nothing while closed
+        assert s["nodes"] - closed <= (LARGE + 1) * (SUMMARY_TOP + 2) + 4, (closed, s["nodes"])
+        # block a cell: the ④ Mask tab by keyboard, then its map's picker (query 0, key 1)
+        tab = tab_until(page, lambda d: d.get("role") == "tab", shift=True, limit=300)
+        for _ in range(6):
+            if tab["text"].startswith("④"):
+                break
+            page.keyboard.press("ArrowRight")
+            tab = focused(page)
+        page.keyboard.press("Enter")
+        mask = state.PLAYGROUND.chart_mask
+        mask_picker = css(state.item(mask, "a11y"))
+        page.locator(mask_picker + " input[data-part=col]").wait_for(timeout=30_000)
+        tab_until(page, lambda d: d.get("tag") == "INPUT" and d.get("key") == _key_class(state.item(mask, "a11y")), limit=100)
+        page.keyboard.press("Control+A")
+        page.keyboard.type("0")
+        page.keyboard.press("Tab")
+        page.keyboard.press("Control+A")
+        page.keyboard.type("1")
+        page.keyboard.press("Enter")
+        page.wait_for_function("(name) => { const z = (" + PLOTLY_Z + ")(name); return !!z && z[0][1] === 0; }",
+                               arg=words["step.weights"], timeout=30_000)
+        got = np.array(page.evaluate(PLOTLY_Z, words["step.weights"]), dtype=float)
+        blocked = np.ones((LARGE, LARGE), dtype=bool)
+        blocked[0, 1] = False
+        np.testing.assert_allclose(got, core.attention(X, X, X, mask=blocked).weights.numpy(), atol=6e-4)
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        ctx.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from attention_lab import colours
 from ui import nav, state
 from ui.i18n import table
 from ui.state import css_class as css
@@ -102,6 +103,44 @@ def test_screenshots_at_200_percent_zoom_and_with_high_contrast(server_url, chro
         assert "hc=" not in page.url
     finally:
         ctx.close()
+
+
+# pixels of a canvas map (a panel of the Playground's pipeline): the gap right of cell (1, 0), the
+# centre of that cell, and a point on the main diagonal of cell (0, 1), masked by the causal mask
+CANVAS_PIXELS = """(key) => { let root = null;
+  for (const h of document.querySelectorAll('[data-testid=stBidiComponentIsolated]')) {
+    const r = h.shadowRoot && h.shadowRoot.querySelector('.panel.st-key-' + key + ' .alhm');
+    if (r) { root = r; break; } }
+  const c = root && root.querySelector('canvas');
+  if (!c || !root.dataset.geom) return null;
+  const g = JSON.parse(root.dataset.geom), dpr = c.width / parseFloat(c.style.width), ctx = c.getContext('2d');
+  const px = (x, y) => Array.from(ctx.getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data);
+  const x = (j) => g.left + j * g.cell, y = (i) => g.top + i * g.cell, q = Math.floor(g.cell / 4);
+  return {cell: g.cell, gap: px(x(0) + g.cell - 1, y(1) + Math.floor(g.cell / 2)),
+          centre: px(x(0) + Math.floor(g.cell / 2), y(1) + Math.floor(g.cell / 2)), diagonal: px(x(1) + q, y(0) + q)}; }"""
+
+
+def test_high_contrast_outlines_the_canvas_cells_and_cross_hatches_the_masked_ones(server_url, chromium):
+    """A canvas map (17–64 tokens) follows the setting: its cells are drawn on black (a black line between
+    cells), masked cells get a second, black hatch; the cells' colours stay those of the scale."""
+    key = css(state.item(state.PLAYGROUND.pipeline, "masked"))[len(".st-key-"):]
+    toks = "+".join(f"w{i}" for i in range(20))
+    seen = {}
+    for hc in (0, 1):
+        ctx = chromium.new_context(viewport={"width": 1280, "height": 1000})
+        try:
+            page = ctx.new_page()
+            page.goto(f"{server_url}/Playground?lang=en&causal=1&tok={toks}" + ("&hc=1" if hc else ""))
+            settle(page, "en")
+            page.wait_for_function(CANVAS_PIXELS, arg=key, timeout=30_000)
+            seen[hc] = page.evaluate(CANVAS_PIXELS, key)
+        finally:
+            ctx.close()
+    assert seen[0]["cell"] >= 6 and seen[1]["cell"] == seen[0]["cell"], seen
+    assert seen[0]["gap"][3] == 0 and seen[1]["gap"] == [0, 0, 0, 255], seen  # transparent gap → a black line
+    assert seen[0]["centre"] == seen[1]["centre"], seen  # the scale's colour is the same
+    assert all(abs(a - b) <= 3 for a, b in zip(seen[0]["diagonal"][:3], colours.MASKED_RGB, strict=True)), seen
+    assert max(seen[1]["diagonal"][:3]) < 128, seen  # the masked cell's second hatch, in black
 
 
 PROBE = """() => { const d = document.createElement('div');

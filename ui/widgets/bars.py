@@ -9,15 +9,15 @@ import streamlit as st
 # the bars' specs are built without Streamlit (shared with the notebook views)
 from attention_lab.bars_spec import stacked_contributions, weight_bars  # noqa: F401
 
-from .heatmap import ASSETS, DOM_LIB
+from .heatmap import A11Y_CSS, ASSETS, DOM_LIB
 
 _read = lambda name: (ASSETS / name).read_text(encoding="utf-8")  # noqa: E731
 _BARS_COMPONENT = st.components.v2.component(
-    "attention_lab_bars", js=DOM_LIB + _read("bars_lib.js") + _read("bars.js"), css=_read("bars.css"))
+    "attention_lab_bars", js=DOM_LIB + _read("bars_lib.js") + _read("bars.js"), css=A11Y_CSS + _read("bars.css"))
 # the query inspector: title, formula, query picker and two bar charts as one element
 _INSPECTOR_COMPONENT = st.components.v2.component(
     "attention_lab_inspector", js=DOM_LIB + _read("bars_lib.js") + _read("inspector.js"),
-    css=_read("bars.css") + _read("inspector.css"))
+    css=A11Y_CSS + _read("bars.css") + _read("inspector.css"))
 
 
 def show_bars(spec: dict, *, key: str) -> None:

@@ -43,11 +43,13 @@ def line_figure(data: list[dict], layout: dict, *, height: int = 300) -> Prebuil
     return PrebuiltFigure({"data": data, "layout": base | layout})
 
 
-def show_chart(fig: go.Figure, *, key: str, file: str | None = None, title: str | None = None) -> None:
+def show_chart(fig: go.Figure, *, key: str, file: str | None = None, title: str | None = None,
+               alt: str | None = None) -> None:
     """A plotly chart with a small "SVG" download under it: the same figure as a picture for
     slides (title, axes, token labels, legend), drawn only when clicked. ``title`` (shown on the
-    page as a heading) is written into the SVG only; ``file`` names the download (the key by default)."""
-    st.plotly_chart(fig, key=key, config=CHART_CONFIG)
+    page as a heading) is written into the SVG only; ``file`` names the download (the key by default);
+    ``alt`` is the chart's accessible name (Streamlit makes the chart a named ``role=figure``)."""
+    st.plotly_chart(fig, key=key, config=CHART_CONFIG, alt=alt)
 
     def svg() -> str:  # runs on click, in another thread: no session state, the text is already translated
         spec = fig.to_dict()
