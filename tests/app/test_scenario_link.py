@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ui import scenario, state
+from attention_lab import scenario
+from ui import state
 
 from .helpers import no_errors, page
 
