@@ -1,5 +1,5 @@
 """The attention pipeline as panels — scores → scaled → masked → softmax weights → output — each with
-its title, formula (LaTeX and MathML), shape line, notes and heatmap spec. Built without Streamlit,
+its title, formula (LaTeX; MathML generated from it), shape line, notes and heatmap spec. Built without Streamlit,
 in an explicit language: the app's pipeline (:mod:`ui.pipeline`) and the notebook views
 (:mod:`attention_lab.notebook`) draw the same panels. Text and layout only: the numbers come from
 the trace (a ``core.lab.PlaygroundTrace``)."""

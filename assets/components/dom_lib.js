@@ -1,5 +1,5 @@
 // Small helpers every Attention Lab component shares (Python puts this file in front of each).
-// MathML comes from fixed text in ui/widgets/formulas.py; learner text only ever goes in as textContent.
+// MathML comes from fixed text (generated from attention_lab/formulas.py); learner text only ever goes in as textContent.
 const MATH_NS = "http://www.w3.org/1998/Math/MathML";
 
 function mathElement(body) {
@@ -47,4 +47,42 @@ function bringIntoView(root, el, token) {
     el.scrollIntoView({ block: "nearest", inline: "nearest" });
     el.focus({ preventScroll: true });
   });
+}
+
+// ---- pictures for slides (the maps' and the charts' SVG / PNG buttons)
+const KR_FONT_URL = "app/static/attention-lab-kr-400.woff2";  // served by the app (.streamlit/config.toml)
+const HANGUL = /[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]/;
+
+// The shipped Korean font as base64, fetched once (the page has already loaded it, so it comes from
+// the browser's cache); null when the picture's text has no Hangul or the font cannot be read.
+function shippedFont(pictureText) {
+  if (!HANGUL.test(pictureText)) return Promise.resolve(null);
+  if (!window.__attentionLabKrFont) {
+    window.__attentionLabKrFont = fetch(new URL(KR_FONT_URL, document.baseURI))
+      .then((r) => (r.ok ? r.arrayBuffer() : Promise.reject(new Error(String(r.status)))))
+      .then((buf) => {
+        const bytes = new Uint8Array(buf);
+        let raw = "";
+        for (let i = 0; i < bytes.length; i += 0x8000) raw += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+        return btoa(raw);
+      })
+      .catch(() => { window.__attentionLabKrFont = null; return null; });
+  }
+  return window.__attentionLabKrFont;
+}
+
+function download(name, blob) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+
+// The CSS that puts the shipped Korean font (base64 WOFF2) inside an SVG picture: its Korean renders
+// on a machine that has no Korean font.
+function fontFaceStyle(fontData) {
+  return "@font-face { font-family: 'attention-lab-kr'; font-weight: 100 900; " +
+    "src: url(data:font/woff2;base64," + fontData + ") format('woff2'); }";
 }

@@ -446,8 +446,7 @@ function buildSvg(data, fontData) {
   }
   if (fontData) {
     const style = document.createElementNS(NS, "style");
-    style.textContent = "@font-face { font-family: 'attention-lab-kr'; font-weight: 100 900; " +
-      "src: url(data:font/woff2;base64," + fontData + ") format('woff2'); }";
+    style.textContent = fontFaceStyle(fontData);
     svg.appendChild(style);
   }
   for (const [kind, a, text] of pieces(data, g)) {
@@ -495,38 +494,9 @@ function buildPng(data, scale, done) {
 }
 
 const PNG_SCALES = [2, 3];  // a PNG's pixels per CSS pixel: the choice under every map
-const KR_FONT_URL = "app/static/attention-lab-kr-400.woff2";  // served by the app (.streamlit/config.toml)
-const HANGUL = /[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]/;
 
 function pictureText(data) {
   return [data.title, data.x_title, data.y_title, ...data.xs, ...data.ys, ...(data.side || [])].join(" ");
-}
-
-// The shipped Korean font as base64, fetched once (the page has already loaded it, so it comes from
-// the browser's cache); null when the picture has no Hangul or the font cannot be read.
-function shippedFont(data) {
-  if (!HANGUL.test(pictureText(data))) return Promise.resolve(null);
-  if (!window.__attentionLabKrFont) {
-    window.__attentionLabKrFont = fetch(new URL(KR_FONT_URL, document.baseURI))
-      .then((r) => (r.ok ? r.arrayBuffer() : Promise.reject(new Error(String(r.status)))))
-      .then((buf) => {
-        const bytes = new Uint8Array(buf);
-        let raw = "";
-        for (let i = 0; i < bytes.length; i += 0x8000) raw += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
-        return btoa(raw);
-      })
-      .catch(() => { window.__attentionLabKrFont = null; return null; });
-  }
-  return window.__attentionLabKrFont;
-}
-
-function download(name, blob) {
-  const a = document.createElement("a");
-  a.href = URL.createObjectURL(blob);
-  a.download = name;
-  document.body.appendChild(a);
-  a.click();
-  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
 }
 
 function addExport(root, data) {
@@ -543,7 +513,7 @@ function addExport(root, data) {
     b.addEventListener("click", fn);
     bar.appendChild(b);
   };
-  mk("SVG", () => shippedFont(data).then((font) =>
+  mk("SVG", () => shippedFont(pictureText(data)).then((font) =>
     download(name + ".svg", new Blob([svgText(font)], { type: "image/svg+xml" }))));
   for (const scale of PNG_SCALES) {
     mk("PNG " + scale + "×", () => buildPng(data, scale, (blob) => download(name + "@" + scale + "x.png", blob)),
