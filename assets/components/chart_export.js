@@ -55,7 +55,7 @@ function chartPng(pic, scale, done) {
 
 export default function (component) {
   const { data, parentElement } = component;
-  const bar = ownRoot(parentElement, "export");
+  const bar = ownRoot(parentElement, "alchart");
   bar.classList.toggle("hc", !!data.hc);
   bar.replaceChildren();
   const save = (label, help, make) => {
