@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -15,17 +18,17 @@ from ui import export, page, settings, state, view
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.i18n import labeller, t
-from ui.inputs import Where, inputs, mask_controls, score_params, token_options, x_fold_open
+from ui.inputs import Inputs, Where, inputs, mask_controls, score_params, token_boxes, token_options, x_fold_open
 from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import md
 from ui.widgets import formulas
+from ui.widgets.guard import address_bar
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import file_uploader, token_labels
 from ui.widgets.qr import qr_png, show_qr
 
 KEYS = state.PLAYGROUND
 WEIGHTS_CHART = weights_key(KEYS.pipeline)
-TABS = ("embed", "qkv", "score", "mask", "share")
 CIRCLED = "①②③④⑤"  # the setup tabs are numbered as shown: a lesson link that hides some starts at ①
 PUBLIC_URL_ENV = "ATTN_LAB_PUBLIC_URL"  # the address students use (a server behind a proxy): scheme://host[:port]
 
@@ -162,9 +165,10 @@ def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
 
 
 # ---------------------------------------------------------------------------- the score tab
-def score_tab(tab, is_open: bool, d_k: int, problems: list) -> tuple[str, dict]:  # tab: None when hidden
-    """Score function, scale, temperature and the function's own parameters."""
-    if not is_open:  # a closed tab draws nothing; the kept choices still apply
+def score_tab(tab, d_k: int, problems: list) -> tuple[str, dict]:  # tab: None when closed or hidden
+    """Score function, scale, temperature and the function's own parameters (a closed tab draws
+    nothing; the kept choices still apply)."""
+    if tab is None:
         return ss.get("score"), score_params(ss.get("score"), d_k, problems, editors=False)
     with tab:
         st.radio(t("pg.score"), core.SCORE_FUNCTIONS, **ss.bind("score"), format_func=labeller("score."),
@@ -196,12 +200,6 @@ def inspector(trace, tq, tk, conv: str, dec: int, v: view.View) -> None:
 def current_query(v: view.View) -> dict:
     """The whole scenario, the view and the settings as URL parameters."""
     return scenario.to_query(ss.values(), ss.changed_matrices()) | view.to_query(v) | settings.query()
-
-
-def sync_url(query: dict) -> None:
-    """Mirror the whole scenario and the view into the URL (Streamlit's query parameters)."""
-    if {k: st.query_params.get(k) for k in st.query_params.keys()} != query:
-        st.query_params.from_dict(query)
 
 
 def base_url() -> str:
@@ -275,120 +273,145 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
 # ---------------------------------------------------------------------------- the page
 # The page is two parts. The left column (view controls, example and self/cross, notation, the
 # setup tabs) reruns with the whole page. The right column (token box, pipeline, inspector) is a
-# fragment of its own while nothing on the left shows the tokens: typing tokens — the change a
-# class makes most — then redraws only the right column, not every control (BENCHMARKS.md: the
-# browser's time goes into re-rendering Streamlit's controls). When an open part of the left
-# column shows the tokens (the X editor, Q/K/V, mask, share), the right column is drawn as a
-# plain part of the page, so a token change redraws both and nothing on screen is stale.
-def tokens_outside(opened: dict) -> bool:
-    """Whether the open parts of the left column show the tokens (their count or labels)."""
-    return (opened["qkv"] or opened["mask"] or opened["share"] or (opened["embed"] and x_fold_open())
-            or (opened["score"] and ss.get("embedding") == "onehot"))  # one-hot: d_k is the vocabulary's size
+# fragment of its own while nothing drawn on the left shows the tokens: typing tokens — the change
+# a class makes most — then redraws only the right column, not every control (BENCHMARKS.md: the
+# browser's time goes into re-rendering Streamlit's controls). When a drawn part of the left column
+# shows the tokens, the right column is a plain part of the page, so a token change redraws both and
+# nothing on screen is stale. Each part of the left column says here whether it shows the tokens
+# (their count or labels) while it is drawn (a tab: while it is open):
+SHOWS_TOKENS: dict[str, Callable[[], bool]] = {
+    "options": lambda: False,  # the example menu and self/cross
+    "notation": lambda: False,
+    "embed": x_fold_open,  # the X editor's rows (the fold's title names no token count)
+    "qkv": lambda: True,  # Q, K, V: their editors and shapes
+    "score": lambda: ss.get("embedding") == "onehot",  # one-hot: d_k is the vocabulary's size
+    "mask": lambda: True,  # the mask map, the PAD tokens
+    "share": lambda: True,  # the links, the code, the files
+}
+TABS = ("embed", "qkv", "score", "mask", "share")
 
 
-def controls(v: view.View, problems: list, token_problems: list):
+@dataclass(frozen=True)
+class Run:
+    """The scenario as one run reads it (once): inputs, score function and parameters, mask and
+    notation, and ``kept``: (trace, its query tokens, its key tokens) — on a failed call the last
+    valid trace with its own tokens — or None."""
+
+    inp: Inputs
+    score: str
+    params: dict
+    mask: Any
+    conv: str
+    kept: tuple | None
+
+
+def computed(inp: Inputs, score: str, params: dict, mask, conv: str, problems: list) -> Run:
+    """The scenario's one core call (cached, ui.compute) in this run."""
+    kept = page.guarded(problems, lambda: (ss.run(inp, score, params, mask, conv), inp.tq, inp.tk),
+                        keep=state.SCENARIO.last_trace)
+    return Run(inp, score, params, mask, conv, kept)
+
+
+def controls(v: view.View, problems: list) -> tuple[Run, bool]:
     """The left column: example menu and self/cross, notation and the setup tabs of the groups the
-    view shows; ``token_problems`` gets what comes from the tokens (the right column finds those
-    again on its own reruns)."""
+    view shows. Reads the scenario (the right column's token box included) → (the run, whether a
+    drawn part shows the tokens)."""
+    drawn = []
     if "tokens" not in v.hidden:
         token_options()
+        drawn.append("options")
     if "notation" not in v.hidden:
         st.radio(t("pg.convention"), scenario.CONVENTIONS, **ss.bind("convention"), format_func=labeller("conv."),
                  horizontal=True, help=t("pg.convention.help"))
+        drawn.append("notation")
     conv = ss.get("convention")
     names = [g for g in TABS if (g == "share" and not v.student) or (g != "share" and g not in v.hidden)]
     tabs = dict(zip(names, setup_tabs(names), strict=True)) if names else {}  # a student link may leave no tab
-    opened = {g: g in tabs and bool(tabs[g].open) for g in TABS}
-    inp = inputs(token_problems, conv=conv, editors=True, tokens=Where(drawn=False), **inputs_where(tabs, opened))
-    score, params = score_tab(tabs.get("score"), opened["score"], inp.d_k, problems)
-    mask = mask_tab(inp, conv, tabs, opened)
-    if opened["share"]:
-        kept = page.guarded(token_problems, lambda: (ss.run(inp, score, params, mask, conv), inp.tq, inp.tk),
-                            keep=state.SCENARIO.last_trace)
-        if kept is not None:
-            trace, tq, tk = kept
-            with tabs["share"]:
-                share_tab(trace, token_labels(tq), token_labels(tk), current_query(v),
-                          ss.playground_args(inp, score, params, mask, conv))
-    return tokens_outside(opened)
+    opened = {g: tabs[g] for g in names if tabs[g].open}
+    drawn += list(opened)
+    inp = inputs(problems, conv=conv, editors=True, tokens=Where(drawn=False), options=False,
+                 embed=Where(opened.get("embed"), "embed" in opened), qkv=Where(opened.get("qkv"), "qkv" in opened))
+    score, params = score_tab(opened.get("score"), inp.d_k, problems)
+    run = computed(inp, score, params, mask_tab(inp, conv, opened.get("mask")), conv, problems)
+    if "share" in opened and run.kept is not None:
+        trace, tq, tk = run.kept
+        with opened["share"]:
+            share_tab(trace, token_labels(tq), token_labels(tk), current_query(v),
+                      ss.playground_args(inp, score, params, run.mask, conv))
+    return run, any(SHOWS_TOKENS[part]() for part in drawn)
 
 
-def inputs_where(tabs: dict, opened: dict) -> dict:
-    """Where the embedding and Q/K/V groups go: their tab, drawn only while it is open."""
-    return {"embed": Where(tabs.get("embed"), opened["embed"]), "qkv": Where(tabs.get("qkv"), opened["qkv"])}
-
-
-def mask_tab(inp, conv: str, tabs: dict, opened: dict):
-    """The mask builder in its tab while open; the scenario's mask either way."""
+def mask_tab(inp: Inputs, conv: str, tab):
+    """The mask builder in its tab while open (``tab`` None: closed); the scenario's mask either way."""
     n_q, n_k = len(inp.tq), len(inp.tk)
     ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < n_k])
-    if not opened["mask"]:
+    if tab is None:
         return ss.current_mask(n_q, n_k, cross=inp.cross)
-    with tabs["mask"]:
+    with tab:
         return mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=KEYS.chart_mask,
                              click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
 
 
-def results(outer: list) -> None:
-    """The right column: the token box, the pipeline and the query inspector.
-
-    ``outer`` holds the messages of the whole page's last run; a rerun of this part alone shows
-    only those that do not come from the tokens (it finds those again itself)."""
+def read_alone(problems: list) -> Run:
+    """The scenario read by a rerun of the right column alone (no control of the left is drawn)."""
     drain_clicks()
+    conv = ss.get("convention")
+    inp = inputs(problems, conv=conv, tokens=Where(drawn=False), options=False, embed=Where(drawn=False),
+                 qkv=Where(drawn=False))
+    score, params = score_tab(None, inp.d_k, problems)
+    return computed(inp, score, params, ss.current_mask(len(inp.tq), len(inp.tk), cross=inp.cross), conv, problems)
+
+
+def results(run: Run | None, problems: list) -> None:
+    """The right column: the token box, the pipeline and the query inspector. ``run``: the scenario
+    as this run of the whole page read it; None on a rerun of this part alone, which reads it itself
+    (``problems`` then start empty)."""
     v = st.session_state.get(KEYS.view) or view.View()
-    fresh = st.session_state.pop(KEYS.page_ran, False)  # False: this part reran on its own
-    problems = list(outer if fresh else st.session_state.get(KEYS.kept_problems) or [])
-    conv, dec = ss.get("convention"), settings.get("precision")
-    inp = inputs(problems, conv=conv, tokens=Where(drawn="tokens" not in v.hidden), options=False,
-                 embed=Where(drawn=False), qkv=Where(drawn=False))
-    score, params = score_tab(None, False, inp.d_k, problems)
-    mask = ss.current_mask(len(inp.tq), len(inp.tk), cross=inp.cross)
-    kept = page.guarded(problems, lambda: (ss.run(inp, score, params, mask, conv), inp.tq, inp.tk),
-                        keep=state.SCENARIO.last_trace)
+    if "tokens" not in v.hidden:
+        token_boxes()
+    if run is None:
+        run = read_alone(problems)
     page.show_problems(problems)
-    # The URL mirrors the whole scenario and view after every change. A run of the whole page
-    # updates it through Streamlit; a rerun of this part alone lets the pipeline's element put it
-    # in the address bar itself (Streamlit's own update re-renders the whole app on every change).
     query = current_query(v)
-    if fresh or kept is None:
-        sync_url(query)
-    if kept is None:
+    address_bar(query, key=KEYS.address)  # the link in the address bar, after every change
+    if run.kept is None:
         return
-    trace, tq, tk = kept  # on a failed call, the last valid trace with its own tokens
+    trace, tq, tk = run.kept
+    dec = settings.get("precision")
     step_sentence(v, trace, token_labels(tq), token_labels(tk))
-    in_place = pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, score, prefix=KEYS.pipeline,
-                        query=int(ss.get("query")), clicks=KEYS.clicks, shows=v.shows, per_row=1 if v.present else 2,
-                        header=False, large=v.present, url="?" + urlencode(query), focus=newest_step(v))
-    if not (fresh or in_place):
-        sync_url(query)
+    pipeline(trace, token_labels(tq), token_labels(tk), run.conv, dec, run.score, prefix=KEYS.pipeline,
+             query=int(ss.get("query")), clicks=KEYS.clicks, shows=v.shows, per_row=1 if v.present else 2,
+             header=False, large=v.present, focus=newest_step(v))
     if v.shows("inspector"):
-        inspector(trace, tq, tk, conv, dec, v)
+        inspector(trace, tq, tk, run.conv, dec, v)
 
 
 @st.fragment
-def results_alone(outer: list) -> None:
-    """:func:`results` as a fragment: its own widgets rerun it alone. A fragment rerun skips the
-    page's error boundary, so it has its own."""
-    page.boundary(lambda: results(outer))
+def results_alone(run: Run, problems: list) -> None:
+    """:func:`results` as a fragment: its own widgets rerun it alone (then the arguments, those of
+    the page's last run, are not used). A fragment rerun skips the page's error boundary, so it has its own."""
+    fresh = st.session_state.pop(KEYS.page_ran, False)
+    page.boundary(lambda: results(run, problems) if fresh else results(None, []))
 
 
 def body() -> None:
-    problems: page.Problems = []  # not from the tokens: kept for the right column's own reruns
+    problems: page.Problems = []
     ss.start(problems)
     drain_clicks()
     v = current_view(problems)
     presenter_css(v)
     left, right = st.columns([4, 8], gap="small")
-    token_problems: page.Problems = []
     with left:
         with st.expander(t("pg.about")):  # folded: the pipeline starts high on a projector screen
             st.markdown(t("pg.intro"))
         view_controls(v)
-        outside = controls(v, problems, token_problems)
-    st.session_state[KEYS.kept_problems] = problems
-    st.session_state[KEYS.page_ran] = True
+        run, outside = controls(v, problems)
     with right:
-        (results if outside else results_alone)(problems + token_problems)
+        if outside:
+            results(run, problems)
+        else:
+            st.session_state[KEYS.page_ran] = True
+            results_alone(run, problems)
 
 
 @st.fragment

@@ -1,7 +1,13 @@
-"""LaTeX and MathML for every step, in both notations. Text only — the numbers come from core.
+"""The formulas of every step as LaTeX, in both notations (MathML is generated from it: :func:`mathml`).
+Text only — the numbers come from core.
 Streamlit-free: the app (ui/widgets/formulas.py), the notebook export and the notebook views share it."""
 
 from __future__ import annotations
+
+import functools
+import re
+
+from latex2mathml.converter import convert
 
 # score(q, k) for one pair
 SCORE_PAIR = {
@@ -65,10 +71,9 @@ _WORDS = {"ko": {"row": "행", "column": "열", "col": "열", "target": "타깃"
 
 
 def localize(formula: str, lang: str) -> str:
-    """``formula`` (LaTeX or MathML) with its words (\\text{row}, <mtext>col</mtext>, …) in ``lang``."""
+    """The LaTeX ``formula`` with its words (\\text{row}, …) in ``lang``."""
     for word, said in _WORDS.get(lang, {}).items():
         formula = formula.replace(r"\text{" + word + "}", r"\text{" + said + "}")
-        formula = formula.replace(f"<mtext>{word}</mtext>", f"<mtext>{said}</mtext>")
     return formula
 
 
@@ -85,7 +90,7 @@ def qkv_formula(qkv: str, cross: bool) -> str:
 def scale_text(scale_mode: str) -> str:
     return {"auto": r"s = \text{the function's own scale}", "sqrt_dk": r"s = 1/\sqrt{d_k}", "none": r"s = 1"}[scale_mode]
 
-# one-line forms for the compact pipeline beside the Playground's controls
+# one-line forms for the compact pipeline beside the Playground's controls (scores and scaled: SCORE_MATRIX, SCALED)
 SHORT = {
     "masked": r"L = \tilde S + M",
     "weights": {"row": r"\alpha = \mathrm{softmax}_{\text{row}}(L)", "column": r"\alpha = \mathrm{softmax}_{\text{col}}(L)"},
@@ -94,63 +99,23 @@ SHORT = {
 
 
 # ---------------------------------------------------------------------------- MathML
-# The same one-line forms as MathML, for the Playground's pipeline drawn as one component (which
-# has no KaTeX): browsers render MathML natively. Fixed text only, never learner input.
-def _mi(x: str) -> str:
-    return f"<mi>{x}</mi>"
+# The Playground's pipeline and query inspector are drawn as one element each, without KaTeX:
+# browsers render MathML natively. It is generated from the LaTeX above (latex2mathml), so every
+# formula is written once. Fixed text only, never learner input.
+_CHAR_REF = re.compile(r"&#x([0-9A-Fa-f]+);")
+_UPRIGHT_WORD = re.compile(r'<mrow>((?:<mi mathvariant="normal">[A-Za-z]</mi>){2,})</mrow>')
 
 
-def _mo(x: str) -> str:
-    return f"<mo>{x}</mo>"
+def _char(m: re.Match) -> str:
+    c = chr(int(m.group(1), 16))
+    return m.group(0) if c in "<>&\"'" else c
 
 
-def _sub(base: str, sub: str) -> str:
-    return f"<msub>{base}{sub}</msub>"
-
-
-def _T(base: str) -> str:  # base transposed
-    return f"<msup>{base}<mo>⊤</mo></msup>"
-
-
-def _wrap(*parts: str) -> str:
-    return "<mrow>" + "".join(parts) + "</mrow>"
-
-
-_S_IJ = _sub(_mi("S"), _wrap(_mi("i"), _mi("j")))
-_S_TILDE = "<mover accent='true'><mi>S</mi><mo>~</mo></mover>"
-
-
-def _additive(q: str, k: str) -> str:
-    return _wrap(_S_IJ, _mo("="), "<msubsup><mi>w</mi><mi>a</mi><mo>⊤</mo></msubsup>", _mi("tanh"), _mo("("),
-                 _sub(_mi("W"), _mi("a")), q, _mo("+"), _sub(_mi("U"), _mi("a")), k, _mo(")"))
-
-
-def _cosine(a: str, b: str) -> str:
-    norm = lambda x: _wrap(_mo("‖"), x, _mo("‖"))  # noqa: E731
-    return _wrap(_S_IJ, _mo("="), f"<mfrac>{_wrap(_T(a), b)}{_wrap(norm(a), norm(b))}</mfrac>")
-
-
-_QI, _KJ, _QJ, _KI = (_sub(_mi(a), _mi(b)) for a, b in (("q", "i"), ("k", "j"), ("q", "j"), ("k", "i")))
-MATHML_SCORE = {
-    "row": {"dot": _wrap(_mi("S"), _mo("="), _mi("Q"), _T(_mi("K"))),
-            "scaled_dot": _wrap(_mi("S"), _mo("="), _mi("Q"), _T(_mi("K"))),
-            "general": _wrap(_mi("S"), _mo("="), _mi("Q"), _T(_mi("W")), _T(_mi("K"))),
-            "additive": _additive(_QI, _KJ), "cosine": _cosine(_QI, _KJ)},
-    "column": {"dot": _wrap(_mi("S"), _mo("="), _T(_mi("K")), _mi("Q")),
-               "scaled_dot": _wrap(_mi("S"), _mo("="), _T(_mi("K")), _mi("Q")),
-               "general": _wrap(_mi("S"), _mo("="), _T(_mi("K")), _mi("W"), _mi("Q")),
-               "additive": _additive(_QJ, _KI), "cosine": _cosine(_KI, _QJ)},
-}
-MATHML_SHORT = {
-    "scaled": _wrap(_S_TILDE, _mo("="), _mi("S"), _mo("·"), _mi("s"), _mo("/"), _mi("T")),
-    "masked": _wrap(_mi("L"), _mo("="), _S_TILDE, _mo("+"), _mi("M")),
-    "weights": {conv: _wrap(_mi("α"), _mo("="), _sub(_mi("softmax"), f"<mtext>{sub}</mtext>"), _mo("("), _mi("L"), _mo(")"))
-                for conv, sub in (("row", "row"), ("column", "col"))},
-    "output": {"row": _wrap(_mi("O"), _mo("="), _mi("α"), _mi("V")), "column": _wrap(_mi("O"), _mo("="), _mi("V"), _mi("α"))},
-}
-_SUM_I = "<munder><mo>∑</mo><mi>i</mi></munder>"
-_ALPHA_I = _sub(_mi("α"), _mi("i"))
-# CONTRIB for the query inspector's one element
-MATHML_CONTRIB = _wrap(_mi("o"), _mo("="), _SUM_I, _ALPHA_I, _sub(_mi("v"), _mi("i")), _mo(","), "<mspace width='1.5em'/>",
-                       "<mn>0</mn>", _mo("≤"), _ALPHA_I, _mo("≤"), "<mn>1</mn>", _mo(","), "<mspace width='0.5em'/>",
-                       _SUM_I, _ALPHA_I, _mo("="), "<mn>1</mn>")
+@functools.lru_cache(maxsize=256)
+def mathml(latex: str) -> str:
+    """The MathML of a LaTeX formula, without its ``<math>`` element (the component adds it):
+    characters as themselves (⊤, α), an upright word (``\\mathrm{softmax}``) as one identifier."""
+    body = convert(latex)
+    body = body[body.index(">") + 1:body.rindex("</math>")]
+    body = _CHAR_REF.sub(_char, body)
+    return _UPRIGHT_WORD.sub(lambda m: "<mi>" + "".join(re.findall(r">([A-Za-z])<", m.group(1))) + "</mi>", body)

@@ -99,7 +99,7 @@ class Maps:
         self.static_id = uuid.uuid4().hex  # the live widget hides the static twin with this id
 
     def data(self) -> dict:
-        return {"panels": self.panels, "per_row": self.per_row, "present": False, "url": None, "conv": self.conv,
+        return {"panels": self.panels, "per_row": self.per_row, "present": False, "conv": self.conv,
                 "inspectors": self.inspectors, "static_id": self.static_id, "lang": self.lang, "langs": self.langs,
                 "lang_names": {"en": "English", "ko": "한국어"}}
 

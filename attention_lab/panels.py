@@ -1,5 +1,5 @@
 """The attention pipeline as panels — scores → scaled → masked → softmax weights → output — each with
-its title, formula (LaTeX and MathML), shape line, notes and heatmap spec. Built without Streamlit,
+its title, formula (LaTeX; MathML generated from it), shape line, notes and heatmap spec. Built without Streamlit,
 in an explicit language: the app's pipeline (:mod:`ui.pipeline`) and the notebook views
 (:mod:`attention_lab.notebook`) draw the same panels. Text and layout only: the numbers come from
 the trace (a ``core.lab.PlaygroundTrace``)."""
@@ -55,13 +55,14 @@ class Layout:
 
 @dataclass(frozen=True)
 class Panel:
-    """One step: its title, formula (LaTeX, and MathML for the one-element pipeline), shape line,
-    the heatmap spec, notes above and under the map, and the queries whose every key is masked."""
+    """One step: its title, formula (LaTeX; ``short``: its one-line form, which the one-element
+    pipeline draws as MathML), shape line, the heatmap spec, notes above and under the map, and
+    the queries whose every key is masked."""
 
     step: str
     title: str
     latex: str
-    mathml: str
+    short: str
     shape: str
     spec: dict
     before: tuple[str, ...] = ()
@@ -80,8 +81,8 @@ def pipeline_panels(trace, v: Layout, score: str, *, query: int | None = None, s
 def panel_dict(p: Panel, key: str, lang: str) -> dict:
     """A panel for the one-element pipeline (``assets/components/maps.js``; plain text, inserted as text)."""
     warning = translate("pg.fully_masked", lang, names=", ".join(p.masked_names)) if p.masked_names else None
-    return {"key": key, "title": p.title, "mathml": formulas.localize(p.mathml, lang), "shape": p.shape, "map": p.spec,
-            "before": list(p.before), "after": list(p.after), "warning": warning}
+    return {"key": key, "title": p.title, "mathml": formulas.mathml(formulas.localize(p.short, lang)), "shape": p.shape,
+            "map": p.spec, "before": list(p.before), "after": list(p.after), "warning": warning}
 
 
 def _spec(v: Layout, z, title: str, **kw) -> dict:
@@ -93,21 +94,21 @@ def _scores(v: Layout, trace, score: str) -> Panel:
     shape = (f"Q ({n_q}×{d_k}) · Kᵀ ({d_k}×{n_k}) → ({n_q}×{n_k})" if v.conv == "row"
              else f"Kᵀ ({n_k}×{d_k}) · Q ({d_k}×{n_q}) → ({n_k}×{n_q})")
     title = v.t("step.scores")
-    return Panel("scores", title, formulas.SCORE_MATRIX[v.conv][score], formulas.MATHML_SCORE[v.conv][score], shape,
+    return Panel("scores", title, formulas.SCORE_MATRIX[v.conv][score], formulas.SCORE_MATRIX[v.conv][score], shape,
                  _spec(v, trace.attn.scores.numpy(), title))
 
 
 def _scaled(v: Layout, A) -> Panel:
     shape = f"({v.square}) · {A.scale:.{v.dec}g} / {A.temperature:g} → ({v.square})"
     title = v.t("step.scaled")
-    return Panel("scaled", title, formulas.SCALED, formulas.MATHML_SHORT["scaled"], shape, _spec(v, A.scaled.numpy(), title))
+    return Panel("scaled", title, formulas.SCALED, formulas.SCALED, shape, _spec(v, A.scaled.numpy(), title))
 
 
 def _masked(v: Layout, A) -> Panel:
     neg = np.isneginf(A.logits.numpy())
     latex = formulas.SHORT["masked"] if v.compact else formulas.MASKED[v.conv]
     title = v.t("step.masked")
-    return Panel("masked", title, latex, formulas.MATHML_SHORT["masked"], f"({v.square}) + M ({v.square}) → ({v.square})",
+    return Panel("masked", title, latex, formulas.SHORT["masked"], f"({v.square}) + M ({v.square}) → ({v.square})",
                  _spec(v, np.where(neg, 0.0, A.logits.numpy()), title, neg_inf=neg))
 
 
@@ -121,7 +122,7 @@ def _weights(v: Layout, A, query: int | None) -> Panel:
                  clickable=v.clickable, **hl)
     click = (v.t("pg.weights.click"),) if v.clickable else ()
     before = (() if v.compact else click) + ((v.t("pg.column_sums") + "  " + ",  ".join(notes),) if v.conv == "column" else ())
-    return Panel("weights", title, latex, formulas.MATHML_SHORT["weights"][v.conv], f"softmax ({v.square}) → ({v.square})",
+    return Panel("weights", title, latex, formulas.SHORT["weights"][v.conv], f"softmax ({v.square}) → ({v.square})",
                  spec, before=before, after=click if v.compact else (),
                  masked_names=tuple(v.q_labels[i] for i in np.flatnonzero(fully)))
 
@@ -138,7 +139,7 @@ def _output(v: Layout, A, d_v: int) -> Panel:
         kw = {"y_labels": vl, "y_title": v.t("axis.dim"), "x_labels": shorts(v.q_labels), "x_title": v.t("axis.query")}
     title = v.t("step.output")
     latex = formulas.SHORT["output"][v.conv] if v.compact else formulas.OUTPUT[v.conv]
-    return Panel("output", title, latex, formulas.MATHML_SHORT["output"][v.conv], shape, _spec(v, O, title, **kw),
+    return Panel("output", title, latex, formulas.SHORT["output"][v.conv], shape, _spec(v, O, title, **kw),
                  after=(v.t("pg.output.note"),))
 
 
@@ -168,5 +169,5 @@ def inspector_spec(A, j: int, q_labels, k_labels, dec: int, lang: str) -> dict:
         {"step": "contrib", "heading": heads["output"], "note": None,
          "bars": stacked_contributions(k_labels, A.contributions(j).numpy(), row.output[j].numpy(), dec,
                                        total_label=translate("pg.inspector.sum", lang), heading=heads["output"], lang=lang)}]
-    return {"title": translate("pg.inspector", lang), "mathml": formulas.MATHML_CONTRIB,
+    return {"title": translate("pg.inspector", lang), "mathml": formulas.mathml(formulas.CONTRIB),
             "pick": translate("pg.inspector.query", lang), "options": list(q_labels), "chosen": j, "sections": sections}

@@ -5,7 +5,7 @@ the result is committed in static/svg-font/).
     /tmp/fontenv/bin/python scripts/make_svg_font.py
 
 An exported SVG carries only the slices that hold its characters, each as an ``@font-face`` with its
-``unicode-range`` (assets/components/heatmap_lib.js: ``svgFontFaces``), so the picture's Korean renders
+``unicode-range`` (assets/components/dom_lib.js: ``shippedFont``), so the picture's Korean renders
 on a machine without a Korean font and weighs tens of KB instead of the whole 0.6 MB subset.
 
 Order: Hangul syllables by frequency (wordfreq's Korean list plus the app's own Korean text, which

@@ -113,7 +113,8 @@ def token_controls(problems: list, *, presets: bool = True, drawn: bool = True) 
     if drawn:
         st.text_input(t("pg.tokens"), **ss.bind("tokens"), help=t("pg.tokens.help"))
         token_options(presets=presets)
-    return token_boxes(problems, drawn=drawn, main=False)
+        token_boxes(main=False)
+    return read_tokens(problems)
 
 
 def token_options(*, presets: bool = True) -> None:
@@ -129,14 +130,18 @@ def token_options(*, presets: bool = True) -> None:
         st.radio(t("pg.mode"), scenario.MODES, **ss.bind("mode"), format_func=labeller("pg.mode."), horizontal=True)
 
 
-def token_boxes(problems: list, *, drawn: bool = True, main: bool = True) -> tuple[list[str], list[str], bool]:
-    """The text boxes (the query tokens unless ``main`` is False, the source tokens in cross
-    attention) → (query tokens, key tokens, cross). Not drawn: the kept tokens still apply."""
-    cross = ss.get("mode") == "cross"
-    if drawn and main:
+def token_boxes(*, main: bool = True) -> None:
+    """The text boxes: the query tokens (unless ``main`` is False) and, in cross attention, the source tokens."""
+    if main:
         st.text_input(t("pg.tokens"), **ss.bind("tokens"), help=t("pg.tokens.help"))
-    if drawn and cross:
+    if ss.get("mode") == "cross":
         st.text_input(t("pg.source"), **ss.bind("source"), help=t("pg.source.help"))
+
+
+def read_tokens(problems: list) -> tuple[list[str], list[str], bool]:
+    """The scenario's tokens → (query tokens, key tokens, cross): the last valid ones with a message
+    where a box holds none or too many."""
+    cross = ss.get("mode") == "cross"
     tq = _tokens("tokens", state.SCENARIO.last_tokens, problems)
     tk = _tokens("source", state.SCENARIO.last_source, problems) if cross else tq
     return tq, tk, cross
@@ -253,7 +258,9 @@ def inputs(problems: list, *, conv: str = "row", editors: bool = False, embed: W
     if options:
         tq, tk, cross = token_controls(problems, presets=presets, drawn=tokens.drawn)
     else:
-        tq, tk, cross = token_boxes(problems, drawn=tokens.drawn)
+        if tokens.drawn:
+            token_boxes()
+        tq, tk, cross = read_tokens(problems)
     if max(len(tq), len(tk)) > scenario.INTERACTIVE_TOKENS:
         problems.append(("info", t("info.large_n", n=max(len(tq), len(tk)), limit=EDIT_LIMIT)))
     labels = (token_labels(tq), token_labels(tk))

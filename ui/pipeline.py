@@ -40,14 +40,14 @@ class Placement:
 
 def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, prefix: str, query: int | None = None,
              clicks: str | None = None, shows=None, per_row: int | None = None, header: bool = True,
-             large: bool = False, url: str | None = None, focus: str | None = None) -> bool:
+             large: bool = False, focus: str | None = None) -> None:
     """The steps of ``trace`` (a core.lab.PlaygroundTrace); ``prefix`` keeps chart keys apart.
 
     ``shows(step)`` picks the panels drawn (the step-through, a lesson link); ``per_row`` fixes
     how many maps stand side by side (default: three while every column fits, else two).
-    Without the header (the Playground beside its controls) the panels are ONE element, which also
-    puts ``url`` in the address bar (see :func:`show_maps`); returns whether it did. ``focus`` names the
-    step just shown by a step-through (scrolled into view and focused there)."""
+    Without the header (the Playground beside its controls) the panels are ONE element (see
+    :func:`show_maps`). ``focus`` names the step just shown by a step-through (scrolled into view and
+    focused there)."""
     v = Placement(prefix, clicks, compact=not header)
     layout = Layout(list(q_labels), list(k_labels), conv, dec, current_lang(), clickable=bool(clicks), large=large,
                     compact=not header)
@@ -62,13 +62,12 @@ def pipeline(trace, q_labels, k_labels, conv: str, dec: int, score: str, *, pref
     panels = pipeline_panels(trace, layout, score, query=query, shows=shows)
     if v.compact and fits_one_element(p.spec for p in panels):
         show_maps([panel_dict(p, v.key(p.step), layout.lang) for p in panels], key=state.item(prefix, "maps"),
-                  per_row=per_row, click_queue=clicks, large=large, url=url, focus=v.key(focus) if focus in STEPS else None)
-        return url is not None
+                  per_row=per_row, click_queue=clicks, large=large, focus=v.key(focus) if focus in STEPS else None)
+        return
     for start in range(0, len(panels), per_row):
         for col, p in zip(st.columns(per_row), panels[start:start + per_row], strict=False):
             with col:
                 _draw(v, p)
-    return False
 
 
 def _draw(v: Placement, p: Panel) -> None:

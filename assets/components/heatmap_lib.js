@@ -556,7 +556,7 @@ function pieces(data, g) {
 }
 
 // SVG built with DOM calls: every label is a text node, so HTML in a token stays text.
-// faces (from svgFontFaces: the slices of the shipped Korean font that hold the picture's characters,
+// faces (from shippedFont in dom_lib.js: the slices of the shipped Korean font that hold the picture's characters,
 // each {range, b64}; empty or null without Korean) go inside as @font-face rules with their
 // unicode-range: the picture's Korean renders on a machine that has no Korean font.
 function buildSvg(data, faces) {
@@ -567,8 +567,7 @@ function buildSvg(data, faces) {
   }
   if (faces && faces.length) {
     const style = document.createElementNS(NS, "style");
-    style.textContent = faces.map((f) => "@font-face { font-family: 'attention-lab-kr'; font-weight: 400; " +
-      "unicode-range: " + f.range + "; src: url(data:font/woff2;base64," + f.b64 + ") format('woff2'); }").join("\n");
+    style.textContent = fontFaceStyle(faces);
     svg.appendChild(style);
   }
   for (const [kind, a, text] of pieces(data, g)) {
@@ -617,77 +616,8 @@ function buildPng(data, scale, done) {
 
 const PNG_SCALES = [2, 3];  // a PNG's pixels per CSS pixel: the choice under every map
 
-// The shipped Korean font in slices for pictures (static/svg-font/, scripts/make_svg_font.py): a
-// manifest of files and their unicode-range, served by the app (.streamlit/config.toml).
-const SVG_FONT_DIR = "app/static/svg-font/";
-const KOREAN = /[\u1100-\u11ff\u3000-\u303f\u3130-\u318f\ua960-\ua97f\uac00-\ud7a3\ud7b0-\ud7ff]/;
-
 function pictureText(data) {
   return [data.title, data.x_title, data.y_title, ...data.xs, ...data.ys, ...(data.side || [])].join(" ");
-}
-
-function fetchBytes(url) {
-  return fetch(new URL(url, document.baseURI))
-    .then((r) => (r.ok ? r.arrayBuffer() : Promise.reject(new Error(url + ": " + r.status))));
-}
-
-function base64(buf) {
-  const bytes = new Uint8Array(buf);
-  let raw = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) raw += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
-  return btoa(raw);
-}
-
-// "U+AC00,U+AC02-AC05" → [[0xAC00, 0xAC00], [0xAC02, 0xAC05]]
-function parseRange(range) {
-  return range.split(",").map((part) => {
-    const [a, b] = part.trim().slice(2).split("-");
-    return [parseInt(a, 16), parseInt(b || a, 16)];
-  });
-}
-
-function fontSlices() {
-  if (!window.__attentionLabSvgFont) {
-    window.__attentionLabSvgFont = fetchBytes(SVG_FONT_DIR + "slices.json")
-      .then((buf) => JSON.parse(new TextDecoder().decode(buf)).slices
-        .map((s) => ({ file: s.file, range: s.unicode_range, runs: parseRange(s.unicode_range) })))
-      .catch(() => { window.__attentionLabSvgFont = null; return null; });
-  }
-  return window.__attentionLabSvgFont;
-}
-
-// The @font-face data a picture needs: [{range, b64}], one per slice that holds one of its characters
-// (each file fetched once); null when the picture has no Korean or the slices cannot be read.
-function svgFontFaces(data) {
-  const text = pictureText(data);
-  if (!KOREAN.test(text)) return Promise.resolve(null);
-  return fontSlices().then((slices) => {
-    if (!slices) return null;
-    const used = new Set();
-    for (const ch of text) {
-      const cp = ch.codePointAt(0);
-      const k = slices.findIndex((s) => s.runs.some(([a, b]) => a <= cp && cp <= b));
-      if (k >= 0) used.add(k);
-    }
-    const cache = (window.__attentionLabSvgFontFiles = window.__attentionLabSvgFontFiles || {});
-    return Promise.all([...used].sort((a, b) => a - b).map((k) => {
-      const s = slices[k];
-      if (!cache[s.file]) {
-        cache[s.file] = fetchBytes(SVG_FONT_DIR + s.file).then(base64)
-          .catch((e) => { delete cache[s.file]; throw e; });  // the next click tries again
-      }
-      return cache[s.file].then((b64) => ({ range: s.range, b64 }));
-    }));
-  }).catch(() => null);
-}
-
-function download(name, blob) {
-  const a = document.createElement("a");
-  a.href = URL.createObjectURL(blob);
-  a.download = name;
-  document.body.appendChild(a);
-  a.click();
-  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
 }
 
 function addExport(root, data) {
@@ -704,8 +634,8 @@ function addExport(root, data) {
     b.addEventListener("click", fn);
     bar.appendChild(b);
   };
-  mk("SVG", () => svgFontFaces(data).then((faces) =>
-    download(name + ".svg", new Blob([svgText(faces)], { type: "image/svg+xml" }))));
+  mk("SVG", () => shippedFont(pictureText(data)).then((font) =>
+    download(name + ".svg", new Blob([svgText(font)], { type: "image/svg+xml" }))));
   for (const scale of PNG_SCALES) {
     mk("PNG " + scale + "×", () => buildPng(data, scale, (blob) => download(name + "@" + scale + "x.png", blob)),
        (data.export.png_help || {})[String(scale)]);

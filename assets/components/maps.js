@@ -1,5 +1,5 @@
-// The pipeline's panels as ONE element: each panel is a title, its formula (MathML, fixed text
-// from ui/widgets/formulas.py), its shape line, notes and a heatmap drawn by heatmap_lib.js
+// The pipeline's panels as ONE element: each panel is a title, its formula (MathML generated from
+// the LaTeX of attention_lab/formulas.py), its shape line, notes and a heatmap drawn by heatmap_lib.js
 // (Python puts it and dom_lib.js in front of this file). One element instead of five maps, five
 // headers and their columns: the browser renders one message per rerun instead of about twenty.
 // Learner text (token labels, inside the maps) goes in with textContent only.
@@ -30,10 +30,6 @@ export default function (component) {
   grid.classList.toggle("hc", !!data.hc);
   grid.style.gridTemplateColumns = "repeat(" + data.per_row + ", minmax(0, 1fr))";
   grid.replaceChildren();
-  // the link of the scenario shown, put in the address bar in place (a rerun of the results alone)
-  if (typeof data.url === "string" && data.url.startsWith("?") && window.location.search !== data.url) {
-    window.history.replaceState(window.history.state, "", window.location.pathname + data.url);
-  }
   let newest = null;
   data.panels.forEach((p, index) => {
     const panel = panelBox(p, index, (cell) => setTriggerValue("cell", cell));

@@ -76,6 +76,18 @@ def warnings(at: AppTest) -> list[str]:
     return [str(w.value) for w in at.warning] + [p["warning"] for p in panels(at).values() if p["warning"]]
 
 
+def address(at: AppTest) -> dict[str, str]:
+    """The URL parameters the Playground put in the address bar (its address element)."""
+    from urllib.parse import parse_qsl
+
+    for el in at.get("bidi_component"):
+        if el.proto.id.endswith(f"-{state.PLAYGROUND.address}"):
+            url = json.loads(el.proto.json)["url"]
+            assert url.startswith("?")
+            return dict(parse_qsl(url[1:], keep_blank_values=True))
+    raise AssertionError("the Playground drew no address element")
+
+
 def inspector(at: AppTest) -> dict | None:
     """The data of the Playground's query inspector (one element), or None when it is not drawn."""
     for el in at.get("bidi_component"):

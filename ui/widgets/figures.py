@@ -1,21 +1,23 @@
 """Plotly figures handed to Streamlit as finished dicts (see :class:`PrebuiltFigure`), each
-shown with its one-click SVG download (:func:`show_chart`)."""
+shown with its "SVG" and "PNG" buttons under it (:func:`show_chart`)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
 
-from .. import state
+from .. import settings, state
 from ..i18n import t
-from .chart_svg import FONT as FONT_FAMILY  # Source Sans, the shipped Korean font, Noto Sans CJK KR (see .streamlit/config.toml)
-from .chart_svg import figure_svg
+from .assets import ASSETS, DOM_LIB
 
-# the modebar's one button on every chart: save it as a PNG for slides (title, axes and legend as
-# drawn, in the current language); plotly cannot declare a second (SVG) button in JSON, so the SVG
-# is drawn on the server (ui.widgets.chart_svg) behind a download button under the chart
-CHART_CONFIG = {"displaylogo": False, "modeBarButtons": [["toImage"]],
-                "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attention-lab-chart"}}
+FONT_FAMILY = "Source Sans, attention-lab-kr, Noto Sans CJK KR, sans-serif"  # every chart's: Korean renders too
+# (Source Sans, the shipped Korean font, Noto Sans CJK KR: see .streamlit/config.toml)
+# no modebar: the buttons under the chart save it (plotly cannot declare a second, SVG, modebar button in JSON)
+CHART_CONFIG = {"displaylogo": False, "displayModeBar": False}
+# the pictures are made by plotly.js in the browser from the chart on screen (assets/components/chart_export.js)
+_EXPORT = st.components.v2.component("attention_lab_chart_export",
+                                     js=DOM_LIB + (ASSETS / "chart_export.js").read_text(encoding="utf-8"),
+                                     css=(ASSETS / "chart_export.css").read_text(encoding="utf-8"))
 
 
 class PrebuiltFigure(go.Figure):
@@ -45,18 +47,11 @@ def line_figure(data: list[dict], layout: dict, *, height: int = 300) -> Prebuil
 
 def show_chart(fig: go.Figure, *, key: str, file: str | None = None, title: str | None = None,
                alt: str | None = None) -> None:
-    """A plotly chart with a small "SVG" download under it: the same figure as a picture for
-    slides (title, axes, token labels, legend), drawn only when clicked. ``title`` (shown on the
-    page as a heading) is written into the SVG only; ``file`` names the download (the key by default);
+    """A plotly chart with "SVG" and "PNG" (2×) under it: the chart as on screen, as a picture for
+    slides (title, axes, token labels, legend; the Korean font inside the SVG). ``title`` (shown on
+    the page as a heading) is written into the picture only; ``file`` names the download (the key by default);
     ``alt`` is the chart's accessible name (Streamlit makes the chart a named ``role=figure``)."""
     st.plotly_chart(fig, key=key, config=CHART_CONFIG, alt=alt)
-
-    def svg() -> str:  # runs on click, in another thread: no session state, the text is already translated
-        spec = fig.to_dict()
-        if title:
-            spec = spec | {"layout": (spec.get("layout") or {}) | {"title": {"text": title}}}
-        return figure_svg(spec)
-
-    st.download_button("SVG", data=svg, file_name=f"{(file or key).replace('.', '-')}.svg", mime="image/svg+xml",
-                       key=state.item(key, "svg"), help=t("export.svg.help"), type="tertiary", width="content",
-                       on_click="ignore")
+    _EXPORT(data={"chart": state.css_class(key)[1:], "file": (file or key).replace(".", "-"), "title": title or "",
+                  "help": {"svg": t("export.svg.help"), "png": t("class.export.png", scale=2)},
+                  "hc": bool(settings.get("contrast"))}, key=state.item(key, "export"))

@@ -1,10 +1,12 @@
 """The connection guard (assets/components/guard.js): after a restart or a lost replica the page
 reopens the link it held when the connection dropped, so the new session starts from the learner's
-current scenario; while the server is away the learner reads the app's message, not Streamlit's."""
+current scenario; while the server is away the learner reads the app's message, not Streamlit's.
+:func:`address_bar` is how the Playground writes that link (assets/components/address.js)."""
 
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -13,6 +15,7 @@ from ..i18n import t
 from .heatmap import ASSETS
 
 _GUARD = st.components.v2.component("attention_lab_guard", js=(ASSETS / "guard.js").read_text(encoding="utf-8"))
+_ADDRESS = st.components.v2.component("attention_lab_address", js=(ASSETS / "address.js").read_text(encoding="utf-8"))
 
 
 def session_id() -> str:
@@ -32,3 +35,10 @@ def connection_guard() -> None:
 
 def _reconnected() -> None:
     """The run the guard asked for after a reconnect: drawing the frame is all it needs."""
+
+
+def address_bar(query: dict, *, key: str) -> None:
+    """Put ``query`` (URL parameters) in the browser's address bar in place, on every run (a whole
+    page's or a fragment's). Streamlit's ``st.query_params`` is not written: its update re-renders
+    the whole app in the browser."""
+    _ADDRESS(data={"url": "?" + urlencode(query)}, key=key)

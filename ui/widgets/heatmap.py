@@ -4,8 +4,6 @@ Display only: values are rounded, never computed here."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from attention_lab import colours
@@ -15,10 +13,9 @@ from attention_lab.heatmap_spec import _DIV, _SEQ, CELL_TEXT_LIMIT, SUMMARY_TOP,
 
 from .. import settings, state
 from ..i18n import t
+from .assets import ASSETS, DOM_LIB  # the other components take them from here
 from .figures import PrebuiltFigure, show_chart
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets" / "components"
-DOM_LIB = (ASSETS / "dom_lib.js").read_text(encoding="utf-8")  # helpers every component of the app puts first
 _LIB = DOM_LIB + (ASSETS / "heatmap_lib.js").read_text(encoding="utf-8")  # the drawing both map components share
 A11Y_CSS = (ASSETS / "a11y.css").read_text(encoding="utf-8")  # the .sr-only rule every component puts first
 _CSS = A11Y_CSS + (ASSETS / "heatmap.css").read_text(encoding="utf-8")
@@ -130,17 +127,15 @@ def fits_one_element(specs) -> bool:
 
 
 def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | None = None, large: bool = False,
-              url: str | None = None, focus: str | None = None) -> None:
+              focus: str | None = None) -> None:
     """Several heatmap panels as ONE element, ``per_row`` side by side.
 
     A panel is ``{"key", "title", "mathml", "shape", "map", "before", "after", "warning"}``: ``map``
     is a :func:`heatmap` spec, ``key`` the map's own registry key (a class on the panel, and the
     name its clicks report), the notes plain text. A click on a cell appends ``(panel key, (row,
-    col))`` to ``st.session_state[click_queue]``, as :func:`show_heatmap` does. ``url`` (a query
-    string, "?a=1&…") is put in the browser's address bar in place (``history.replaceState``) — how a
-    fragment rerun keeps the link current without Streamlit's own URL update, which re-renders the
-    whole app (BENCHMARKS.md). ``focus``: the key of a panel just shown (a step-through), scrolled into
-    view and focused in the browser."""
+    col))`` to ``st.session_state[click_queue]``, as :func:`show_heatmap` does.
+    ``focus``: the key of a panel just shown (a step-through), scrolled into view and focused in the
+    browser."""
     keys = [p["key"] for p in panels]
     for p in panels:
         p["map"]["export"] = export_spec(p["key"])
@@ -154,6 +149,6 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
             st.session_state.setdefault(click_queue, []).append((keys[int(cell[0])], (int(cell[1]), int(cell[2]))))
 
     high_contrast = bool(settings.get("contrast"))
-    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "url": url, "hc": high_contrast,
+    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large, "hc": high_contrast,
                           "focus": focus}, key=key,
                     on_cell_change=clicked)
