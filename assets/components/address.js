@@ -4,11 +4,7 @@
 // (guard.js) reopens the link this wrote. The link goes in as a query string only ("?a=1&…").
 export default function (component) {
   const { data, parentElement } = component;
-  const host = parentElement.getRootNode().host || parentElement;
-  const box = host.closest ? host.closest('[data-testid="stElementContainer"]') : null;
-  if (box) box.style.display = "none"; // takes no room on the page
-  // an (empty) element of the app's own, so a test's "every component has drawn" check sees this one too
-  if (!parentElement.querySelector(".al-silent")) parentElement.appendChild(document.createElement("div")).className = "al-silent";
+  silentMount(parentElement, true); // silent_lib.js: no room on the page, the "has run" marker
   if (typeof data.url === "string" && data.url.startsWith("?") && window.location.search !== data.url) {
     window.history.replaceState(window.history.state, "", window.location.pathname + data.url);
   }

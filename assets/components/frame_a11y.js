@@ -24,7 +24,7 @@ export default function (component) {
   const html = document.documentElement;
   if (html.lang !== data.lang) html.lang = data.lang;
   html.dataset.alFrame = data.lang;  // the frame has run in this document (index.html's own lang is "en")
-  if (!parentElement.querySelector(".al-silent")) parentElement.appendChild(document.createElement("div")).className = "al-silent";
+  silentMount(parentElement, false); // silent_lib.js: the "has run" marker
   html.classList.toggle("al-hc", !!data.hc);
   if (!window.__attentionLabScrollers) {
     let pending = null;

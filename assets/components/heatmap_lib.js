@@ -380,10 +380,10 @@ function valuesTable(data) {
   return table;
 }
 
-function addTableToggle(root, data, keep) {
+// The "Table" button and the box it fills with ``build(data)`` (pressed or not: ``keep.table``, kept
+// across redraws); returns the box and a function that draws the current state.
+function tableToggle(bar, data, keep, build) {
   const a11y = data.a11y || {};
-  let bar = root.querySelector(".export");
-  if (!bar) { bar = text("div", "export"); root.appendChild(bar); }
   const b = text("button", "table-toggle", a11y.table || "Table");
   b.type = "button";
   b.title = a11y.table_help || "";
@@ -391,12 +391,19 @@ function addTableToggle(root, data, keep) {
   const show = (on) => {
     keep.table = on;
     b.setAttribute("aria-pressed", on ? "true" : "false");
-    box.replaceChildren(...(on ? [valuesTable(data)] : []));
+    box.replaceChildren(...(on ? [build(data)] : []));
   };
   b.addEventListener("click", () => show(!keep.table));
   bar.appendChild(b);
-  root.appendChild(box);
-  show(keep.table);
+  return { box, show: () => show(keep.table) };
+}
+
+function addTableToggle(root, data, keep) {
+  let bar = root.querySelector(".export");
+  if (!bar) { bar = text("div", "export"); root.appendChild(bar); }
+  const toggle = tableToggle(bar, data, keep, valuesTable);
+  root.appendChild(toggle.box);
+  toggle.show();
 }
 
 // ---- a large map (over 64 rows/columns): the plotly image above is named (its alt); this element is
@@ -404,21 +411,10 @@ function addTableToggle(root, data, keep) {
 // of a narrow map; all of them: the CSV download under it) — and, on a clickable map, a cell picker:
 // row and column numbers, Enter (or the button) does what a click on a smaller map does.
 function drawLarge(root, data, onCell, keep) {
-  const a11y = data.a11y || {};
   const bar = text("div", "export");
-  const b = text("button", "table-toggle", a11y.table || "Table");
-  b.type = "button";
-  b.title = a11y.table_help || "";
-  bar.appendChild(b);
-  const box = text("div", "values-box");
-  const show = (on) => {
-    keep.table = on;
-    b.setAttribute("aria-pressed", on ? "true" : "false");
-    box.replaceChildren(...(on ? [summaryTable(data)] : []));
-  };
-  b.addEventListener("click", () => show(!keep.table));
-  root.replaceChildren(...(data.clickable ? [cellPicker(data, onCell, keep), bar, box] : [bar, box]));
-  show(keep.table);
+  const toggle = tableToggle(bar, data, keep, summaryTable);
+  root.replaceChildren(...(data.clickable ? [cellPicker(data, onCell, keep), bar, toggle.box] : [bar, toggle.box]));
+  toggle.show();
 }
 
 function summaryTable(data) {

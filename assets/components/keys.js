@@ -3,8 +3,7 @@
 // One listener per page: a newer mount replaces the older one.
 export default function (component) {
   const { setTriggerValue, parentElement } = component;
-  // draws nothing: a marker says it has run (the browser tests wait for every component to be drawn)
-  if (parentElement && !parentElement.querySelector(".al-silent")) parentElement.appendChild(document.createElement("div")).className = "al-silent";
+  silentMount(parentElement, false); // draws nothing: silent_lib.js's marker says it has run
   if (window.__attentionLabKeys) document.removeEventListener("keydown", window.__attentionLabKeys);
   window.__attentionLabKeys = (e) => {
     if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;  // a map or a widget used the key

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .heatmap import ASSETS
+from .assets import ASSETS, SILENT_LIB
 
-_FRAME = st.components.v2.component("attention_lab_frame", js=(ASSETS / "frame_a11y.js").read_text(encoding="utf-8"))
+_FRAME = st.components.v2.component("attention_lab_frame", js=SILENT_LIB + (ASSETS / "frame_a11y.js").read_text(encoding="utf-8"))
 
 # Streamlit's own greys that fall under 4.5 : 1 on white (measured with axe-core): captions #828180
 # (3.9 : 1), a disabled widget's label #acabaa (2.3 : 1), code comments #808495 (3.6 : 1).

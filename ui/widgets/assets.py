@@ -6,3 +6,4 @@ from pathlib import Path
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "components"
 DOM_LIB = (ASSETS / "dom_lib.js").read_text(encoding="utf-8")
+SILENT_LIB = (ASSETS / "silent_lib.js").read_text(encoding="utf-8")  # put first by the invisible components

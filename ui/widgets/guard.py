@@ -12,10 +12,15 @@ import streamlit as st
 
 from .. import state
 from ..i18n import t
-from .heatmap import ASSETS
+from .assets import ASSETS, SILENT_LIB
 
-_GUARD = st.components.v2.component("attention_lab_guard", js=(ASSETS / "guard.js").read_text(encoding="utf-8"))
-_ADDRESS = st.components.v2.component("attention_lab_address", js=(ASSETS / "address.js").read_text(encoding="utf-8"))
+
+def _component(name: str, file: str):
+    return st.components.v2.component(name, js=SILENT_LIB + (ASSETS / file).read_text(encoding="utf-8"))
+
+
+_GUARD = _component("attention_lab_guard", "guard.js")
+_ADDRESS = _component("attention_lab_address", "address.js")
 
 
 def session_id() -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .heatmap import ASSETS
+from .assets import ASSETS, SILENT_LIB
 
-_KEYS = st.components.v2.component("attention_lab_keys", js=(ASSETS / "keys.js").read_text(encoding="utf-8"))
+_KEYS = st.components.v2.component("attention_lab_keys", js=SILENT_LIB + (ASSETS / "keys.js").read_text(encoding="utf-8"))
 
 
 def arrow_keys(*, key: str, on_key) -> None:
