@@ -88,6 +88,9 @@ def test_playground_by_keyboard_pick_a_query_then_block_a_cell(server_url, chrom
         expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("2", timeout=30_000)
         expect(page.locator(css(PG_WEIGHTS) + " tr.hl th.row")).to_have_text("2 사과를", timeout=30_000)
         wait_focus(page, "a.tagName === 'TD' && a.dataset.i === '2' && a.dataset.j === '1'")  # focus kept through the rerun
+        # the pick's run has ended and drawn (nothing stale, every component drawn) before the next key: a key
+        # pressed while Streamlit re-renders the tab strip can land on an element that is being replaced
+        settle(page, "en")
         page.keyboard.press("Escape")  # leaves the grid
         assert focused(page).get("tag") != "TD"
         # block a cell: the ④ Mask tab by keyboard, then its clickable mask map
@@ -98,6 +101,8 @@ def test_playground_by_keyboard_pick_a_query_then_block_a_cell(server_url, chrom
             page.keyboard.press("ArrowRight")
             tab = focused(page)
         assert tab["text"].startswith("④"), tab
+        settle(page, "en")
+        assert focused(page).get("text", "").startswith("④")  # still on the tab after the wait
         page.keyboard.press("Enter")
         expect(page.get_by_role("tab", name="④ Mask")).to_have_attribute("aria-selected", "true")
         mask = state.PLAYGROUND.chart_mask
