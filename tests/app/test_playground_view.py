@@ -138,6 +138,20 @@ def test_the_link_host_can_be_set_for_a_server_behind_a_proxy_and_a_bad_one_is_r
     assert not at.code[1].value.startswith("http://evil")
 
 
+def test_the_link_host_comes_from_the_environment_for_a_server_behind_a_proxy(monkeypatch):
+    from app_pages.playground import PUBLIC_URL_ENV
+
+    monkeypatch.setenv(PUBLIC_URL_ENV, "https://class.example.org")
+    at = page()
+    at.session_state[K.tab_id] = "share"
+    at.run()
+    no_errors(at)
+    links = [c.value for c in at.code[:2]]
+    assert links and all(v.startswith("https://class.example.org") for v in links), links
+    at.text_input(key=K.link_host).input("https://room.example.net").run()  # the teacher's typed host wins
+    assert at.code[0].value.startswith("https://room.example.net"), at.code[0].value
+
+
 def _latex_letters(latex: str) -> list[str]:
     """The letters of a LaTeX formula in order, its commands (\\top, \\tanh, \\dfrac, …) removed."""
     import re

@@ -9,8 +9,10 @@ import pytest
 
 import core
 from ui.i18n import table
+from ui.state import css_class
 
-from .a11y_audit import SHOW_TABLES, audit, settle
+from .a11y_audit import MAP_TABLES, SHOW_TABLES, audit, settle
+from .helpers import PG_WEIGHTS
 from .test_a11y_browser import _check, _context
 
 pytestmark = pytest.mark.browser
@@ -53,6 +55,17 @@ def test_the_inspectors_bars_and_a_large_maps_summary_are_tables(server_url, chr
         for d, row in enumerate(terms["rows"]):
             np.testing.assert_allclose([float(v.replace("−", "-")) for v in row[1:]], [out[d], *contrib[:, d]],
                                        atol=5e-4 + 1e-9)
+        # the weights map's table is core's weights (not only the values the map was sent), its row and
+        # column headers the tokens
+        page.evaluate(SHOW_TABLES)
+        weights = next(m for m in page.evaluate(MAP_TABLES) if m["key"] == css_class(PG_WEIGHTS)[1:] and m["table"])
+        n = len(core.tokens.C18_TOKENS)
+        assert len(weights["rows"]) == len(weights["cols"]) == n
+        for i, tok in enumerate(core.tokens.C18_TOKENS):
+            assert weights["rows"][i].split()[-1] == tok, (i, weights["rows"])
+            assert weights["cols"][i].split()[-1] == tok, (i, weights["cols"])
+        shown = np.array([[float(v.replace("−", "-")) for v in row] for row in weights["cells"]])
+        np.testing.assert_allclose(shown, A.weights.numpy(), atol=5e-4 + 1e-9)
         page.goto(f"{server_url}/Playground?lang={lang}&tok=" + "+".join(f"w{i}" for i in range(70)))
         settle(page, lang)
         assert page.get_by_role("figure").count() >= 5  # the five steps' images, each named

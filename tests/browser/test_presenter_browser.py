@@ -147,6 +147,33 @@ def test_a_student_link_on_a_phone_has_no_teacher_controls(server_url, chromium,
         ctx.close()
 
 
+# the font size (px) of every kind of text in the query inspector: title, formula, picker, headings,
+# notes, the bars' labels and legend
+INSPECTOR_FONTS = """() => { for (const h of document.querySelectorAll('[data-testid=stBidiComponentIsolated]')) {
+  const r = h.shadowRoot && h.shadowRoot.querySelector('.alinspector'); if (!r) continue;
+  const out = {};
+  for (const sel of ['.title', 'math', '.pick', '.heading', '.note', '.albars .row', '.albars .legend']) {
+    const e = r.querySelector(sel); out[sel] = e ? parseFloat(getComputedStyle(e).fontSize) : null; }
+  return out; } return null; }"""
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_presenter_view_enlarges_every_text_of_the_inspector(server_url, chromium, lang):
+    sizes = {}
+    for present in ("0", "1"):
+        query = urlencode({"present": present, "lang": lang, "step": "6"})
+        ctx, page = _open(chromium, f"{server_url}/Playground?{query}", lang=lang)
+        try:
+            wait_z(page, PG_WEIGHTS, "z.length === 4")
+            page.wait_for_function(f"() => {{ const f = ({INSPECTOR_FONTS})(); return !!f && "
+                                   f"Object.values(f).every((v) => v !== null); }}", timeout=30_000)
+            sizes[present] = page.evaluate(INSPECTOR_FONTS)
+        finally:
+            ctx.close()
+    small = {sel: (sizes["0"][sel], sizes["1"][sel]) for sel in sizes["0"] if not sizes["1"][sel] > sizes["0"][sel]}
+    assert small == {}, small  # (normal, presenter) px of the texts not enlarged
+
+
 def test_png_pictures_at_the_chosen_scale_with_labels_as_on_screen(server_url, chromium):
     from PIL import Image
 
