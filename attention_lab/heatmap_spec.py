@@ -60,7 +60,10 @@ def heatmap(
     cells = _cells(shown, ninf, isnan, lo, hi, stops, decimals)
     z_shown = np.where(ninf | isnan, np.nan, shown)  # −∞ and NaN cells hold no number (null); their text says which
     longest = max((len(str(x)) for x in x_labels), default=0)
-    if cells["rgb"] is not None:  # a canvas map: its values as float64 bytes (NaN: a −∞ cell), base64
+    if cells["rgb"] is not None or max(z.shape) > TABLE_LIMIT:
+        # a canvas map or a plotly image: its values as float64 bytes, row by row (NaN: a −∞ or undefined
+        # cell), base64 — one string instead of up to 512 × 512 numbers as JSON (plotly reads the bytes as
+        # a typed array: ui.widgets.heatmap)
         z_out = base64.b64encode(z_shown.astype("<f8").tobytes()).decode("ascii")
     else:
         z_out = [[None if v != v else v for v in row] for row in z_shown.tolist()]  # NaN (−∞ cells) → null

@@ -131,6 +131,10 @@ def heat(at: AppTest, key: str) -> np.ndarray:
     """The values of a heatmap as shown (rounded to the precision setting; −∞ cells → NaN)."""
     s = spec(at, key)
     z = s["data"][0]["z"] if "data" in s else s["z"]
+    if isinstance(z, dict):  # a plotly image: plotly.js's typed array (base64 float32 bytes and the shape)
+        assert z["dtype"] == "f4", z["dtype"]
+        rows, cols = (int(v) for v in z["shape"].split(","))
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype="<f4").reshape(rows, cols).astype(float)
     if isinstance(z, str):  # a canvas map sends its values as base64 float64 bytes, row by row
         return np.frombuffer(base64.b64decode(z), dtype="<f8").reshape(len(s["ys"]), len(s["xs"])).copy()
     return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)

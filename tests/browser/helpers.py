@@ -41,3 +41,6 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
+# the values of a plotly heatmap as plotly.js holds them once drawn (the app sends them as a typed array:
+# float32 bytes), row by row as plain arrays; null before the chart is drawn
+PLOTLY_VALUES = "((gd) => gd && gd._fullData && gd._fullData[0] ? Array.from(gd._fullData[0].z, (row) => Array.from(row)) : null)"

@@ -17,7 +17,7 @@ from ui.i18n import table
 from ui.state import css_class as css
 
 from .a11y_audit import settle
-from .helpers import PG_WEIGHTS, wait_z
+from .helpers import PG_WEIGHTS, PLOTLY_VALUES, wait_z
 
 pytestmark = pytest.mark.browser
 
@@ -216,7 +216,7 @@ SUMMARY = ("(key) => { const r = (" + LARGE_ROOT + ")(key); const t = r && r.que
 # the values a plotly map holds, found by its accessible name (the chart's role=figure label)
 PLOTLY_Z = ("(name) => { const f = [...document.querySelectorAll('[data-testid=stPlotlyChart][role=figure]')]"
             ".find((e) => (e.getAttribute('aria-label') || '').startsWith(name));"
-            " const gd = f && f.querySelector('.js-plotly-plot'); return gd && gd.data ? gd.data[0].z : null; }")
+            " return " + PLOTLY_VALUES + "(f && f.querySelector('.js-plotly-plot')); }")
 
 
 def test_a_large_map_by_keyboard_pick_a_query_block_a_cell_and_read_its_summary(server_url, chromium):

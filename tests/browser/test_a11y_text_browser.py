@@ -12,7 +12,7 @@ from ui.i18n import table
 from ui.state import css_class
 
 from .a11y_audit import MAP_TABLES, SHOW_TABLES, audit, settle
-from .helpers import PG_WEIGHTS
+from .helpers import PG_WEIGHTS, PLOTLY_VALUES
 from .test_a11y_browser import _check, _context
 
 pytestmark = pytest.mark.browser
@@ -29,6 +29,8 @@ INSPECTOR_TABLES = """() => { for (const h of document.querySelectorAll('[data-t
             head: t ? [...t.querySelectorAll('th[scope=col]')].map((th) => th.textContent) : [],
             rows: t ? [...t.querySelectorAll('tr')].slice(1).map((tr) => [...tr.children].map((c) => c.textContent)) : []}; });
   } return null; }"""
+# the z of the plotly image inside the element with this key class, as plotly.js holds it after reading it
+PLOTLY_Z = "(cls) => " + PLOTLY_VALUES + "(document.querySelector(cls + ' .js-plotly-plot'))"
 OPEN_SUMMARIES = SHOW_TABLES  # a large map's summary button is a table-toggle too
 
 
@@ -69,6 +71,10 @@ def test_the_inspectors_bars_and_a_large_maps_summary_are_tables(server_url, chr
         page.goto(f"{server_url}/Playground?lang={lang}&tok=" + "+".join(f"w{i}" for i in range(70)))
         settle(page, lang)
         assert page.get_by_role("figure").count() >= 5  # the five steps' images, each named
+        # the weights image holds core's weights: plotly.js decoded the typed array (float32 bytes) it was sent
+        drawn = page.evaluate(PLOTLY_Z, css_class(PG_WEIGHTS))
+        X70, _ = core.lab.c18_lookup([f"w{i}" for i in range(70)], fallback_seed=0)
+        np.testing.assert_allclose(np.array(drawn, dtype=float), core.attention(X70, X70, X70).weights.numpy(), atol=5e-4 + 1e-6)
         assert page.evaluate(OPEN_SUMMARIES) >= 5
         page.locator("table.summary").first.wait_for(timeout=10_000)
         _check({"large": audit(page)})
