@@ -94,14 +94,34 @@ def summary(shown: np.ndarray, ninf: np.ndarray, isnan: np.ndarray, decimals: in
     if every:
         cols = np.broadcast_to(np.arange(n_cols), shown.shape)
     else:
-        key = np.where(ninf | isnan, -np.inf, shown)
-        cols = np.argsort(-key, axis=1, kind="stable")[:, :SUMMARY_TOP]
+        cols = top_columns(np.where(ninf | isnan, -np.inf, shown), SUMMARY_TOP)
     fmt = f"{{:.{decimals}f}}".format
     vals, neg, nan = (np.take_along_axis(a, cols, axis=1).tolist() for a in (shown, ninf, isnan))
     text = [["−∞" if m else ("NaN" if n else fmt(v)) for v, m, n in zip(*row, strict=True)]
             for row in zip(vals, neg, nan, strict=True)]
     return {"all": bool(every), "cols": None if every else cols.tolist(), "text": text,
             "masked": ninf.sum(axis=1).astype(int).tolist()}
+
+
+def top_columns(key: np.ndarray, k: int) -> np.ndarray:
+    """(n_rows, k): each row's columns of its k largest values, largest first, ties by the first column
+    first — ``np.argsort(-key, kind="stable")[:, :k]``, without sorting whole rows: a partition finds each
+    row's k-th largest value; a row with exactly k columns at or above it orders just those, a row with
+    ties at that value (more than k) is sorted whole."""
+    n_rows, n_cols = key.shape
+    if n_cols <= k:
+        return np.argsort(-key, axis=1, kind="stable")
+    kth = np.partition(key, n_cols - k, axis=1)[:, n_cols - k]  # (n_rows,) each row's k-th largest
+    above = key >= kth[:, None]
+    simple = above.sum(axis=1) == k
+    cols = np.empty((n_rows, k), dtype=np.intp)
+    if simple.any():
+        idx = np.nonzero(above[simple])[1].reshape(-1, k)  # their k columns, in column order
+        order = np.argsort(-np.take_along_axis(key[simple], idx, axis=1), axis=1, kind="stable")
+        cols[simple] = np.take_along_axis(idx, order, axis=1)
+    if not simple.all():
+        cols[~simple] = np.argsort(-key[~simple], axis=1, kind="stable")[:, :k]
+    return cols
 
 
 def map_csv(spec: dict) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 import core
 from attention_lab import colours
 from attention_lab.bars_spec import TABLE_KEYS, stacked_contributions, weight_bars
-from attention_lab.heatmap_spec import SUMMARY_TOP, TABLE_LIMIT, heatmap, map_csv
+from attention_lab.heatmap_spec import SUMMARY_TOP, TABLE_LIMIT, heatmap, map_csv, top_columns
 from core import tokens
 from ui import state
 from ui.i18n import table
@@ -34,6 +34,26 @@ def _core_weights(n: int, **kw) -> np.ndarray:
 
 def _companion(at, key: str) -> dict:
     return json.loads(_element(at, state.item(key, "a11y"))[1].proto.json)
+
+
+def test_top_columns_is_a_stable_sort_cut_to_k_including_ties_and_infinities():
+    """The summary's top-k (a partition, whole-row sorts only where ties reach the k-th value) equals the
+    stable full sort: ties by the first column first, −∞ (masked) last, +∞ first."""
+    rng = np.random.default_rng(11)
+    for trial in range(800):
+        r, c, k = int(rng.integers(1, 30)), int(rng.integers(1, 50)), int(rng.integers(1, 5))
+        kind = trial % 4
+        if kind == 0:
+            a = rng.normal(size=(r, c))
+        elif kind == 1:  # rounded: ties
+            a = np.round(rng.normal(size=(r, c)), 1)
+        elif kind == 2:  # few values: many ties
+            a = rng.integers(0, 3, size=(r, c)).astype(float)
+        else:  # masked cells, and a few infinite scores
+            a = rng.normal(size=(r, c))
+            a[rng.random((r, c)) < 0.6] = -np.inf
+            a[rng.random((r, c)) < 0.05] = np.inf
+        np.testing.assert_array_equal(top_columns(a, k), np.argsort(-a, axis=1, kind="stable")[:, :k])
 
 
 def test_a_large_maps_summary_is_each_rows_largest_values_as_core_computes_them():
