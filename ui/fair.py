@@ -5,10 +5,14 @@ largest scenario (512 tokens) again as soon as the last one is drawn kept a core
 students' p95 grew several times over (BENCHMARKS.md, "Figures behind the code"). Here each session's
 reruns are timed in CPU seconds of the thread that ran them; a session that spent more than SHARE of one
 core over the last WINDOW seconds waits, before its next run, until it is back under its share (it
-sleeps in its own thread: the others' reruns go on meanwhile) — but only while another session's run is
-in progress: a learner alone on the server, or a class whose reruns do not overlap, never waits. Normal
-use is far under it: typing a 512-token change every few seconds stays under the share, and small
-scenarios cost far less.
+sleeps in its own thread: the others' reruns go on meanwhile) — but only while another session is at
+work: its run is in progress or ended less than RECENT seconds ago (in a class of 20 thinking 1–3 s
+between actions some run ends every fraction of a second). A learner alone on the server never waits.
+Checking only for a run in progress at that instant let a heavy run start in the gap between two
+students' runs about half the time, and then slow every student who arrived during it (BENCHMARKS.md,
+"A hostile client"). SHARE is a tenth of a core: 2–3 changes of a 512-token scenario per WINDOW while
+others are at work, some 30 of an 8-token one; a larger share let a client that sends 512-token
+changes back to back keep the other students' p95 above twice its value without it.
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ import streamlit as st
 from . import state
 
 # of one core, per session, averaged over WINDOW; ATTN_LAB_FAIR_SHARE=off serves without the limit (to measure it)
-SHARE = float("inf") if os.environ.get("ATTN_LAB_FAIR_SHARE") == "off" else float(os.environ.get("ATTN_LAB_FAIR_SHARE", 0.25))
+SHARE = float("inf") if os.environ.get("ATTN_LAB_FAIR_SHARE") == "off" else float(os.environ.get("ATTN_LAB_FAIR_SHARE", 0.1))
 WINDOW = 10.0  # seconds
 MAX_WAIT = 5.0  # a run never waits longer than this
+RECENT = 0.5  # seconds: a session whose run ended this recently is still at work
 _depth = threading.local()  # runs nest (the frame, a page's fragment, a fragment inside it): time the outermost
-_running = [0]  # metered runs in progress on this server (every session's thread)
+_at_work: dict[str, float] = {}  # session id → when its last metered run ended (inf while one runs); RECENT bounds it
 _lock = threading.Lock()
 
 # one line in the server's log each time a session is held back (bench.classroom counts them)
@@ -67,27 +72,43 @@ def wait_needed(spent: deque, now: float) -> float:
     return min(MAX_WAIT, max(0.0, wait))
 
 
+def _session_id() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else ""
+
+
+def others_at_work(me: str, now: float) -> bool:
+    """Whether another session's run is in progress or ended less than RECENT seconds ago (and forget
+    the sessions that have been idle longer: the map holds only the sessions at work)."""
+    with _lock:
+        for sid in [sid for sid, end in _at_work.items() if now - end >= RECENT]:
+            del _at_work[sid]
+        return any(sid != me for sid in _at_work)
+
+
 def metered(render: Callable[[], None]) -> None:
-    """``render()`` within the session's share: wait first if the session is over it, and count its CPU."""
+    """``render()`` within the session's share: wait first if the session is over it while others are at
+    work, and count its CPU."""
     if getattr(_depth, "n", 0):
         render()
         return
-    spent = _spent()
-    with _lock:
-        contended = _running[0] > 0
-    pause = wait_needed(spent, time.monotonic()) if contended else 0.0
+    spent, me = _spent(), _session_id()
+    pause = wait_needed(spent, time.monotonic()) if others_at_work(me, time.monotonic()) else 0.0
     if pause > 0:
         _log.info("a session waited %.2f s (%.2f CPU-s in the last %.0f s, share %.2f of a core)", pause,
                   sum(cpu for _, cpu in spent), WINDOW, SHARE)
         time.sleep(pause)  # throttling this session's own thread while others run, not a test's synchronisation
     with _lock:
-        _running[0] += 1
+        _at_work[me] = float("inf")
     _depth.n = 1
     t0 = time.thread_time()
     try:
         render()
     finally:
         _depth.n = 0
+        end = time.monotonic()
         with _lock:
-            _running[0] -= 1
-        spent.append((time.monotonic(), time.thread_time() - t0))
+            _at_work[me] = end
+        spent.append((end, time.thread_time() - t0))

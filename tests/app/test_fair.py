@@ -19,7 +19,7 @@ def test_under_the_share_nobody_waits():
 def test_over_the_share_the_wait_lets_the_oldest_runs_leave_the_window():
     W, budget = fair.WINDOW, fair.SHARE * fair.WINDOW
     # three heavy runs ending at t = 91, 95, 99, each a third of the budget plus a bit
-    cost = budget / 3 + 0.2
+    cost = budget / 3 + budget / 10
     spent = deque([(91.0, cost), (95.0, cost), (99.0, cost)])
     wait = fair.wait_needed(spent, 100.0)
     assert wait == 91.0 + W - 100.0  # once the first has left, the other two fit
@@ -42,16 +42,22 @@ def test_every_run_of_a_session_is_counted_once():
 
 
 def test_a_session_alone_on_the_server_never_waits(monkeypatch):
-    """The share is enforced only while another session's run is in progress (contention)."""
+    """The share is enforced only while another session is at work: its run in progress, or ended less
+    than RECENT seconds ago."""
     slept = []
     monkeypatch.setattr(fair.time, "sleep", lambda s: slept.append(s))
     spent = deque([(fair.time.monotonic(), 1000.0)])  # far over its share
     monkeypatch.setattr(fair, "_spent", lambda: spent)
+    monkeypatch.setattr(fair, "_at_work", {})
     fair.metered(lambda: None)
+    fair.metered(lambda: None)  # its own last run does not count as another session's
     assert slept == []
-    fair._running[0] += 1  # another session's run is in progress
-    try:
-        fair.metered(lambda: None)
-    finally:
-        fair._running[0] -= 1
-    assert slept and 0 < slept[0] <= fair.MAX_WAIT
+    fair._at_work["another session"] = float("inf")  # another session's run is in progress
+    fair.metered(lambda: None)
+    assert len(slept) == 1 and 0 < slept[0] <= fair.MAX_WAIT
+    fair._at_work["another session"] = fair.time.monotonic()  # … has just ended: still at work
+    fair.metered(lambda: None)
+    assert len(slept) == 2
+    fair._at_work["another session"] = fair.time.monotonic() - fair.RECENT  # idle for RECENT seconds: gone
+    fair.metered(lambda: None)
+    assert len(slept) == 2 and "another session" not in fair._at_work
