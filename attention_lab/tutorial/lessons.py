@@ -48,7 +48,9 @@ from .exercises import (
 
 # =========================================================================== the lessons
 C18 = _tokens.C18_TOKENS  # 나는 오늘 사과를 먹었다
-N, O, S, M = 0, 1, 2, 3  # 나는, 오늘, 사과를, 먹었다
+# the example sentence's tokens by position: 나는 (NANEUN), 오늘 (ONEUL), 사과를 (SAGWA), 먹었다 (MEOK); not N, O, S, M,
+# which the formulas beside them use for the count, the output, the scores and the mask
+NANEUN, ONEUL, SAGWA, MEOK = 0, 1, 2, 3
 
 
 def _exp_row(lt: LessonTrace, q: int) -> tuple[list[float], float]:
@@ -58,41 +60,43 @@ def _exp_row(lt: LessonTrace, q: int) -> tuple[list[float], float]:
 
 
 # ---- 1. attention as a weighted average -------------------------------------------------
-L1 = {"query": M}
+L1 = {"query": MEOK}
 
 
 def _l1_weight():
     lt = scenario_trace(L1)
-    e, total = _exp_row(lt, M)
-    raw = torch.softmax(lt.scores[M], -1)  # the same row without 1/√d_k
-    vals = {"query": C18[M], "key": C18[S], "score": float(lt.scores[M, S]), "scaled": float(lt.trace.attn.scaled[M, S]),
-            "e": e[S], "total": total, "w": float(lt.weights[M, S]), "d_k": lt.trace.K.shape[1]}
-    wrong = {"no_sum": e[S], "score": vals["score"], "scaled": vals["scaled"], "no_scale": float(raw[S]),
-             "uniform": 1 / len(e), "self": float(lt.weights[M, M])}
+    e, total = _exp_row(lt, MEOK)
+    raw = torch.softmax(lt.scores[MEOK], -1)  # the same row without 1/√d_k
+    vals = {"query": C18[MEOK], "key": C18[SAGWA], "score": float(lt.scores[MEOK, SAGWA]),
+            "scaled": float(lt.trace.attn.scaled[MEOK, SAGWA]),
+            "e": e[SAGWA], "total": total, "w": float(lt.weights[MEOK, SAGWA]), "d_k": lt.trace.K.shape[1]}
+    wrong = {"no_sum": e[SAGWA], "score": vals["score"], "scaled": vals["scaled"], "no_scale": float(raw[SAGWA]),
+             "uniform": 1 / len(e), "self": float(lt.weights[MEOK, MEOK])}
     return vals["w"], vals, wrong
 
 
 def _l1_rowsum():
     lt = scenario_trace(L1)
     sums = lt.trace.attn.weight_sums
-    w = lt.weights[M]
+    w = lt.weights[MEOK]
     right = "one" if bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5)) else "depends"
     return right, {"w0": float(w[0]), "w1": float(w[1]), "w2": float(w[2]), "w3": float(w[3]), "total": float(w.sum()),
                    "n": len(C18)}
 
 
 # ---- 2. scores and the dot product -------------------------------------------------------
-L2 = {"qkv": "direct", "query": S}
+L2 = {"qkv": "direct", "query": SAGWA}
 
 
 def _l2_score():
     lt = scenario_trace(L2)
-    q, k = lt.trace.Q[M], lt.trace.K[N]
-    vals = {"query": C18[M], "key": C18[N], "q0": float(q[0]), "q1": float(q[1]), "q2": float(q[2]),
-            "k0": float(k[0]), "k1": float(k[1]), "k2": float(k[2]), "s": float(lt.scores[M, N]),
+    q, k = lt.trace.Q[MEOK], lt.trace.K[NANEUN]
+    vals = {"query": C18[MEOK], "key": C18[NANEUN], "q0": float(q[0]), "q1": float(q[1]), "q2": float(q[2]),
+            "k0": float(k[0]), "k1": float(k[1]), "k2": float(k[2]), "s": float(lt.scores[MEOK, NANEUN]),
             "qn": float(q.norm()), "kn": float(k.norm())}
     vals |= {"lo": -vals["qn"] * vals["kn"], "hi": vals["qn"] * vals["kn"]}  # |q·k| ≤ ‖q‖‖k‖
-    wrong = {"scaled": float(lt.trace.attn.scaled[M, N]), "weight": float(lt.weights[M, N]), "self": float(lt.scores[M, M])}
+    wrong = {"scaled": float(lt.trace.attn.scaled[MEOK, NANEUN]), "weight": float(lt.weights[MEOK, NANEUN]),
+             "self": float(lt.scores[MEOK, MEOK])}
     return vals["s"], vals, wrong
 
 
@@ -104,45 +108,47 @@ def _l2_judge(state: Mapping, lt: LessonTrace) -> Feedback:
         return _fb(False, "dot-product.edit-k.no_change")
     if n > 1:
         return _fb(False, "dot-product.edit-k.many_cells", n=n)
-    row = lt.weights[S]
+    row = lt.weights[SAGWA]
     top = _ties(row)
     (r, c), = [tuple(int(v) for v in rc) for rc in torch.nonzero(diff)]
-    vals = {"query": C18[S], "key": C18[N], "w": float(row[N]), "s": float(lt.scores[S, N]), "top": _names(C18, top),
-            "top_w": float(row[top[0]]), "top_s": float(lt.scores[S, top[0]]), "row": C18[r], "col": c,
+    vals = {"query": C18[SAGWA], "key": C18[NANEUN], "w": float(row[NANEUN]),
+            "s": float(lt.scores[SAGWA, NANEUN]), "top": _names(C18, top),
+            "top_w": float(row[top[0]]), "top_s": float(lt.scores[SAGWA, top[0]]), "row": C18[r], "col": c,
             "old": float(K0[r, c]), "new": float(lt.trace.K[r, c])}
-    if top == [N]:
+    if top == [NANEUN]:
         return Feedback(True, "dot-product.edit-k.ok", vals)
-    if N in top:
+    if NANEUN in top:
         return Feedback(False, "dot-product.edit-k.tie", vals)
     return Feedback(False, "dot-product.edit-k.not_top", vals)
 
 
 def _l2_example():
     K = [list(r) for r in _tokens.C18_EMBEDDING]
-    K[N][1] = 2.0  # 나는's key (1, 0, 1) → (1, 2, 1): 사과를 (1, 1, 0) now scores 3 with it
+    K[NANEUN][1] = 2.0  # 나는's key (1, 0, 1) → (1, 2, 1): 사과를 (1, 1, 0) now scores 3 with it
     lt = scenario_trace(_state(L2, matrices={"K": K}))
-    return {"matrices": {"K": K}}, {"row": C18[N], "col": 1, "old": 0.0, "new": 2.0, "s": float(lt.scores[S, N]),
-                                    "w": float(lt.weights[S, N]), "query": C18[S], "key": C18[N]}
+    return {"matrices": {"K": K}}, {"row": C18[NANEUN], "col": 1, "old": 0.0, "new": 2.0, "s": float(lt.scores[SAGWA, NANEUN]),
+                                    "w": float(lt.weights[SAGWA, NANEUN]), "query": C18[SAGWA], "key": C18[NANEUN]}
 
 
 # ---- 3. softmax, temperature and √d_k ----------------------------------------------------
-L3 = {"query": M}
+L3 = {"query": MEOK}
 L3_NO_SCALE = {"scale": "none"}
 SHARP = 0.9
 
 
 def _l3_no_scale():
     lt = scenario_trace({**L3, **L3_NO_SCALE})
-    e, total = _exp_row(lt, M)
-    vals = {"query": C18[M], "s": float(lt.scores[M, M]), "e": e[M], "total": total, "w": float(lt.weights[M, M])}
-    wrong = {"kept_scale": float(scenario_trace(L3).weights[M, M]), "no_sum": e[M], "uniform": 1 / len(e),
+    e, total = _exp_row(lt, MEOK)
+    vals = {"query": C18[MEOK], "s": float(lt.scores[MEOK, MEOK]), "e": e[MEOK],
+            "total": total, "w": float(lt.weights[MEOK, MEOK])}
+    wrong = {"kept_scale": float(scenario_trace(L3).weights[MEOK, MEOK]), "no_sum": e[MEOK], "uniform": 1 / len(e),
              "score": vals["s"]}
     return vals["w"], vals, wrong
 
 
 def _l3_sharp_judge(state: Mapping, lt: LessonTrace) -> Feedback:
-    w = float(lt.weights[M].max())
-    vals = {"query": C18[M], "T": lt.trace.attn.temperature, "w": w, "target": SHARP}
+    w = float(lt.weights[MEOK].max())
+    vals = {"query": C18[MEOK], "T": lt.trace.attn.temperature, "w": w, "target": SHARP}
     if w > SHARP:
         return Feedback(True, "softmax-temperature.sharp.ok", vals)
     if lt.trace.attn.temperature >= 1.0:
@@ -153,17 +159,17 @@ def _l3_sharp_judge(state: Mapping, lt: LessonTrace) -> Feedback:
 def _l3_sharp_example():
     for T in sorted(TEMPERATURE_GRID, reverse=True):  # the largest slider value that works
         lt = scenario_trace({**L3, "temperature": T})
-        if float(lt.weights[M].max()) > SHARP:
-            gap = float(lt.trace.attn.scaled[M, M] - lt.trace.attn.scaled[M, N])
-            return {"temperature": T}, {"T": T, "w": float(lt.weights[M].max()), "gap": gap, "target": SHARP}
+        if float(lt.weights[MEOK].max()) > SHARP:
+            gap = float(lt.trace.attn.scaled[MEOK, MEOK] - lt.trace.attn.scaled[MEOK, NANEUN])
+            return {"temperature": T}, {"T": T, "w": float(lt.weights[MEOK].max()), "gap": gap, "target": SHARP}
     raise AssertionError("no temperature on the slider makes the row sharp")  # pragma: no cover
 
 
 def _l3_tie():
-    w1 = float(scenario_trace(L3).weights[N].max())
-    w_slider = float(scenario_trace({**L3, "temperature": 0.1}).weights[N].max())  # the slider's coldest
+    w1 = float(scenario_trace(L3).weights[NANEUN].max())
+    w_slider = float(scenario_trace({**L3, "temperature": 0.1}).weights[NANEUN].max())  # the slider's coldest
     # colder than the slider (and a scenario) goes: softmax(z / T) of the row at T = 1, by hand
-    cold = torch.softmax(scenario_trace(L3).trace.attn.scaled[N] / 0.01, dim=-1)
+    cold = torch.softmax(scenario_trace(L3).trace.attn.scaled[NANEUN] / 0.01, dim=-1)
     w_cold = float(cold.max())
     tied = _ties(cold)
     right = "half" if len(tied) == 2 and abs(w_cold - 0.5) < 1e-3 else ("one" if w_cold > 0.99 else "quarter")
@@ -179,16 +185,16 @@ def _l3_sqrt_dk():
 
 
 # ---- 4. the output Σ αᵢ vᵢ ----------------------------------------------------------------
-L4 = {"qkv": "direct", "query": M}
+L4 = {"qkv": "direct", "query": MEOK}
 OUTPUT_TARGET = 2.0
 
 
 def _l4_output():
     lt = scenario_trace(L4)
-    w, v = lt.weights[M], lt.trace.V[:, 0]
-    vals = {"query": C18[M], **{f"a{i}": float(w[i]) for i in range(4)}, **{f"v{i}": float(v[i]) for i in range(4)},
-            "out": float(lt.trace.attn.output[M, 0]), "lo": float(v.min()), "hi": float(v.max())}
-    wrong = {"mean": float(v.mean()), "sum_v": float(v.sum()), "only_self": float(w[M] * v[M]), "sum_w": float(w.sum())}
+    w, v = lt.weights[MEOK], lt.trace.V[:, 0]
+    vals = {"query": C18[MEOK], **{f"a{i}": float(w[i]) for i in range(4)}, **{f"v{i}": float(v[i]) for i in range(4)},
+            "out": float(lt.trace.attn.output[MEOK, 0]), "lo": float(v.min()), "hi": float(v.max())}
+    wrong = {"mean": float(v.mean()), "sum_v": float(v.sum()), "only_self": float(w[MEOK] * v[MEOK]), "sum_w": float(w.sum())}
     return vals["out"], vals, wrong
 
 
@@ -202,14 +208,14 @@ def _l4_convex():
             outs.append(attention(base.trace.Q, base.trace.K, V, score=score, temperature=T).output[:, 0])
     top = max(float(o.max()) for o in outs)
     right = "no" if top <= float(V[:, 0].max()) + 1e-6 else "yes-sharp"
-    return right, {"vmax": float(V[:, 0].max()), "vmin": float(V[:, 0].min()), "out": float(base.trace.attn.output[M, 0]),
+    return right, {"vmax": float(V[:, 0].max()), "vmin": float(V[:, 0].min()), "out": float(base.trace.attn.output[MEOK, 0]),
                    "top": top}
 
 
 def _l4_judge(state: Mapping, lt: LessonTrace) -> Feedback:
     V0 = scenario_trace(L4).trace.V
-    out = float(lt.trace.attn.output[M, 0])
-    vals = {"query": C18[M], "out": out, "vmax": float(lt.trace.V[:, 0].max()), "target": OUTPUT_TARGET}
+    out = float(lt.trace.attn.output[MEOK, 0])
+    vals = {"query": C18[MEOK], "out": out, "vmax": float(lt.trace.V[:, 0].max()), "target": OUTPUT_TARGET}
     if torch.equal(lt.trace.V, V0):
         return Feedback(False, "weighted-sum.edit-v.no_change", vals)
     if out > OUTPUT_TARGET:
@@ -219,15 +225,15 @@ def _l4_judge(state: Mapping, lt: LessonTrace) -> Feedback:
 
 def _l4_example():
     V = [list(r) for r in _tokens.C18_EMBEDDING]
-    V[M][0] = 5.0
+    V[MEOK][0] = 5.0
     lt = scenario_trace(_state(L4, matrices={"V": V}))
-    w = lt.weights[M]
-    return {"matrices": {"V": V}}, {"query": C18[M], "out": float(lt.trace.attn.output[M, 0]), "a3": float(w[M]),
+    w = lt.weights[MEOK]
+    return {"matrices": {"V": V}}, {"query": C18[MEOK], "out": float(lt.trace.attn.output[MEOK, 0]), "a3": float(w[MEOK]),
                                     "new": 5.0, "target": OUTPUT_TARGET}
 
 
 # ---- 5. masks ------------------------------------------------------------------------------
-L5 = {"query": O}
+L5 = {"query": ONEUL}
 L5_CAUSAL = {"causal": True}
 
 
@@ -242,7 +248,7 @@ def _l5_judge(state: Mapping, lt: LessonTrace) -> Feedback:
         for j in range(i + 1):
             if float(w[i, j]) == 0:
                 return _fb(False, "masks.causal.past", query=C18[i], key=C18[j])
-    return _fb(True, "masks.causal.ok", zeros=int((w == 0).sum()), w=float(w[O, N]), query=C18[O], key=C18[N])
+    return _fb(True, "masks.causal.ok", zeros=int((w == 0).sum()), w=float(w[ONEUL, NANEUN]), query=C18[ONEUL], key=C18[NANEUN])
 
 
 def _l5_example():
@@ -252,12 +258,13 @@ def _l5_example():
 
 def _l5_weight():
     lt = scenario_trace({**L5, **L5_CAUSAL})
-    e, total = _exp_row(lt, O)
+    e, total = _exp_row(lt, ONEUL)
     plain = scenario_trace(L5)
     after = mask_after_softmax(plain.trace.attn.scaled, lt.trace.attn.mask)
-    vals = {"query": C18[O], "key": C18[N], "e0": e[N], "e1": e[O], "total": total, "w": float(lt.weights[O, N]),
-            "after_sum": float(after.sums_per_query[O])}
-    wrong = {"unmasked": float(plain.weights[O, N]), "half": 0.5, "self": float(lt.weights[O, O])}
+    vals = {"query": C18[ONEUL], "key": C18[NANEUN], "e0": e[NANEUN], "e1": e[ONEUL],
+            "total": total, "w": float(lt.weights[ONEUL, NANEUN]),
+            "after_sum": float(after.sums_per_query[ONEUL])}
+    wrong = {"unmasked": float(plain.weights[ONEUL, NANEUN]), "half": 0.5, "self": float(lt.weights[ONEUL, ONEUL])}
     return vals["w"], vals, wrong
 
 
@@ -271,12 +278,12 @@ def _l5_order():
     }
     good = [name for name, w in recipes.items()
             if torch.allclose(w.sum(-1), torch.ones(w.shape[0]), atol=1e-5) and bool((w[~m] == 0).all())]
-    return good[0], {"after_sum": float(recipes["after"][O].sum()), "zero_w": float(recipes["zero"][O, S]),
-                     "query": C18[O], "key": C18[S]}
+    return good[0], {"after_sum": float(recipes["after"][ONEUL].sum()), "zero_w": float(recipes["zero"][ONEUL, SAGWA]),
+                     "query": C18[ONEUL], "key": C18[SAGWA]}
 
 
 # ---- 6. learned projections W_Q, W_K, W_V --------------------------------------------------
-L6 = {"qkv": "projection", "d_k": 2, "d_v": 2, "query": M, "matrices": {
+L6 = {"qkv": "projection", "d_k": 2, "d_v": 2, "query": MEOK, "matrices": {
     "W_q": [[0.0, 0.0], [0.0, 1.0], [-1.0, -1.0]],
     "W_k": [[0.0, 1.0], [0.0, 1.0], [1.0, 1.0]],
     "W_v": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
@@ -285,12 +292,12 @@ L6 = {"qkv": "projection", "d_k": 2, "d_v": 2, "query": M, "matrices": {
 
 def _l6_score():
     lt = scenario_trace(L6)
-    q, k = lt.trace.Q[S], lt.trace.K[M]
+    q, k = lt.trace.Q[SAGWA], lt.trace.K[MEOK]
     X = lt.trace.X_q
-    vals = {"query": C18[S], "key": C18[M], "q0": float(q[0]), "q1": float(q[1]), "k0": float(k[0]), "k1": float(k[1]),
-            "s": float(lt.scores[S, M]), "qn": float(q.norm()), "kn": float(k.norm())}
+    vals = {"query": C18[SAGWA], "key": C18[MEOK], "q0": float(q[0]), "q1": float(q[1]), "k0": float(k[0]), "k1": float(k[1]),
+            "s": float(lt.scores[SAGWA, MEOK]), "qn": float(q.norm()), "kn": float(k.norm())}
     vals |= {"lo": -vals["qn"] * vals["kn"], "hi": vals["qn"] * vals["kn"]}  # |q·k| ≤ ‖q‖‖k‖
-    wrong = {"raw": float(X[S] @ X[M]), "scaled": float(lt.trace.attn.scaled[S, M])}
+    wrong = {"raw": float(X[SAGWA] @ X[MEOK]), "scaled": float(lt.trace.attn.scaled[SAGWA, MEOK])}
     return vals["s"], vals, wrong
 
 
@@ -308,13 +315,13 @@ def _l6_judge(state: Mapping, lt: LessonTrace) -> Feedback:
     if float(gap.max()) > 1e-5:
         i, j = (int(v) for v in torch.nonzero(gap == gap.max())[0])
         return _fb(False, "projections.symmetric.asymmetric", a=C18[i], b=C18[j], s_ab=float(s[i, j]), s_ba=float(s[j, i]))
-    return _fb(True, "projections.symmetric.ok", s_ab=float(s[M, S]), a=C18[M], b=C18[S])
+    return _fb(True, "projections.symmetric.ok", s_ab=float(s[MEOK, SAGWA]), a=C18[MEOK], b=C18[SAGWA])
 
 
 def _l6_example():
     W_q = [list(r) for r in L6["matrices"]["W_q"]]
     lt = scenario_trace(_state(L6, matrices={"W_k": W_q}))
-    return {"matrices": {"W_k": W_q}}, {"s_ab": float(lt.scores[M, S]), "a": C18[M], "b": C18[S]}
+    return {"matrices": {"W_k": W_q}}, {"s_ab": float(lt.scores[MEOK, SAGWA]), "a": C18[MEOK], "b": C18[SAGWA]}
 
 
 # ---- 7. multi-head attention and its shapes ------------------------------------------------
@@ -396,9 +403,9 @@ def _token_diff(c, token: int) -> float:
 
 def _l8_shuffle():
     perm = (3, 2, 1, 0)
-    diff = _token_diff(_ps(L8, perm, PS_D, False), M)
-    diff_pe = _token_diff(_ps(L8, perm, PS_D, True), M)
-    return ("same" if within_rounding(diff) else "changes"), {"diff": diff, "diff_pe": diff_pe, "token": C18[M],
+    diff = _token_diff(_ps(L8, perm, PS_D, False), MEOK)
+    diff_pe = _token_diff(_ps(L8, perm, PS_D, True), MEOK)
+    return ("same" if within_rounding(diff) else "changes"), {"diff": diff, "diff_pe": diff_pe, "token": C18[MEOK],
                                                              "gap": gap_text(diff), "gap_pe": gap_text(diff_pe)}
 
 
@@ -415,9 +422,9 @@ def _l8_judge(state: Mapping, lt: LessonTrace) -> Feedback:
     perm = parse_perm(state.get(PS_PERM, ""), n)
     if perm is None:
         return _fb(False, "position.move.bad_perm", last=n - 1)
-    diff = _token_diff(_ps(state, perm, d, False), M)
-    diff_pe = _token_diff(_ps(state, perm, d, True), M)
-    vals = {"token": C18[M], "diff": diff, "diff_pe": diff_pe, "order": " ".join(C18[i] for i in perm),
+    diff = _token_diff(_ps(state, perm, d, False), MEOK)
+    diff_pe = _token_diff(_ps(state, perm, d, True), MEOK)
+    vals = {"token": C18[MEOK], "diff": diff, "diff_pe": diff_pe, "order": " ".join(C18[i] for i in perm),
             "gap": gap_text(diff), "gap_pe": gap_text(diff_pe)}
     if within_rounding(diff_pe):
         return Feedback(False, "position.move.same", vals)
@@ -428,9 +435,9 @@ def _l8_judge(state: Mapping, lt: LessonTrace) -> Feedback:
 
 def _l8_example():
     perm = (3, 0, 1, 2)
-    diff = _token_diff(_ps(L8, perm, PS_D, False), M)
-    diff_pe = _token_diff(_ps(L8, perm, PS_D, True), M)
-    return {PS_PERM: "3 0 1 2", PS_D_KEY: PS_D}, {"token": C18[M], "diff": diff, "diff_pe": diff_pe,
+    diff = _token_diff(_ps(L8, perm, PS_D, False), MEOK)
+    diff_pe = _token_diff(_ps(L8, perm, PS_D, True), MEOK)
+    return {PS_PERM: "3 0 1 2", PS_D_KEY: PS_D}, {"token": C18[MEOK], "diff": diff, "diff_pe": diff_pe,
                                                   "order": " ".join(C18[i] for i in perm), "gap": gap_text(diff),
                                                   "gap_pe": gap_text(diff_pe)}
 
@@ -489,8 +496,8 @@ def _l10_keys():
     X = _tokens.embed(toks, 8, seed=0)
     W = {n: _tokens.projection(8, w, seed=0, name=f"kv.{n}") for n, w in
          (("W_q", 8), ("W_k", 4), ("W_v", 4), ("W_o", 8))}
-    step = cached_decode(X, n_heads=2, n_kv_heads=1, **W).steps[S]
-    return float(step.cache_length), {"token": C18[S], "t": S + 1}, {"all": float(len(toks)), "before": float(S)}
+    step = cached_decode(X, n_heads=2, n_kv_heads=1, **W).steps[SAGWA]
+    return float(step.cache_length), {"token": C18[SAGWA], "t": SAGWA + 1}, {"all": float(len(toks)), "before": float(SAGWA)}
 
 
 # ---- 11. RoPE: positions as rotations of q and k ------------------------------------------------
@@ -524,7 +531,7 @@ def _l11_length():
 
 # ---- 12. a real language model writing (SmolLM2-135M, core.decoder) -------------------------------
 # The panel shows the causal mask on the worked example; the exercises are checked against the real model.
-L12 = {"causal": True, "query": O}
+L12 = {"causal": True, "query": ONEUL}
 L12_PROMPT = "The capital of France is"
 
 
@@ -625,57 +632,57 @@ def _build() -> tuple[Lesson, ...]:
     return (
         _lesson("weighted-average", "inspector", L1, [
             # the prediction first: its map stays hidden until it is answered, so the text's "look at the panel" follows it
-            N_(_predict("weighted-average.top", L1, N, prompt_values=_pv(query=C18[N])), "weights", "query_key_value"),
+            N_(_predict("weighted-average.top", L1, NANEUN, prompt_values=_pv(query=C18[NANEUN])), "weights", "query_key_value"),
             N_(_choice_ex("weighted-average.row-sum", ("one", "tokens", "depends"), _l1_rowsum,
-                          prompt_values=_pv(query=C18[M]), query=M), "weights", "weights_sum_to_one"),
+                          prompt_values=_pv(query=C18[MEOK]), query=MEOK), "weights", "weights_sum_to_one"),
         ]),
         _lesson("dot-product", "pipeline", L2, [
             N_(_number("dot-product.score", _l2_score, tolerance=0.01, range_key="dot-product.score.outside",
                        diagnoses=("scaled", "weight", "self"),
-                       prompt_values=_pv(query=C18[M], key=C18[N], tol=0.01), query=M), "dot_product"),
-            N_(_predict("dot-product.top-score", L2, M, prompt_values=_pv(query=C18[M])), "dot_product", "weights"),
+                       prompt_values=_pv(query=C18[MEOK], key=C18[NANEUN], tol=0.01), query=MEOK), "dot_product"),
+            N_(_predict("dot-product.top-score", L2, MEOK, prompt_values=_pv(query=C18[MEOK])), "dot_product", "weights"),
             N_(_make_it_so("dot-product.edit-k", L2, ("matrices.K",), _l2_judge, _l2_example,
-                           ("no_change", "many_cells", "tie", "not_top"), prompt_values=_pv(query=C18[S], key=C18[N]),
-                           query=S), "dot_product", "score_matrix"),
+                           ("no_change", "many_cells", "tie", "not_top"), prompt_values=_pv(query=C18[SAGWA], key=C18[NANEUN]),
+                           query=SAGWA), "dot_product", "score_matrix"),
         ]),
         _lesson("softmax-temperature", "pipeline", L3, [
             # asked here, not in lesson 1: computing α needs the dot product, √d_k and softmax (L1 = L3's scenario)
             N_(_number("weighted-average.weight", _l1_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
                        diagnoses=("no_sum", "score", "scaled", "no_scale", "uniform", "self"),
-                       prompt_values=_pv(query=C18[M], key=C18[S], tol=0.01), query=M),
+                       prompt_values=_pv(query=C18[MEOK], key=C18[SAGWA], tol=0.01), query=MEOK),
                "dot_product", "scale_sqrt_dk", "softmax"),
             N_(_number("softmax-temperature.no-scale", _l3_no_scale, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
                        diagnoses=("kept_scale", "no_sum", "uniform", "score"), scenario=_freeze(L3_NO_SCALE),
-                       prompt_values=_pv(query=C18[M], tol=0.01), query=M), "softmax", "scale_sqrt_dk"),
+                       prompt_values=_pv(query=C18[MEOK], tol=0.01), query=MEOK), "softmax", "scale_sqrt_dk"),
             N_(_make_it_so("softmax-temperature.sharp", L3, ("temperature",), _l3_sharp_judge, _l3_sharp_example,
-                           ("flatter", "not_yet"), prompt_values=_pv(query=C18[M], target=SHARP), query=M), "temperature"),
+                           ("flatter", "not_yet"), prompt_values=_pv(query=C18[MEOK], target=SHARP), query=MEOK), "temperature"),
             N_(_choice_ex("softmax-temperature.tie", ("half", "one", "quarter"), _l3_tie,
-                          prompt_values=_pv(query=C18[N], key=C18[M]), query=N), "temperature", "softmax"),
+                          prompt_values=_pv(query=C18[NANEUN], key=C18[MEOK]), query=NANEUN), "temperature", "softmax"),
             N_(_choice_ex("softmax-temperature.sqrt-dk", ("variance", "sum", "length"), _l3_sqrt_dk), "scale_sqrt_dk"),
         ]),
         _lesson("weighted-sum", "inspector", L4, [
             N_(_number("weighted-sum.output", _l4_output, tolerance=0.01, lo=0.0, hi=1.0,
                        range_key="weighted-sum.output.outside", diagnoses=("mean", "sum_v", "only_self", "sum_w"),
-                       prompt_values=_pv(query=C18[M], tol=0.01), query=M), "output"),
+                       prompt_values=_pv(query=C18[MEOK], tol=0.01), query=MEOK), "output"),
             N_(_choice_ex("weighted-sum.convex", ("no", "yes-sharp", "yes-negative"), _l4_convex,
-                          prompt_values=_pv(query=C18[M]), query=M), "convex_combination", "softmax"),
+                          prompt_values=_pv(query=C18[MEOK]), query=MEOK), "convex_combination", "softmax"),
             N_(_make_it_so("weighted-sum.edit-v", L4, ("matrices.V",), _l4_judge, _l4_example, ("no_change", "not_yet"),
-                           prompt_values=_pv(query=C18[M], target=OUTPUT_TARGET), query=M), "output"),
+                           prompt_values=_pv(query=C18[MEOK], target=OUTPUT_TARGET), query=MEOK), "output"),
         ]),
         _lesson("masks", "masks", L5, [
             N_(_make_it_so("masks.causal", L5, ("causal", "pad", "blocked"), _l5_judge, _l5_example, ("future", "past")),
                "causal_mask"),
             N_(_number("masks.weight", _l5_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
                        diagnoses=("unmasked", "half", "self"), scenario=_freeze(L5_CAUSAL),
-                       prompt_values=_pv(query=C18[O], key=C18[N], tol=0.01), query=O),
+                       prompt_values=_pv(query=C18[ONEUL], key=C18[NANEUN], tol=0.01), query=ONEUL),
                "causal_mask", "softmax", "scale_sqrt_dk", "dot_product"),
             N_(_choice_ex("masks.order", ("before", "after", "zero"), _l5_order), "mask_before_softmax", "softmax"),
         ]),
         _lesson("projections", "pipeline", L6, [
             N_(_number("projections.score", _l6_score, tolerance=0.01, range_key="projections.score.outside",
                        diagnoses=("raw", "scaled"),
-                       prompt_values=_pv(query=C18[S], key=C18[M], tol=0.01), query=S), "projections", "dot_product"),
-            N_(_predict("projections.top", L6, M, prompt_values=_pv(query=C18[M])), "projections", "dot_product"),
+                       prompt_values=_pv(query=C18[SAGWA], key=C18[MEOK], tol=0.01), query=SAGWA), "projections", "dot_product"),
+            N_(_predict("projections.top", L6, MEOK, prompt_values=_pv(query=C18[MEOK])), "projections", "dot_product"),
             N_(_choice_ex("projections.k-shape", ("4x2", "3x2", "4x3", "2x4"), _l6_shape), "matrix_shapes"),
             N_(_make_it_so("projections.symmetric", L6, ("matrices.W_q", "matrices.W_k", "matrices.W_v"), _l6_judge,
                            _l6_example, ("flat", "asymmetric")), "projections", "score_matrix"),
@@ -689,13 +696,13 @@ def _build() -> tuple[Lesson, ...]:
                            check_tokens=False, compare=False, prompt_values=_pv(d=MH_D, target=MH_TARGET)), "head_width"),
         ]),
         _lesson("position", "position", L8, [
-            N_(_choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[M])),
+            N_(_choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[MEOK])),
                "permutation"),
             N_(_number("position.pe-value", _l8_pe, tolerance=0.01, lo=-1.0, hi=1.0, range_key="position.pe-value.outside",
                        diagnoses=("degrees", "cosine", "pos0"), prompt_values=_pv(pos=1, dim=0, tol=0.01)),
                "positional_encoding"),
             N_(_make_it_so("position.move", L8, (PS_PERM, PS_D_KEY), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
-                           compare=False, prompt_values=_pv(token=C18[M])), "permutation", "positional_encoding"),
+                           compare=False, prompt_values=_pv(token=C18[MEOK])), "permutation", "positional_encoding"),
         ]),
         _lesson("cross-attention", "weights", L9, [
             N_(_choice_ex("cross-attention.shape", ("3x4", "4x3", "4x4", "3x3"), _l9_shape), "cross_attention"),
@@ -714,7 +721,7 @@ def _build() -> tuple[Lesson, ...]:
             N_(_choice_ex("kv-cache.group", ("0", "1", "2", "5"), _l10_group, prompt_values=_pv(H=KV_H, G=KV_G, h=KV_HEAD)),
                "grouped_query", "heads"),
             N_(_number("kv-cache.keys", _l10_keys, tolerance=0.0, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
-                       diagnoses=("all", "before"), prompt_values=_pv(token=C18[S], t=S + 1)), "kv_cache", "causal_mask"),
+                       diagnoses=("all", "before"), prompt_values=_pv(token=C18[SAGWA], t=SAGWA + 1)), "kv_cache", "causal_mask"),
         ]),
         _lesson("rope", "position", L11, [
             N_(_choice_ex("rope.shift", ("same", "changes", "grows"), _l11_shift), "rope", "dot_product"),

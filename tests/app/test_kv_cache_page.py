@@ -13,7 +13,7 @@ from ui import state
 from .helpers import close, heat, no_errors, page, texts
 
 PAGE = "app_pages/kv_cache.py"
-K = state.KV_CACHE
+KEYS = state.KV_CACHE
 C18 = list(tokens.C18_TOKENS)
 
 
@@ -37,10 +37,10 @@ def causal_by_hand(words: list[str], d: int, H: int, G: int) -> torch.Tensor:
 
 def at_step(step: int, *, H: int = 2, G: int = 1, rope: bool = False):
     at = page(PAGE, run=False)
-    at.session_state[K.heads] = H
-    at.session_state[K.kv_heads] = G
-    at.session_state[K.rope] = rope
-    at.session_state[K.step] = step
+    at.session_state[KEYS.heads] = H
+    at.session_state[KEYS.kv_heads] = G
+    at.session_state[KEYS.rope] = rope
+    at.session_state[KEYS.step] = step
     return at.run()
 
 
@@ -49,20 +49,20 @@ def test_each_new_row_is_a_row_of_the_full_causal_matrix(H, G):
     at = at_step(3, H=H, G=G)
     no_errors(at)
     full = causal_by_hand(C18, 8, H, G).numpy()
-    close(heat(at, K.new_row), full[:, 2, :3])
-    close(heat(at, K.full), full[0])
+    close(heat(at, KEYS.new_row), full[:, 2, :3])
+    close(heat(at, KEYS.full), full[0])
     assert "the same numbers" in texts(at)
 
 
 def test_the_step_buttons_move_t_and_the_cache_grows():
     at = at_step(1)
-    assert heat(at, K.keys).shape == (1, 4)
-    at.button(key=K.step_next).click().run()
-    at.button(key=K.step_next).click().run()
+    assert heat(at, KEYS.keys).shape == (1, 4)
+    at.button(key=KEYS.step_next).click().run()
+    at.button(key=KEYS.step_next).click().run()
     no_errors(at)
-    assert at.session_state[K.step] == 3 and heat(at, K.keys).shape == (3, 4) and heat(at, K.new_row).shape == (2, 3)
-    at.button(key=K.step_prev).click().run()
-    assert at.session_state[K.step] == 2 and heat(at, K.values).shape == (2, 4)
+    assert at.session_state[KEYS.step] == 3 and heat(at, KEYS.keys).shape == (3, 4) and heat(at, KEYS.new_row).shape == (2, 3)
+    at.button(key=KEYS.step_prev).click().run()
+    assert at.session_state[KEYS.step] == 2 and heat(at, KEYS.values).shape == (2, 4)
 
 
 def test_rope_rows_and_cache_equal_core():
@@ -72,10 +72,10 @@ def test_rope_rows_and_cache_equal_core():
     W = weights(8, 4, 2)
     tr = core.cached_decode(X, n_heads=4, n_kv_heads=2, rope_base=10000.0, **W)
     full = core.multi_head_attention(X[None], n_heads=4, n_kv_heads=2, rope_base=10000.0, mask=core.masks.causal(4), **W)
-    close(heat(at, K.new_row), full.weights[0][:, 3, :])
-    close(heat(at, K.keys), tr.cache.k.transpose(0, 1).reshape(4, -1))
+    close(heat(at, KEYS.new_row), full.weights[0][:, 3, :])
+    close(heat(at, KEYS.keys), tr.cache.k.transpose(0, 1).reshape(4, -1))
     # with RoPE the rows differ from the unrotated ones (the rotation is really applied)
-    assert not np.allclose(heat(at, K.new_row), causal_by_hand(C18, 8, 4, 2)[:, 3, :].numpy(), atol=1e-3)
+    assert not np.allclose(heat(at, KEYS.new_row), causal_by_hand(C18, 8, 4, 2)[:, 3, :].numpy(), atol=1e-3)
 
 
 def test_the_cost_chart_holds_core_counts():
@@ -84,7 +84,7 @@ def test_the_cost_chart_holds_core_counts():
     at = at_step(2)
     X = tokens.embed(C18, 8, seed=0)
     tr = core.cached_decode(X, n_heads=2, n_kv_heads=1, **weights(8, 2, 1))
-    fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(K.cost))
+    fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(KEYS.cost))
     assert fig["data"][0]["y"] == np.cumsum([s.macs_cached for s in tr.steps]).tolist()
     assert fig["data"][1]["y"] == np.cumsum([s.macs_recompute for s in tr.steps]).tolist()
     assert f"{tr.steps[1].macs_cached:,}" in texts(at)
@@ -94,11 +94,11 @@ def test_bad_and_tampered_input_gets_a_message_and_no_traceback():
     at = at_step(2, H=4, G=3)  # 3 does not divide 4
     assert not at.exception
     assert any("does not divide" in e.value for e in at.error)
-    assert at.session_state[K.kv_heads] == 4
-    close(heat(at, K.full), causal_by_hand(C18, 8, 4, 4)[0].numpy())
+    assert at.session_state[KEYS.kv_heads] == 4
+    close(heat(at, KEYS.full), causal_by_hand(C18, 8, 4, 4)[0].numpy())
     at = at_step(99)
     assert not at.exception and any("steps go from 1 to 4" in w.value for w in at.warning)
-    assert at.session_state[K.step] == 4
+    assert at.session_state[KEYS.step] == 4
 
 
 def test_more_tokens_than_the_page_decodes_are_cut_with_a_message():
@@ -108,7 +108,7 @@ def test_more_tokens_than_the_page_decodes_are_cut_with_a_message():
     at.text_input(key=state.SCENARIO.tokens).input(" ".join(f"w{i}" for i in range(40))).run()
     assert not at.exception
     assert any("at most 32" in w.value for w in at.warning), [w.value for w in at.warning]
-    assert heat(at, K.full).shape == (32, 32)
+    assert heat(at, KEYS.full).shape == (32, 32)
 
 
 def test_korean_page_has_no_error():

@@ -15,7 +15,7 @@ from ui import state
 from .helpers import close, heat, no_errors, page, panels
 
 PAGE = "app_pages/kv_sharing.py"
-K = state.KV_SHARING
+KEYS = state.KV_SHARING
 C18 = list(tokens.C18_TOKENS)
 
 
@@ -39,37 +39,37 @@ def reference(H: int, G: int, d: int = 16, seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize(("H", "G"), [(4, 2), (8, 1), (2, 2)])
 def test_every_head_equals_sdpa_with_enable_gqa(H, G):
     at = page(PAGE, run=False)
-    at.session_state[K.heads] = H
-    at.session_state[K.kv_heads] = G
+    at.session_state[KEYS.heads] = H
+    at.session_state[KEYS.kv_heads] = G
     at.run()
     no_errors(at)
     ref = reference(H, G)
     shown = panels(at)
     for h in range(H):
-        close(shown[state.item(K.weights, h)]["map"]["z"], ref[h], tol=2e-6)
-        assert shown[state.item(K.weights, h)]["title"].endswith(f"K/V head {h // (H // G)}")
-    reads = heat(at, K.groups)
+        close(shown[state.item(KEYS.weights, h)]["map"]["z"], ref[h], tol=2e-6)
+        assert shown[state.item(KEYS.weights, h)]["title"].endswith(f"K/V head {h // (H // G)}")
+    reads = heat(at, KEYS.groups)
     assert reads.shape == (H, G) and (reads.sum(axis=1) == 1).all()
     assert [int(np.argmax(r)) for r in reads] == list(core.multihead.kv_head_map(H, G))
 
 
 def test_a_g_that_does_not_divide_h_is_named_and_replaced():
     at = page(PAGE, run=False)
-    at.session_state[K.heads] = 8
-    at.session_state[K.kv_heads] = 3  # tampered: 3 does not divide 8
+    at.session_state[KEYS.heads] = 8
+    at.session_state[KEYS.kv_heads] = 3  # tampered: 3 does not divide 8
     at.run()
     assert not at.exception
     assert any("does not divide" in e.value for e in at.error), [e.value for e in at.error]
-    assert at.session_state[K.kv_heads] == 8
-    close(panels(at)[state.item(K.weights, 0)]["map"]["z"], reference(8, 8)[0], tol=2e-6)
+    assert at.session_state[KEYS.kv_heads] == 8
+    close(panels(at)[state.item(KEYS.weights, 0)]["map"]["z"], reference(8, 8)[0], tol=2e-6)
 
 
 def test_tampered_heads_are_refused():
     at = page(PAGE, run=False)
-    at.session_state[K.heads] = 5
+    at.session_state[KEYS.heads] = 5
     at.run()
     assert not at.exception and at.error
-    assert at.session_state[K.heads] == 4
+    assert at.session_state[KEYS.heads] == 4
 
 
 def _table(at) -> list[dict]:
@@ -78,8 +78,8 @@ def _table(at) -> list[dict]:
 
 def test_cache_table_equals_core_for_every_preset():
     at = page(PAGE, run=False)
-    at.session_state[K.tokens] = 32768
-    at.session_state[K.batch] = 4
+    at.session_state[KEYS.tokens] = 32768
+    at.session_state[KEYS.batch] = 4
     at.run()
     no_errors(at)
     df = at.dataframe[0].value
@@ -95,7 +95,7 @@ def test_cache_table_equals_core_for_every_preset():
     assert llama.iloc[5].startswith("16.00 GiB")
 
 
-@pytest.mark.parametrize(("key", "value"), [(K.tokens, 10**12), (K.tokens, 0), (K.batch, -3), (K.tokens, "many")])
+@pytest.mark.parametrize(("key", "value"), [(KEYS.tokens, 10**12), (KEYS.tokens, 0), (KEYS.batch, -3), (KEYS.tokens, "many")])
 def test_huge_or_bad_context_lengths_get_a_message(key, value):
     at = page(PAGE, run=False)
     at.session_state[key] = value

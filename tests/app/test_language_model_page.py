@@ -20,7 +20,7 @@ except decoder.ModelNotInstalled:
     pytest.skip(f"the model package is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
 
 LM = "app_pages/language_model.py"
-K = state.LANGUAGE_MODEL
+KEYS = state.LANGUAGE_MODEL
 PROMPT = "The capital of France is"
 
 
@@ -47,12 +47,12 @@ def test_page_shows_the_models_own_numbers(lang, model):
     tr = table(lang)
     assert at.title[0].value.endswith(tr["page.language_model.title"])
     nt = model.next_token(PROMPT)
-    labels = [row["label"] for row in spec(at, K.bars_model)["rows"]]
+    labels = [row["label"] for row in spec(at, KEYS.bars_model)["rows"]]
     assert labels[0] == "␣Paris" and len(labels) == 10
-    assert np.abs(_bar_values(at, K.bars_model) - nt.top_probs.numpy()).max() <= 0.5e-3 + 1e-7
+    assert np.abs(_bar_values(at, KEYS.bars_model) - nt.top_probs.numpy()).max() <= 0.5e-3 + 1e-7
     want = decoder.next_token_probs(nt.probs.log(), 0.7)[nt.top_ids].numpy()  # the default temperature 0.7
-    assert np.abs(_bar_values(at, K.bars_sampled) - want).max() <= 0.5e-3 + 1e-6
-    s = spec(at, K.grid)
+    assert np.abs(_bar_values(at, KEYS.bars_sampled) - want).max() <= 0.5e-3 + 1e-6
+    s = spec(at, KEYS.grid)
     assert (s["layers"], s["heads"], s["n"]) == (30, 9, 5)
     trace = model.trace(PROMPT)
     assert np.abs(model_view_weights(s) - trace.attentions.numpy()).max() <= 0.5e-4 + 1e-7
@@ -61,35 +61,35 @@ def test_page_shows_the_models_own_numbers(lang, model):
 
 def test_writing_one_token_then_more_matches_generate(model):
     at = page(LM)
-    _run_with(at, **{K.temperature: 0.0})
-    at.button(key=K.one).click().run()
+    _run_with(at, **{KEYS.temperature: 0.0})
+    at.button(key=KEYS.one).click().run()
     no_errors(at)
-    assert at.session_state[K.n_new] == 1
+    assert at.session_state[KEYS.n_new] == 1
     assert PROMPT + " Paris" in at.code[0].value
-    at.button(key=K.run).click().run()  # write up to 16 (the slider's default)
+    at.button(key=KEYS.run).click().run()  # write up to 16 (the slider's default)
     no_errors(at)
     g = model.generate(PROMPT, 16, 0.0, max_tokens=compute.LM_MAX_TOKENS)
     assert at.code[0].value == g.text
-    assert at.session_state[K.n_new] == 16
-    at.button(key=K.reset).click().run()
-    assert at.session_state[K.n_new] == 0 and not at.code
+    assert at.session_state[KEYS.n_new] == 16
+    at.button(key=KEYS.reset).click().run()
+    assert at.session_state[KEYS.n_new] == 0 and not at.code
 
 
 def test_seeded_sampling_on_the_page_repeats(model):
     at = page(LM)
-    _run_with(at, **{K.temperature: 1.0, K.seed: 5, K.n_new: 6})
+    _run_with(at, **{KEYS.temperature: 1.0, KEYS.seed: 5, KEYS.n_new: 6})
     no_errors(at)
     g = model.generate(PROMPT, 6, 1.0, None, None, 5, max_tokens=compute.LM_MAX_TOKENS)
     assert at.code[0].value == g.text
     again = page(LM)
-    _run_with(again, **{K.temperature: 1.0, K.seed: 5, K.n_new: 6})
+    _run_with(again, **{KEYS.temperature: 1.0, KEYS.seed: 5, KEYS.n_new: 6})
     assert again.code[0].value == g.text
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_korean_is_shown_as_byte_tokens_and_why(lang):
     at = page(LM, run=False)
-    _run_with(at, **{state.setting("lang"): lang, K.prompt: "나는 오늘 사과를"})
+    _run_with(at, **{state.setting("lang"): lang, KEYS.prompt: "나는 오늘 사과를"})
     no_errors(at)
     n = sum(decoder_model_bytes("나는 오늘 사과를"))
     assert any(table(lang)["lm.bytes_note"].format(n=n) == i.value for i in at.info)
@@ -103,17 +103,17 @@ def decoder_model_bytes(text: str) -> list[bool]:
 
 def test_a_layer_off_changes_the_next_token_as_core_says(model):
     at = page(LM)
-    _run_with(at, **{K.off_layers: [0]})
+    _run_with(at, **{KEYS.off_layers: [0]})
     no_errors(at)
     want = model.next_token(PROMPT, mech=decoder.Mechanism(layers_off=frozenset({0})))
-    assert [row["label"] for row in spec(at, K.bars_after)["rows"]] == want.top_tokens
-    assert np.abs(_bar_values(at, K.bars_after) - want.top_probs.numpy()).max() <= 0.5e-3 + 1e-7
-    assert [row["label"] for row in spec(at, K.bars_before)["rows"]][0] == "␣Paris"
+    assert [row["label"] for row in spec(at, KEYS.bars_after)["rows"]] == want.top_tokens
+    assert np.abs(_bar_values(at, KEYS.bars_after) - want.top_probs.numpy()).max() <= 0.5e-3 + 1e-7
+    assert [row["label"] for row in spec(at, KEYS.bars_before)["rows"]][0] == "␣Paris"
 
 
 def test_heads_table_measures_sinks_previous_and_induction_as_core(model):
     at = page(LM)
-    _run_with(at, **{K.running: True})
+    _run_with(at, **{KEYS.running: True})
     no_errors(at)
     en = table("en")
     df = at.dataframe[0].value.sort_values(en["lm.col.induction"], ascending=False, kind="stable")
@@ -137,7 +137,7 @@ def test_heads_table_measures_sinks_previous_and_induction_as_core(model):
 ])
 def test_hostile_prompts_give_a_message_or_are_text(prompt, message):
     at = page(LM)
-    _run_with(at, **{K.prompt: prompt})
+    _run_with(at, **{KEYS.prompt: prompt})
     assert not at.exception
     if message == "lm.too_long":
         n = compute.lm_token_count(prompt)

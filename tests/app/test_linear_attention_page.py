@@ -14,7 +14,7 @@ from ui import state
 from .helpers import close, heat, no_errors, page, texts
 
 PAGE = "app_pages/linear_attention.py"
-K = state.LINEAR_ATTENTION
+KEYS = state.LINEAR_ATTENTION
 C18 = list(tokens.C18_TOKENS)
 
 
@@ -30,7 +30,7 @@ def phi(x):
 @pytest.mark.parametrize("causal", [False, True])
 def test_both_orders_equal_the_papers_sums(causal):
     at = page(PAGE, run=False)
-    at.session_state[K.causal] = causal
+    at.session_state[KEYS.causal] = causal
     at.run()
     no_errors(at)
     q, k, v = qkv()
@@ -40,20 +40,20 @@ def test_both_orders_equal_the_papers_sums(causal):
         js = range(i + 1) if causal else range(n)
         sims = np.array([phi(q[i]) @ phi(k[j]) for j in js])
         out[i] = sims @ v[list(js)] / sims.sum()
-    close(heat(at, K.quadratic), out, tol=3e-6)
-    close(heat(at, K.associative), out, tol=3e-6)
+    close(heat(at, KEYS.quadratic), out, tol=3e-6)
+    close(heat(at, KEYS.associative), out, tol=3e-6)
     s = q @ k.T / np.sqrt(8)
     if causal:
         s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
     w = np.exp(s - s.max(1, keepdims=True))
-    close(heat(at, K.softmax), w / w.sum(1, keepdims=True), tol=2e-6)
-    assert not np.allclose(heat(at, K.linear), heat(at, K.softmax), atol=1e-2)
+    close(heat(at, KEYS.softmax), w / w.sum(1, keepdims=True), tol=2e-6)
+    assert not np.allclose(heat(at, KEYS.linear), heat(at, KEYS.softmax), atol=1e-2)
     assert "not softmax computed faster" in texts(at)
 
 
 def test_cost_chart_counts():
     at = page(PAGE)
-    fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(K.cost))
+    fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(KEYS.cost))
     ns = fig["data"][0]["x"]
     assert fig["data"][0]["y"] == [n * n * 16 for n in ns]  # n²·(d_k + d_v)
     assert fig["data"][1]["y"] == [2 * n * 64 + n * 8 for n in ns]  # n·d·d twice, plus n·d for the denominators
@@ -61,7 +61,7 @@ def test_cost_chart_counts():
 
 def test_tampered_toggle_and_korean():
     at = page(PAGE, run=False, query={"lang": "ko"})
-    at.session_state[K.causal] = "yes"
+    at.session_state[KEYS.causal] = "yes"
     at.run()
     assert not at.exception
     assert "선형 어텐션" in texts(at)

@@ -16,14 +16,14 @@ from ui import state
 from .helpers import close, heat, no_errors, page, panels, texts
 
 PAGE = "app_pages/llm_positions.py"
-K = state.LLM_POSITIONS
+KEYS = state.LLM_POSITIONS
 C18 = list(tokens.C18_TOKENS)
 PERM = [1, 2, 3, 0]  # the page's order: the first token moved to the end
 
 
 def at_kind(kind: str, **extra):
     at = page(PAGE, run=False)
-    at.session_state[K.kind] = kind
+    at.session_state[KEYS.kind] = kind
     for key, value in extra.items():
         at.session_state[key] = value
     return at.run()
@@ -71,23 +71,23 @@ def test_the_permutation_experiment_with_each_kind_of_positions(kind):
     extra = {"rope": {"rope_base": 10000.0}, "alibi": {"slope": 0.5}}.get(kind, {})
     table = {"sinusoidal": positional.sinusoidal(4, 8), "learned": positional.learned(4, 8, seed=0)}.get(kind)
     Z = X[PERM] if table is None else X[PERM] + table
-    close(heat(at, K.sa_px), sa_by_hand(Z, W, **extra), tol=2e-6)
+    close(heat(at, KEYS.sa_px), sa_by_hand(Z, W, **extra), tol=2e-6)
     Z0 = X if table is None else X + table
-    close(heat(at, K.p_sa_x), sa_by_hand(Z0, W, **extra)[PERM], tol=2e-6)
-    assert not np.allclose(heat(at, K.sa_px), heat(at, K.p_sa_x), atol=1e-3)  # order became visible
+    close(heat(at, KEYS.p_sa_x), sa_by_hand(Z0, W, **extra)[PERM], tol=2e-6)
+    assert not np.allclose(heat(at, KEYS.sa_px), heat(at, KEYS.p_sa_x), atol=1e-3)  # order became visible
     assert "the output only shuffles" in texts(at)
 
 
 def test_rope_pair_turns_on_a_circle_and_scores_depend_on_distance_only():
-    at = at_kind("rope", **{K.base: 100.0, K.pair_dim: 1})
+    at = at_kind("rope", **{KEYS.base: 100.0, KEYS.pair_dim: 1})
     no_errors(at)
     q = tokens.projection(1, 8, seed=0, name="lp.q")[0].double().numpy()
-    track = chart(at, K.rotation)["data"][-1]
+    track = chart(at, KEYS.rotation)["data"][-1]
     m = np.arange(8)
     want = rope_complex(np.tile(q, (8, 1)), m, 100.0)[:, 2:4]
     close(track["x"], want[:, 0], tol=2e-6)
     close(track["y"], want[:, 1], tol=2e-6)
-    lines = chart(at, K.distance)["data"]
+    lines = chart(at, KEYS.distance)["data"]
     close(lines[0]["y"], lines[1]["y"], tol=1e-4)  # key at position 0 and at 7: the same curve
     k = tokens.projection(1, 8, seed=0, name="lp.k")[0].double().numpy()
     offsets = np.arange(-7, 8)
@@ -98,14 +98,14 @@ def test_rope_pair_turns_on_a_circle_and_scores_depend_on_distance_only():
 
 
 def test_alibi_bias_maps_follow_the_formula():
-    at = at_kind("alibi", **{K.alibi_heads: 4})
+    at = at_kind("alibi", **{KEYS.alibi_heads: 4})
     no_errors(at)
     slopes = 2.0 ** (-8 / 4 * np.arange(1, 5))  # the paper's geometric sequence for H = 4: 1/4, 1/16, 1/64, 1/256
     close(core.positional.alibi_slopes(4), slopes, tol=1e-7)
     shown = panels(at)
     i = np.arange(4)
     for h in range(4):
-        z = np.array([[np.nan if v is None else v for v in row] for row in shown[state.item(K.alibi, h)]["map"]["z"]])
+        z = np.array([[np.nan if v is None else v for v in row] for row in shown[state.item(KEYS.alibi, h)]["map"]["z"]])
         want = -slopes[h] * (i[:, None] - i[None, :])
         lower = i[:, None] >= i[None, :]
         close(z[lower], want[lower], tol=1e-6)
@@ -114,18 +114,18 @@ def test_alibi_bias_maps_follow_the_formula():
 
 @pytest.mark.parametrize("base", [0.0, -5.0, float("nan"), float("inf"), "ten"])
 def test_a_base_that_is_not_positive_gets_a_message(base):
-    at = at_kind("rope", **{K.base: base})
+    at = at_kind("rope", **{KEYS.base: base})
     assert not at.exception
     assert any("positive number" in e.value for e in at.error), [e.value for e in at.error]
-    assert at.session_state[K.base] == 10000.0
+    assert at.session_state[KEYS.base] == 10000.0
     X, W = setup()
-    close(heat(at, K.sa_px), sa_by_hand(X[PERM], W, rope_base=10000.0), tol=2e-6)
+    close(heat(at, KEYS.sa_px), sa_by_hand(X[PERM], W, rope_base=10000.0), tol=2e-6)
 
 
 def test_tampered_kind_and_pair_fall_back():
-    at = at_kind("nope", **{K.pair_dim: 99, K.pairing: "diagonal", K.alibi_heads: 3})
+    at = at_kind("nope", **{KEYS.pair_dim: 99, KEYS.pairing: "diagonal", KEYS.alibi_heads: 3})
     assert not at.exception and at.error
-    assert at.session_state[K.kind] == "rope"
+    assert at.session_state[KEYS.kind] == "rope"
 
 
 def test_korean():

@@ -12,13 +12,13 @@ from ui import state
 from .helpers import heat, no_errors, page, texts
 
 PAGE = "app_pages/long_context.py"
-K = state.LONG_CONTEXT
+KEYS = state.LONG_CONTEXT
 
 
 def at_with(**values):
     at = page(PAGE, run=False)
     for name, v in values.items():
-        at.session_state[getattr(K, name)] = v
+        at.session_state[getattr(KEYS, name)] = v
     return at.run()
 
 
@@ -42,8 +42,8 @@ def test_mask_and_reach_equal_the_rule_and_a_walk(n, w, s, L):
     at = at_with(n=n, window=w, sinks=s, layers=L)
     no_errors(at)
     m = rule(n, w, s)
-    np.testing.assert_array_equal(heat(at, K.mask), m)
-    np.testing.assert_array_equal(heat(at, K.reach), np.stack(reach_by_walking(m, L)))
+    np.testing.assert_array_equal(heat(at, KEYS.mask), m)
+    np.testing.assert_array_equal(heat(at, KEYS.reach), np.stack(reach_by_walking(m, L)))
     far = core.masks.window_reach(n, w, L, sinks=s).farthest[-1]
     assert f"**{far}** tokens back" in texts(at)
     if s == 0:
@@ -66,7 +66,7 @@ def test_bad_and_tampered_values_get_a_message(name, value):
     at = at_with(**{name: value})
     assert not at.exception
     assert any("is not a whole number from" in e.value for e in at.error), [e.value for e in at.error]
-    assert heat(at, K.mask).shape[0] >= 2
+    assert heat(at, KEYS.mask).shape[0] >= 2
 
 
 def test_korean():

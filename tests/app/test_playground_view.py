@@ -13,7 +13,7 @@ from ui.i18n import table
 
 from .helpers import PG_WEIGHTS, address, close, heat, inspector, no_errors, page, panels, pg_map, spec
 
-K = state.PLAYGROUND
+KEYS = state.PLAYGROUND
 C18_X = tokens.c18_embedding()
 
 
@@ -26,10 +26,10 @@ def maps(at) -> set[str]:
 def test_presenter_view_from_the_link_enlarges_the_maps_and_hides_the_sidebar():
     at = page(query={"present": "1"})
     no_errors(at)
-    assert at.toggle(key=K.present).value is True
+    assert at.toggle(key=KEYS.present).value is True
     assert spec(at, PG_WEIGHTS)["present"] is True
     assert any("stSidebar" in m.value and "display: none" in m.value for m in at.markdown)
-    at.toggle(key=K.present).set_value(False).run()
+    at.toggle(key=KEYS.present).set_value(False).run()
     assert spec(at, PG_WEIGHTS)["present"] is False
     assert "present" not in address(at)
 
@@ -37,7 +37,7 @@ def test_presenter_view_from_the_link_enlarges_the_maps_and_hides_the_sidebar():
 def test_step_through_shows_one_more_step_per_click_with_a_sentence_about_the_numbers():
     at = page()
     assert maps(at) == {"scores", "scaled", "masked", "weights", "output"}
-    at.button(key=K.step_start).click().run()
+    at.button(key=KEYS.step_start).click().run()
     no_errors(at)
     assert maps(at) == {"scores"}
     S = (C18_X @ C18_X.T).numpy()  # by hand: the largest score and its pair
@@ -46,13 +46,13 @@ def test_step_through_shows_one_more_step_per_click_with_a_sentence_about_the_nu
     assert f"{S[i, j]:.6f}" in sentence and tokens.C18_TOKENS[i] in sentence
     shown = []
     for _ in range(5):
-        at.button(key=K.step_next).click().run()
+        at.button(key=KEYS.step_next).click().run()
         shown.append(len(maps(at)))
     assert shown == [2, 3, 4, 5, 5]  # the sixth step is the inspector
     assert address(at)["step"] == "6"
-    at.button(key=K.step_prev).click().run()
+    at.button(key=KEYS.step_prev).click().run()
     assert len(maps(at)) == 5 and "Step 5" in at.info[0].value
-    at.button(key=K.step_all).click().run()
+    at.button(key=KEYS.step_all).click().run()
     assert maps(at) == {"scores", "scaled", "masked", "weights", "output"} and "step" not in address(at)
 
 
@@ -65,7 +65,7 @@ def test_a_lesson_link_hides_controls_keeps_their_values_and_shows_only_its_pane
     assert not [r for r in at.radio if r.key == state.SCENARIO.convention]
     ref = core.attention(C18_X, C18_X, C18_X, mask=core.masks.causal(4), temperature=0.5)  # hidden values still apply
     close(heat(at, PG_WEIGHTS), ref.weights)
-    assert [s["key"] for s in inspector(at)["sections"]] == [K.fig_alpha, K.fig_contrib]  # the inspector
+    assert [s["key"] for s in inspector(at)["sections"]] == [KEYS.fig_alpha, KEYS.fig_contrib]  # the inspector
 
 
 @pytest.mark.parametrize("bad", [{"step": "abc"}, {"present": "maybe"}, {"panels": "<script>"}, {"hide": "everything"},
@@ -85,21 +85,21 @@ def test_the_share_tab_builds_a_focused_link_and_its_qr_code():
     from PIL import Image
 
     at = page()
-    at.session_state[K.tab_id] = "share"
+    at.session_state[KEYS.tab_id] = "share"
     at.run()
-    at.multiselect(key=K.lesson_groups).set_value(["tokens", "mask"]).run()
-    at.multiselect(key=K.lesson_panels).set_value(["weights"]).run()
+    at.multiselect(key=KEYS.lesson_groups).set_value(["tokens", "mask"]).run()
+    at.multiselect(key=KEYS.lesson_panels).set_value(["weights"]).run()
     link = at.code[1].value
     params = dict(p.split("=", 1) for p in link.split("?", 1)[1].split("&"))
     v, refused = view.from_query({k: v.replace("%2C", ",") for k, v in params.items()})
     assert refused == [] and v.hidden == {"embed", "qkv", "score", "notation"} and v.panels == ("weights",)
     assert v.student  # a student's link unless the teacher asks for the teacher's controls
-    qr = component(at, K.qr)
+    qr = component(at, KEYS.qr)
     assert qr["caption"] == table("en")["share.qr"] and qr["link"] == link
     # the page draws the link's code; the browser test decodes the picture on screen as well
     decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(base64.b64decode(qr["png"]))))
     assert decoded and decoded[0].text == link
-    at.checkbox(key=K.lesson_teacher).check().run()
+    at.checkbox(key=KEYS.lesson_teacher).check().run()
     assert "student" not in at.code[1].value
 
 
@@ -118,7 +118,7 @@ def test_a_student_link_has_no_teacher_controls_and_numbers_its_tabs_from_one(gr
     at = page(query={"hide": hide, "student": "1", "step": "2"} if hide else {"student": "1", "step": "2"})
     no_errors(at)
     keys = {w.key for w in [*at.toggle, *at.button]}
-    assert not keys & {K.present, K.step_start, K.step_next, K.step_prev, K.step_all}, keys
+    assert not keys & {KEYS.present, KEYS.step_start, KEYS.step_next, KEYS.step_prev, KEYS.step_all}, keys
     setup = [t.label for t in at.tabs if t.label[:1] in "①②③④⑤"]
     shown = [g for g in ("embed", "qkv", "score", "mask") if g not in hide.split(",")]
     assert setup == [f"{'①②③④'[i]} {table('en')[f'class.tab.{g}']}" for i, g in enumerate(shown)]
@@ -127,13 +127,13 @@ def test_a_student_link_has_no_teacher_controls_and_numbers_its_tabs_from_one(gr
 
 def test_the_link_host_can_be_set_for_a_server_behind_a_proxy_and_a_bad_one_is_refused():
     at = page()
-    at.session_state[K.tab_id] = "share"
+    at.session_state[KEYS.tab_id] = "share"
     at.run()
-    at.text_input(key=K.link_host).input("https://lab.example.org").run()
+    at.text_input(key=KEYS.link_host).input("https://lab.example.org").run()
     no_errors(at)
     assert all(c.value.startswith("https://lab.example.org/?") or c.value.startswith("https://lab.example.org?")
                for c in at.code[:2]), [c.value for c in at.code[:2]]
-    at.text_input(key=K.link_host).input("evil.org/<script>").run()
+    at.text_input(key=KEYS.link_host).input("evil.org/<script>").run()
     assert [e.value for e in at.error] == [table("en")["class.host.bad"]]
     assert not at.code[1].value.startswith("http://evil")
 
@@ -143,12 +143,12 @@ def test_the_link_host_comes_from_the_environment_for_a_server_behind_a_proxy(mo
 
     monkeypatch.setenv(PUBLIC_URL_ENV, "https://class.example.org")
     at = page()
-    at.session_state[K.tab_id] = "share"
+    at.session_state[KEYS.tab_id] = "share"
     at.run()
     no_errors(at)
     links = [c.value for c in at.code[:2]]
     assert links and all(v.startswith("https://class.example.org") for v in links), links
-    at.text_input(key=K.link_host).input("https://room.example.net").run()  # the teacher's typed host wins
+    at.text_input(key=KEYS.link_host).input("https://room.example.net").run()  # the teacher's typed host wins
     assert at.code[0].value.startswith("https://room.example.net"), at.code[0].value
 
 
@@ -175,7 +175,7 @@ def test_the_pipeline_is_one_element_whose_panels_carry_their_formula_and_shape(
     no_errors(at)
     shown = panels(at)
     assert list(shown) == [pg_map(s) for s in ("scores", "scaled", "masked", "weights", "output")]
-    pipeline_elements = [el for el in at.get("bidi_component") if K.pipeline in el.proto.id]
+    pipeline_elements = [el for el in at.get("bidi_component") if KEYS.pipeline in el.proto.id]
     assert len(pipeline_elements) == 1  # one message for the whole pipeline
     for key, p in shown.items():
         root = ET.fromstring(f"<math>{p['mathml']}</math>")  # well-formed MathML
@@ -196,7 +196,7 @@ def test_the_inspector_is_one_element_with_its_formula_picker_and_both_charts():
     at = page(query={"tok": "a b c", "q": "2"})
     no_errors(at)
     data = inspector(at)
-    assert [el for el in at.get("bidi_component") if el.proto.id.endswith(K.inspector)]  # one element
+    assert [el for el in at.get("bidi_component") if el.proto.id.endswith(KEYS.inspector)]  # one element
     assert data["options"] == ["0 a", "1 b", "2 c"] and data["chosen"] == 2
     root = ET.fromstring(f"<math>{data['mathml']}</math>")  # well-formed, the same letters as the LaTeX of the formula
     assert _mathml_letters(root) == _latex_letters(formulas.CONTRIB)

@@ -14,7 +14,7 @@ from ui.i18n import table
 
 from .helpers import no_errors, page
 
-K = state.PLAYGROUND
+KEYS = state.PLAYGROUND
 EN = table("en")
 
 

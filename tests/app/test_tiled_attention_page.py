@@ -13,7 +13,7 @@ from ui import state
 from .helpers import close, heat, no_errors, page, texts
 
 PAGE = "app_pages/tiled_attention.py"
-K = state.TILED_ATTENTION
+KEYS = state.TILED_ATTENTION
 
 
 def qkv(n: int, d: int = 4):
@@ -23,7 +23,7 @@ def qkv(n: int, d: int = 4):
 def at_with(**values):
     at = page(PAGE, run=False)
     for name, v in values.items():
-        at.session_state[getattr(K, name)] = v
+        at.session_state[getattr(KEYS, name)] = v
     return at.run()
 
 
@@ -49,7 +49,7 @@ def test_every_tile_matches_a_numpy_replay(n, bq, bk, step):
     close(df.iloc[:, 5].to_numpy(), ell, tol=2e-6 * max(1.0, ell.max()))
     w = np.exp(s - m[:, None]) / ell[:, None]
     rows = slice(*[int(x) for x in (df.iloc[0, 0], int(df.iloc[-1, 0]) + 1)])
-    close(heat(at, K.partial), w @ v.double().numpy()[: s.shape[1]], tol=2e-6)
+    close(heat(at, KEYS.partial), w @ v.double().numpy()[: s.shape[1]], tol=2e-6)
     assert rows.stop - rows.start == s.shape[0]
 
 
@@ -58,21 +58,21 @@ def test_the_final_output_equals_sdpa():
     no_errors(at)
     q, k, v = qkv(8)
     ref = torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None])[0]
-    close(heat(at, K.output), ref, tol=2e-6)
-    close(heat(at, K.reference), ref, tol=2e-6)
+    close(heat(at, KEYS.output), ref, tol=2e-6)
+    close(heat(at, KEYS.reference), ref, tol=2e-6)
     assert "Equal: max |tiled − ordinary|" in texts(at)
 
 
 def test_step_buttons_walk_the_tiles():
     at = at_with(n=6, block_q=3, block_k=3)  # 2 × 2 tiles
-    assert at.session_state[K.step] == 1
+    assert at.session_state[KEYS.step] == 1
     for want in (2, 3, 4):
-        at.button(key=K.step_next).click().run()
-        assert at.session_state[K.step] == want
-    assert at.button(key=K.step_next).disabled  # the last tile
-    assert heat(at, K.tile).sum() == 4  # every tile done
-    at.button(key=K.step_prev).click().run()
-    assert heat(at, K.tile).sum() == 3
+        at.button(key=KEYS.step_next).click().run()
+        assert at.session_state[KEYS.step] == want
+    assert at.button(key=KEYS.step_next).disabled  # the last tile
+    assert heat(at, KEYS.tile).sum() == 4  # every tile done
+    at.button(key=KEYS.step_prev).click().run()
+    assert heat(at, KEYS.tile).sum() == 3
 
 
 @pytest.mark.parametrize(("name", "value"), [("n", 10**6), ("block_k", 0), ("block_q", "x"), ("step", 999)])
@@ -80,7 +80,7 @@ def test_bad_and_tampered_values_get_a_message(name, value):
     at = at_with(**{name: value})
     assert not at.exception
     assert at.error or at.warning
-    assert heat(at, K.output).shape[1] == 4
+    assert heat(at, KEYS.output).shape[1] == 4
 
 
 def test_memory_chart_and_korean():
@@ -88,7 +88,7 @@ def test_memory_chart_and_korean():
 
     at = page(PAGE, query={"lang": "ko"})
     no_errors(at)
-    fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(K.chart))
+    fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(KEYS.chart))
     full, block = fig["data"][0]["y"], fig["data"][1]["y"]
     assert full[-1] > 10 * block[-1]
     assert "타일" in texts(at)

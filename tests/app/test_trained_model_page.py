@@ -23,9 +23,9 @@ except pretrained.ModelNotInstalled:
     pytest.skip(f"the model package is not installed ({pretrained.INSTALL_HINT})", allow_module_level=True)
 
 TM = "app_pages/trained_model.py"
-K = state.TRAINED_MODEL
+KEYS = state.TRAINED_MODEL
 SENTENCE = "The animal didn't cross the street because it was too tired"
-WEIGHTS, SCORES = state.item(K.pipeline, "weights"), state.item(K.pipeline, "scores")
+WEIGHTS, SCORES = state.item(KEYS.pipeline, "weights"), state.item(KEYS.pipeline, "scores")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_model_view_shows_all_72_heads_as_core_computes_them(lang, trace):
     tr = table(lang)
     assert at.title[0].value.endswith(tr["page.trained_model.title"])
     assert at.subheader[0].value == tr["tm.model_view"].format(L=6, H=12)
-    s = spec(at, K.grid)
+    s = spec(at, KEYS.grid)
     assert (s["layers"], s["heads"], s["n"]) == (6, 12, 15) and s["layers"] * s["heads"] == 72
     assert s["tokens"] == trace.tokens and s["selected"] == [0, 0]
     drawn = model_view_weights(s)  # (6, 12, 15, 15): what the canvas decodes
@@ -89,7 +89,7 @@ def test_model_view_equals_transformers_bert_from_the_same_files():
     ref = torch.cat(out.attentions).numpy()  # (6, 12, n, n)
     at = page(TM)
     no_errors(at)
-    s = spec(at, K.grid)
+    s = spec(at, KEYS.grid)
     assert s["tokens"] == tokens
     assert np.abs(model_view_weights(s) - ref).max() < 1e-4 + 0.5e-4
 
@@ -97,19 +97,19 @@ def test_model_view_equals_transformers_bert_from_the_same_files():
 def test_clicking_a_map_opens_that_head_step_by_step(trace):
     at = page(TM)
     l, h = 2, 3
-    _run_with(at, **{K.clicks: [(K.grid, (l, h))]})  # what the model view's click callback queues
+    _run_with(at, **{KEYS.clicks: [(KEYS.grid, (l, h))]})  # what the model view's click callback queues
     no_errors(at)
     A = trace.attentions[l, h].numpy().astype(np.float64)
-    assert spec(at, K.grid)["selected"] == [l, h]
-    assert at.selectbox(key=K.layer).value == l and at.selectbox(key=K.head).value == h
+    assert spec(at, KEYS.grid)["selected"] == [l, h]
+    assert at.selectbox(key=KEYS.layer).value == l and at.selectbox(key=KEYS.head).value == h
     close(heat(at, WEIGHTS), A, tol=2e-6)  # the pipeline's softmax on the head's own Q, K, V = the model's weights
     q, k = trace.q[l, h].numpy().astype(np.float64), trace.k[l, h].numpy().astype(np.float64)
     close(heat(at, SCORES), q @ k.T, tol=2e-4)  # step 1 is Q Kᵀ of shapes (15×32)(32×15)
     assert "Q (15×32) · Kᵀ (32×15) → (15×15)" in texts(at)
-    hv = spec(at, K.head_view)
+    hv = spec(at, KEYS.head_view)
     assert hv["tokens"] == trace.tokens
     np.testing.assert_allclose(hv["w"], np.round(A, 4), atol=1e-9)
-    close(heat(at, K.heatmap), np.round(A, 2), tol=1e-9)
+    close(heat(at, KEYS.heatmap), np.round(A, 2), tol=1e-9)
     assert any("max difference" in s.value and f"layer {l}, head {h}" in s.value for s in at.success)
 
 
@@ -131,18 +131,18 @@ def test_patterns_table_equals_head_patterns_and_sorts(trace):
     assert (int(first["layer"]), int(first["head"])) == np.unravel_index(prev.argmax(), prev.shape)
     assert first[en["tm.pat.previous"]] == pytest.approx(prev.max(), abs=1e-6)
     assert list(df[en["tm.pat.previous"]]) == sorted(df[en["tm.pat.previous"]], reverse=True)
-    at.selectbox(key=K.sort).set_value("cls").run()
+    at.selectbox(key=KEYS.sort).set_value("cls").run()
     df = _dataframe(at)
     assert list(df[en["tm.pat.cls"]]) == sorted(df[en["tm.pat.cls"]], reverse=True)
     l, h = np.unravel_index(want["cls"].argmax(), want["cls"].shape)
     assert (int(df.iloc[0]["layer"]), int(df.iloc[0]["head"])) == (l, h)
-    at.button(key=K.open_top).click().run()  # "open this head"
-    assert spec(at, K.grid)["selected"] == [int(l), int(h)]
+    at.button(key=KEYS.open_top).click().run()  # "open this head"
+    assert spec(at, KEYS.grid)["selected"] == [int(l), int(h)]
 
 
 def test_patterns_table_in_korean_with_word_pieces():
     at = page(TM, run=False)
-    _run_with(at, **{state.setting("lang"): "ko", K.sentence: "Unbelievably, the transformers' attention heads specialise."})
+    _run_with(at, **{state.setting("lang"): "ko", KEYS.sentence: "Unbelievably, the transformers' attention heads specialise."})
     no_errors(at)
     ko = table("ko")
     tr = pretrained.minilm().trace("Unbelievably, the transformers' attention heads specialise.")
@@ -156,44 +156,44 @@ def test_patterns_table_in_korean_with_word_pieces():
 
 def test_more_than_128_tokens_is_refused_with_a_message():
     at = page(TM)
-    _run_with(at, **{K.sentence: "a " * 127})  # 127 words + [CLS] + [SEP] = 129 tokens
+    _run_with(at, **{KEYS.sentence: "a " * 127})  # 127 words + [CLS] + [SEP] = 129 tokens
     assert not at.exception
     assert [e.value for e in at.error] == [table("en")["tm.too_long"].format(n=129, limit=128)]
     with pytest.raises(AssertionError):
-        spec(at, K.grid)  # nothing drawn from a refused text
-    _run_with(at, **{K.sentence: "a " * 126})  # 128 tokens: accepted
+        spec(at, KEYS.grid)  # nothing drawn from a refused text
+    _run_with(at, **{KEYS.sentence: "a " * 126})  # 128 tokens: accepted
     no_errors(at)
-    s = spec(at, K.grid)
+    s = spec(at, KEYS.grid)
     assert s["n"] == 128 and s["bytes"] == 1  # long sentences travel as 8-bit weights (the colour's precision)
     want = pretrained.minilm().trace("a " * 126).attentions.numpy()
     assert np.abs(model_view_weights(s) - want).max() <= 0.5 / 255 + 1e-7
-    _run_with(at, **{state.setting("lang"): "ko", K.sentence: "a " * 200})
+    _run_with(at, **{state.setting("lang"): "ko", KEYS.sentence: "a " * 200})
     assert [e.value for e in at.error] == [table("ko")["tm.too_long"].format(n=202, limit=128)]
 
 
 def test_html_in_the_text_is_shown_as_text():
     at = page(TM)
-    at.text_input(key=K.text).input("<b>bold</b> <img src=x onerror=alert(1)>").run()  # typed into the box
+    at.text_input(key=KEYS.text).input("<b>bold</b> <img src=x onerror=alert(1)>").run()  # typed into the box
     no_errors(at)
     line = next(m.value for m in at.markdown if "bold" in m.value)
     assert "<b>" not in line and "<img" not in line and r"\<" in line  # escaped: shown, never parsed
-    assert spec(at, K.head_view)["tokens"][1:4] == ["<", "b", ">"]  # data for textContent, not markup
-    assert spec(at, K.grid)["tokens"][1:4] == ["<", "b", ">"]
+    assert spec(at, KEYS.head_view)["tokens"][1:4] == ["<", "b", ">"]  # data for textContent, not markup
+    assert spec(at, KEYS.grid)["tokens"][1:4] == ["<", "b", ">"]
 
 
 def test_korean_input_is_shown_as_jamo_and_unk():
     at = page(TM)
-    at.selectbox(key=K.preset).set_value("korean").run()
+    at.selectbox(key=KEYS.preset).set_value("korean").run()
     no_errors(at)
-    toks = spec(at, K.grid)["tokens"]
+    toks = spec(at, KEYS.grid)["tokens"]
     assert toks == pretrained.minilm().trace("나는 오늘 사과를 먹었다").tokens and "[UNK]" in toks
     jamo = sum(any(0x1100 <= ord(c) <= 0x11FF for c in tok) for tok in toks)
     assert any(table("en")["tm.korean_note"].format(jamo=jamo, unk=toks.count("[UNK]")) == i.value for i in at.info)
-    assert at.text_input(key=K.text).value == "나는 오늘 사과를 먹었다"
+    assert at.text_input(key=KEYS.text).value == "나는 오늘 사과를 먹었다"
     at.switch_page("app_pages/home.py").run()
     at.switch_page(TM).run()  # the sentence survives a visit to another page
     no_errors(at)
-    assert at.text_input(key=K.text).value == "나는 오늘 사과를 먹었다" and spec(at, K.grid)["tokens"] == toks
+    assert at.text_input(key=KEYS.text).value == "나는 오늘 사과를 먹었다" and spec(at, KEYS.grid)["tokens"] == toks
 
 
 def test_the_model_loads_once_per_server(monkeypatch):
@@ -262,16 +262,16 @@ def test_the_multi_head_pages_model_caption_is_measured(trace):
 
 def test_the_chosen_layer_and_head_survive_a_sentence_change_and_live_in_the_link():
     at = page(TM)
-    at.selectbox(key=K.layer).set_value(1).run()
-    at.selectbox(key=K.head).set_value(8).run()
+    at.selectbox(key=KEYS.layer).set_value(1).run()
+    at.selectbox(key=KEYS.head).set_value(8).run()
     assert (at.query_params["layer"], at.query_params["head"]) in ((["1"], ["8"]), ("1", "8"))
-    at.text_input(key=K.text).input("The river bank was muddy after the rain").run()
+    at.text_input(key=KEYS.text).input("The river bank was muddy after the rain").run()
     no_errors(at)
-    assert (at.selectbox(key=K.layer).value, at.selectbox(key=K.head).value) == (1, 8)
+    assert (at.selectbox(key=KEYS.layer).value, at.selectbox(key=KEYS.head).value) == (1, 8)
     A = pretrained.minilm().trace("The river bank was muddy after the rain").attentions[1, 8].numpy()
-    close(heat(at, K.heatmap), np.round(A.astype(float), 2), tol=1e-6)  # the new sentence's weights of layer 1, head 8
+    close(heat(at, KEYS.heatmap), np.round(A.astype(float), 2), tol=1e-6)  # the new sentence's weights of layer 1, head 8
     linked = page(TM, query={"layer": "4", "head": "11"})  # a link opens that head
-    assert (linked.selectbox(key=K.layer).value, linked.selectbox(key=K.head).value) == (4, 11)
+    assert (linked.selectbox(key=KEYS.layer).value, linked.selectbox(key=KEYS.head).value) == (4, 11)
     bad = page(TM, query={"layer": "99", "head": "<b>"})  # out of range / not a number: the first head, no error
     no_errors(bad)
-    assert (bad.selectbox(key=K.layer).value, bad.selectbox(key=K.head).value) == (0, 0)
+    assert (bad.selectbox(key=KEYS.layer).value, bad.selectbox(key=KEYS.head).value) == (0, 0)

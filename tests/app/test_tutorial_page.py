@@ -17,6 +17,7 @@ import pytest
 
 from attention_lab import codegen, scenario
 from attention_lab import tutorial as tut
+from attention_lab.tutorial.lessons import MEOK, NANEUN, ONEUL, SAGWA  # the example sentence's tokens
 from core import pretrained
 from ui import state
 from ui.i18n import table
@@ -24,10 +25,9 @@ from ui.text import fill, md
 
 from .helpers import ROOT, edit, heat, no_errors, page, spec
 
-K = state.TUTORIAL
+KEYS = state.TUTORIAL
 TUTORIAL = "app_pages/tutorial.py"
 X = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, 1, 1]], dtype=float)  # 나는 오늘 사과를 먹었다
-N, O, S, M = 0, 1, 2, 3
 L6_W = {name: np.array(m, dtype=float) for name, m in tut.L6["matrices"].items()}
 L9_X, L9_SRC = (np.array(tut.L9["matrices"][name], dtype=float) for name in ("X", "X_src"))
 
@@ -46,12 +46,12 @@ def weights(Q, K_, *, T=1.0, scale=None, mask=None):
 CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
 # the right answers, computed here from the lessons' numbers
 NUMBERS = {
-    "weighted-average.weight": weights(X, X)[M, S],
-    "dot-product.score": X[M] @ X[N],
-    "softmax-temperature.no-scale": weights(X, X, scale=1.0)[M, M],
-    "weighted-sum.output": weights(X, X)[M] @ X[:, 0],
-    "masks.weight": weights(X, X, mask=CAUSAL)[O, N],
-    "projections.score": (X[S] @ L6_W["W_q"]) @ (X[M] @ L6_W["W_k"]),
+    "weighted-average.weight": weights(X, X)[MEOK, SAGWA],
+    "dot-product.score": X[MEOK] @ X[NANEUN],
+    "softmax-temperature.no-scale": weights(X, X, scale=1.0)[MEOK, MEOK],
+    "weighted-sum.output": weights(X, X)[MEOK] @ X[:, 0],
+    "masks.weight": weights(X, X, mask=CAUSAL)[ONEUL, NANEUN],
+    "projections.score": (X[SAGWA] @ L6_W["W_q"]) @ (X[MEOK] @ L6_W["W_k"]),
     "multi-head.d-head": 8 / 2,
     "position.pe-value": math.sin(1.0),
     "cross-attention.outputs": L9_X.shape[0],
@@ -61,13 +61,13 @@ NUMBERS = {
     "model-writing.paris": round(100 * float(pretrained.smollm2().next_token(tut.L12_PROMPT).top_probs[0]), 2),
 }
 PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
-    "weighted-average.top": weights(X, X)[N],
-    "dot-product.top-score": weights(X, X)[M],
-    "projections.top": weights(X @ L6_W["W_q"], X @ L6_W["W_k"])[M],
+    "weighted-average.top": weights(X, X)[NANEUN],
+    "dot-product.top-score": weights(X, X)[MEOK],
+    "projections.top": weights(X @ L6_W["W_q"], X @ L6_W["W_k"])[MEOK],
     "cross-attention.cielo": weights(L9_X, L9_SRC)[2],
     "cross-attention.vediamo": weights(L9_X, L9_SRC)[0],
 }
-_COLD = weights(X, X, T=0.01)[N]
+_COLD = weights(X, X, T=0.01)[NANEUN]
 CHOICES = {
     "weighted-average.row-sum": "one" if np.allclose(weights(X, X).sum(1), 1) else "depends",
     "softmax-temperature.tie": "half" if np.isclose(np.sort(_COLD)[-1], 0.5, atol=1e-3) else "one",
@@ -91,12 +91,12 @@ EXERCISES = [(lesson, ex) for lesson in tut.LESSONS for ex in lesson.exercises]
 def open_lesson(lesson_id: str, lang: str = "en"):
     at = page(TUTORIAL, query={"lesson": lesson_id, "lang": lang})
     no_errors(at)
-    assert at.session_state[K.lesson] == lesson_id
+    assert at.session_state[KEYS.lesson] == lesson_id
     return at
 
 
 def answer_key(ex) -> str:
-    return state.item(K.answer, ex.id)
+    return state.item(KEYS.answer, ex.id)
 
 
 def check(at, ex, answer=None):
@@ -105,9 +105,9 @@ def check(at, ex, answer=None):
         at.text_input(key=answer_key(ex)).input("" if answer is None else str(answer))
     elif ex.kind in ("predict", "choice"):
         at.radio(key=answer_key(ex)).set_value(answer)
-    at.button(key=state.item(K.check, ex.id)).click().run()
+    at.button(key=state.item(KEYS.check, ex.id)).click().run()
     assert not at.exception, [e.value for e in at.exception]
-    return at.session_state[state.item(K.feedback, ex.id)]
+    return at.session_state[state.item(KEYS.feedback, ex.id)]
 
 
 def shown(at, kind: str) -> list[str]:
@@ -129,7 +129,7 @@ def message(fb, lang: str = "en") -> str:
 def assert_right(at, ex, fb) -> None:
     assert fb.ok, (ex.id, fb)
     assert message(fb) in shown(at, "success")
-    assert ex.id in at.session_state[K.progress]
+    assert ex.id in at.session_state[KEYS.progress]
     assert any(m.startswith("**Exercise") and m.endswith("✓") for m in shown(at, "markdown"))
 
 
@@ -140,7 +140,7 @@ def assert_wrong(at, ex, fb, hint: bool = True, *, done_before: bool = False) ->
         hint_text = fill(tut.text(fb.hint_key, "en"), **shown_values(fb.values))
         assert any(hint_text in i for i in shown(at, "info")), (ex.id, shown(at, "info"))
     if not done_before:  # a wrong try after a right one keeps the exercise done
-        assert ex.id not in (at.session_state[K.progress] if K.progress in at.session_state else [])
+        assert ex.id not in (at.session_state[KEYS.progress] if KEYS.progress in at.session_state else [])
     return True
 
 
@@ -150,30 +150,30 @@ def test_every_lesson_opens_without_error(lang):
     at = open_lesson(tut.LESSONS[0].id, lang)
     for i, lesson in enumerate(tut.LESSONS):
         if i:
-            at.button(key=K.next).click().run()
+            at.button(key=KEYS.next).click().run()
         no_errors(at)
-        assert at.session_state[K.lesson] == lesson.id
+        assert at.session_state[KEYS.lesson] == lesson.id
         assert at.subheader[0].value == f"{i + 1}. {tut.lesson_title(lesson.id, lang)}"
         body = tut.lesson_markdown(lesson.id, lang).split("\n", 1)[1].strip()
         assert any(m.strip() == body for m in shown(at, "markdown"))
         for ex in lesson.exercises:
             assert tut.text(ex.prompt_key, lang, **{k: md(v) if isinstance(v, str) else v
                                                     for k, v in ex.prompt_values.items()}) in shown(at, "markdown")
-        assert at.button(key=K.next).disabled == (i == len(tut.LESSONS) - 1)
+        assert at.button(key=KEYS.next).disabled == (i == len(tut.LESSONS) - 1)
         # the lesson's scenario is the shared scenario now, and the Playground link carries it
         link = at.get("page_link")[0].proto
         values, matrices, _ = scenario.validate(lesson.scenario_dict())
         carried = {k: v[0] for k, v in parse_qs(link.query_string).items()}
         assert "Playground" in link.page and scenario.to_query(values, matrices).items() <= carried.items()
-    assert at.session_state[K.lesson] == tut.LESSONS[-1].id
+    assert at.session_state[KEYS.lesson] == tut.LESSONS[-1].id
 
 
 def test_a_lesson_loads_its_scenario_into_the_shared_scenario():
     at = open_lesson("cross-attention")
     for ex in tut.lesson("cross-attention").exercises[1:3]:  # reveal the two predictions: the map shows
-        at.button(key=state.item(K.reveal, "button", ex.id)).click().run()
-    np.testing.assert_allclose(heat(at, K.weights), weights(L9_X, L9_SRC), atol=2e-6)
-    at.selectbox(key=K.pick).set_value("projections").run()
+        at.button(key=state.item(KEYS.reveal, "button", ex.id)).click().run()
+    np.testing.assert_allclose(heat(at, KEYS.weights), weights(L9_X, L9_SRC), atol=2e-6)
+    at.selectbox(key=KEYS.pick).set_value("projections").run()
     no_errors(at)
     assert at.session_state[state.scenario_kept("qkv")] == "projection"
     assert at.session_state[state.scenario_kept("mode")] == "self"
@@ -236,7 +236,7 @@ def choice_exercise(at, ex) -> None:
 # ------------------------------------------------------------------ make it so: the live panel
 def _sharp_temperature() -> float:
     grid = [round(0.1 * i, 1) for i in range(1, 51)]
-    return max(T for T in grid if weights(X, X, T=T)[M].max() > 0.9)
+    return max(T for T in grid if weights(X, X, T=T)[MEOK].max() > 0.9)
 
 
 def test_make_it_so_edit_one_cell_of_k():
@@ -244,13 +244,13 @@ def test_make_it_so_edit_one_cell_of_k():
     ex = tut.exercise("dot-product.edit-k")
     fb = check(at, ex)
     assert_wrong(at, ex, fb) and fb.message_key == "dot-product.edit-k.no_change"
-    edit(at, "K", {N: {"d1": 2.0}})  # 나는's key (1, 0, 1) → (1, 2, 1)
+    edit(at, "K", {NANEUN: {"d1": 2.0}})  # 나는's key (1, 0, 1) → (1, 2, 1)
     K_ = X.copy()
-    K_[N, 1] = 2.0
-    assert np.argmax(weights(X, K_)[S]) == N and np.sort(weights(X, K_)[S])[-2] < weights(X, K_)[S, N]
+    K_[NANEUN, 1] = 2.0
+    assert np.argmax(weights(X, K_)[SAGWA]) == NANEUN and np.sort(weights(X, K_)[SAGWA])[-2] < weights(X, K_)[SAGWA, NANEUN]
     fb = check(at, ex)
     assert_right(at, ex, fb)
-    assert fb.values["w"] == pytest.approx(weights(X, K_)[S, N], abs=1e-5)
+    assert fb.values["w"] == pytest.approx(weights(X, K_)[SAGWA, NANEUN], abs=1e-5)
 
 
 def test_make_it_so_temperature_and_the_exercise_setup_button():
@@ -262,11 +262,11 @@ def test_make_it_so_temperature_and_the_exercise_setup_button():
     at.slider(key=state.SCENARIO.temperature).set_value(T).run()
     fb = check(at, ex)
     assert_right(at, ex, fb)
-    assert fb.values["w"] == pytest.approx(weights(X, X, T=T)[M].max(), abs=1e-5)
+    assert fb.values["w"] == pytest.approx(weights(X, X, T=T)[MEOK].max(), abs=1e-5)
     # the no-scale question sets its panel up: scale none, and its weight map shows the answer
-    at.button(key=state.item(K.setup, "softmax-temperature.no-scale")).click().run()
+    at.button(key=state.item(KEYS.setup, "softmax-temperature.no-scale")).click().run()
     assert at.session_state[state.scenario_kept("scale")] == "none"
-    np.testing.assert_allclose(heat(at, state.item(K.pipeline, "weights")), weights(X, X, scale=1.0), atol=2e-6)
+    np.testing.assert_allclose(heat(at, state.item(KEYS.pipeline, "weights")), weights(X, X, scale=1.0), atol=2e-6)
     fb = check(at, ex)  # the scale changed too: the temperature task says so, and names it
     assert_wrong(at, ex, fb, done_before=True) and fb.message_key == "common.changed_other"
     assert fb.values["changed"] == ("scale",)
@@ -277,12 +277,12 @@ def test_make_it_so_edit_v():
     at = open_lesson("weighted-sum")
     ex = tut.exercise("weighted-sum.edit-v")
     assert_wrong(at, ex, check(at, ex))
-    edit(at, "V", {M: {"d0": 5.0}})
+    edit(at, "V", {MEOK: {"d0": 5.0}})
     V = X.copy()
-    V[M, 0] = 5.0
+    V[MEOK, 0] = 5.0
     fb = check(at, ex)
     assert_right(at, ex, fb)
-    assert fb.values["out"] == pytest.approx(weights(X, X)[M] @ V[:, 0], abs=1e-5) and fb.values["out"] > 2
+    assert fb.values["out"] == pytest.approx(weights(X, X)[MEOK] @ V[:, 0], abs=1e-5) and fb.values["out"] > 2
 
 
 def test_make_it_so_causal_mask_by_the_checkbox_or_by_clicks():
@@ -291,12 +291,12 @@ def test_make_it_so_causal_mask_by_the_checkbox_or_by_clicks():
     fb = check(at, ex)
     assert_wrong(at, ex, fb) and fb.message_key == "masks.causal.future"
     at.checkbox(key=state.SCENARIO.causal).check().run()
-    np.testing.assert_allclose(heat(at, K.weights), weights(X, X, mask=CAUSAL), atol=2e-6)
+    np.testing.assert_allclose(heat(at, KEYS.weights), weights(X, X, mask=CAUSAL), atol=2e-6)
     assert_right(at, ex, check(at, ex))
     # the same mask by clicking the six cells above the diagonal
     at = open_lesson("masks")
     for i, j in zip(*np.triu_indices(4, 1), strict=True):
-        at.session_state[K.clicks] = [(K.mask_chart, (int(i), int(j)))]
+        at.session_state[KEYS.clicks] = [(KEYS.mask_chart, (int(i), int(j)))]
         at.run()
     assert sorted(map(tuple, at.session_state[state.scenario_kept("blocked")])) == list(zip(*np.triu_indices(4, 1), strict=True))
     assert_right(at, ex, check(at, ex))
@@ -319,9 +319,9 @@ def test_make_it_so_heads():
     ex = tut.exercise("multi-head.heads")
     fb = check(at, ex)  # H = 2: d_k = 4
     assert_wrong(at, ex, fb) and fb.message_key == "multi-head.heads.wrong_dk"
-    at.select_slider(key=state.item(K.panel, "heads")).set_value(4).run()  # H = 4: d_k = 8 / 4 = 2
+    at.select_slider(key=state.item(KEYS.panel, "heads")).set_value(4).run()  # H = 4: d_k = 8 / 4 = 2
     assert_right(at, ex, check(at, ex))
-    assert spec(at, state.item(K.heads, 3))["z"]  # one map per head
+    assert spec(at, state.item(KEYS.heads, 3))["z"]  # one map per head
     assert any("H = 4" in m and "d_k = d_model / H = 2" in m for m in shown(at, "markdown"))
 
 
@@ -330,10 +330,10 @@ def test_make_it_so_order_of_the_words():
     ex = tut.exercise("position.move")
     fb = check(at, ex)  # the original order: nothing moves
     assert_wrong(at, ex, fb) and fb.message_key == "position.move.same"
-    at.text_input(key=state.item(K.panel, "perm")).input("2 1").run()
+    at.text_input(key=state.item(KEYS.panel, "perm")).input("2 1").run()
     assert any("0 … 3" in e for e in shown(at, "error"))  # not an order: a message, and the original order
     assert_wrong(at, ex, check(at, ex))
-    at.text_input(key=state.item(K.panel, "perm")).input("3 0 1 2").run()
+    at.text_input(key=state.item(KEYS.panel, "perm")).input("3 0 1 2").run()
     assert_right(at, ex, check(at, ex))
 
 
@@ -341,25 +341,25 @@ def test_make_it_so_order_of_the_words():
 def test_reveal_shows_the_answer_and_a_revealed_solution_can_be_put_on_the_panel():
     at = open_lesson("softmax-temperature")  # where α is computed (after the dot product and softmax)
     ex = tut.exercise("weighted-average.weight")
-    at.button(key=state.item(K.reveal, "button", ex.id)).click().run()
+    at.button(key=state.item(KEYS.reveal, "button", ex.id)).click().run()
     r = ex.reveal()
     assert r.answer == pytest.approx(round(NUMBERS[ex.id], 2))
     assert any(f"**{r.answer:g}**" in i for i in shown(at, "info"))
-    assert ex.id not in (at.session_state[K.progress] if K.progress in at.session_state else [])  # revealed ≠ done
+    assert ex.id not in (at.session_state[KEYS.progress] if KEYS.progress in at.session_state else [])  # revealed ≠ done
     # the prediction: revealing it shows the maps
-    at.selectbox(key=K.pick).set_value("weighted-average").run()
+    at.selectbox(key=KEYS.pick).set_value("weighted-average").run()
     pred = tut.exercise("weighted-average.top")
-    at.button(key=state.item(K.reveal, "button", pred.id)).click().run()
-    np.testing.assert_allclose(heat(at, K.weights), weights(X, X), atol=2e-6)
+    at.button(key=state.item(KEYS.reveal, "button", pred.id)).click().run()
+    np.testing.assert_allclose(heat(at, KEYS.weights), weights(X, X), atol=2e-6)
     # every make-it-so solution from a reveal, put on the panel, passes the check
     for lesson, task in EXERCISES:
         if task.kind == "make_it_so":
-            at.selectbox(key=K.pick).set_value(lesson.id).run()
-            at.button(key=state.item(K.reveal, "button", task.id)).click().run()
+            at.selectbox(key=KEYS.pick).set_value(lesson.id).run()
+            at.button(key=state.item(KEYS.reveal, "button", task.id)).click().run()
             assert tut.text(task.reveal().message_key, "en", **{k: md(v) if isinstance(v, str) else v
                                                                 for k, v in task.reveal().values.items()}) in \
                 "\n".join(shown(at, "info"))
-            at.button(key=state.item(K.apply, task.id)).click().run()
+            at.button(key=state.item(KEYS.apply, task.id)).click().run()
             assert_right(at, task, check(at, task))
 
 
@@ -381,8 +381,8 @@ def test_progress_in_the_url_round_trips():
     later = page(TUTORIAL, query=link)  # a new session from the link
     no_errors(later)
     assert not later.warning
-    assert later.session_state[K.lesson] == "masks"
-    options = later.selectbox(key=K.pick).options
+    assert later.session_state[KEYS.lesson] == "masks"
+    options = later.selectbox(key=KEYS.pick).options
     assert [o.endswith("✓") for o in options] == [lesson.id == "masks" for lesson in tut.LESSONS]
     assert sum(m.startswith("**Exercise") and m.endswith("✓") for m in shown(later, "markdown")) == 3
     n_ex = sum(len(lesson.exercises) for lesson in tut.LESSONS)  # 36 since the KV-cache and RoPE lessons
@@ -395,9 +395,9 @@ def test_a_tampered_link_gives_a_message_and_the_start(done):
     at = page(TUTORIAL, query={"lesson": "masks", "done": done})
     assert not at.exception
     assert table("en")["tu.url.done"] in shown(at, "warning")
-    assert at.session_state[K.lesson] == "masks"
-    assert not at.session_state[K.progress] if K.progress in at.session_state else True
-    assert not any(o.endswith("✓") for o in at.selectbox(key=K.pick).options)
+    assert at.session_state[KEYS.lesson] == "masks"
+    assert not at.session_state[KEYS.progress] if KEYS.progress in at.session_state else True
+    assert not any(o.endswith("✓") for o in at.selectbox(key=KEYS.pick).options)
     assert "done" not in at.query_params  # the default view: nothing done
 
 
@@ -405,7 +405,7 @@ def test_an_unknown_lesson_gives_a_message_and_the_first_lesson():
     at = page(TUTORIAL, query={"lesson": "<script>alert(1)</script>"})
     assert not at.exception
     assert any("first lesson" in w and "<script>" not in w for w in shown(at, "warning"))
-    assert at.session_state[K.lesson] == tut.LESSONS[0].id
+    assert at.session_state[KEYS.lesson] == tut.LESSONS[0].id
 
 
 def test_korean_feedback_and_hint():
@@ -440,7 +440,7 @@ def _snippets(at) -> list[str]:
 def _reveal_predictions(at, lesson_id: str) -> None:
     for ex in tut.lesson(lesson_id).exercises:
         if ex.kind == "predict":
-            at.button(key=state.item(K.reveal, "button", ex.id)).click().run()
+            at.button(key=state.item(KEYS.reveal, "button", ex.id)).click().run()
 
 
 def _panel_state(at) -> dict:
@@ -454,7 +454,7 @@ def _panel_state(at) -> dict:
 
 
 def _drawn_weights(at) -> np.ndarray:
-    for key in (state.item(K.pipeline, "weights"), K.weights):
+    for key in (state.item(KEYS.pipeline, "weights"), KEYS.weights):
         try:
             return heat(at, key)
         except (KeyError, LookupError, AssertionError):
@@ -474,14 +474,14 @@ def test_the_checkers_grade_the_numbers_the_page_draws(lesson):
     if lesson.panel == "multihead":
         tr = tut.lessons._mh(st_, tut.MH_D, tut.MH_H)
         for h in range(tut.MH_H):
-            np.testing.assert_allclose(heat(at, state.item(K.heads, h)), tr.weights[0, h].numpy(), atol=0.006)
+            np.testing.assert_allclose(heat(at, state.item(KEYS.heads, h)), tr.weights[0, h].numpy(), atol=0.006)
     elif lesson.panel == "position":
         n = len(at.session_state[state.SCENARIO.last_tokens])
         perm = tuple(range(n))  # the panel starts at the identity order
         for with_pe in (False, True):
             c = tut.lessons._ps(st_, perm, tut.PS_D, with_pe)
-            np.testing.assert_allclose(heat(at, state.item(K.sa_px, with_pe)), c.sa_px.numpy(), atol=0.006)
-            np.testing.assert_allclose(heat(at, state.item(K.p_sa_x, with_pe)), c.p_sa_x.numpy(), atol=0.006)
+            np.testing.assert_allclose(heat(at, state.item(KEYS.sa_px, with_pe)), c.sa_px.numpy(), atol=0.006)
+            np.testing.assert_allclose(heat(at, state.item(KEYS.p_sa_x, with_pe)), c.p_sa_x.numpy(), atol=0.006)
     else:
         np.testing.assert_allclose(_drawn_weights(at), tut.scenario_trace(st_).weights.numpy(), atol=2e-6)
         # the lesson's own scenario is the panel's state (the checkers' truths are computed on it)
@@ -497,7 +497,7 @@ def test_the_checkers_grade_the_numbers_the_page_draws_after_edits():
     at.slider(key=state.SCENARIO.temperature).set_value(0.5).run()
     no_errors(at)
     np.testing.assert_allclose(_drawn_weights(at), tut.scenario_trace(_panel_state(at)).weights.numpy(), atol=2e-6)
-    at.selectbox(key=K.pick).set_value("masks").run()
+    at.selectbox(key=KEYS.pick).set_value("masks").run()
     at.checkbox(key=state.SCENARIO.causal).check().run()
     no_errors(at)
     np.testing.assert_allclose(_drawn_weights(at), tut.scenario_trace(_panel_state(at)).weights.numpy(), atol=2e-6)
@@ -507,17 +507,17 @@ def test_the_snippets_on_the_page_print_the_weights_the_page_shows():
     cases = []  # (the page's weights, its snippets)
     at = open_lesson("weighted-average")  # the default sentence, Q = K = V = X
     _reveal_predictions(at, "weighted-average")
-    cases.append((heat(at, K.weights), _snippets(at)))
-    at.selectbox(key=K.pick).set_value("masks").run()  # causal
+    cases.append((heat(at, KEYS.weights), _snippets(at)))
+    at.selectbox(key=KEYS.pick).set_value("masks").run()  # causal
     at.checkbox(key=state.SCENARIO.causal).check().run()
-    cases.append((heat(at, K.weights), _snippets(at)))
-    at.selectbox(key=K.pick).set_value("cross-attention").run()  # cross attention, loaded matrices
+    cases.append((heat(at, KEYS.weights), _snippets(at)))
+    at.selectbox(key=KEYS.pick).set_value("cross-attention").run()  # cross attention, loaded matrices
     _reveal_predictions(at, "cross-attention")
-    cases.append((heat(at, K.weights), _snippets(at)))
-    at.selectbox(key=K.pick).set_value("dot-product").run()  # an edited cell of K
+    cases.append((heat(at, KEYS.weights), _snippets(at)))
+    at.selectbox(key=KEYS.pick).set_value("dot-product").run()  # an edited cell of K
     _reveal_predictions(at, "dot-product")
     edit(at, "K", {1: {"d0": -1.5}})
-    cases.append((heat(at, state.item(K.pipeline, "weights")), _snippets(at)))
+    cases.append((heat(at, state.item(KEYS.pipeline, "weights")), _snippets(at)))
     no_errors(at)
     assert "mask = torch.tensor(" in cases[1][1][0] and "X_kv = torch.tensor(" in cases[2][1][0]
     assert "-1.5" in cases[3][1][0]
@@ -541,7 +541,7 @@ def test_a_scenario_changed_elsewhere_asks_for_a_reload():
     assert table("en")["tu.drifted"] in shown(at, "warning")
     fb = check(at, tut.exercise("weighted-average.weight"), "0.21")  # a computed question still checks the lesson's numbers
     assert fb.ok
-    at.button(key=K.reload).click().run()
+    at.button(key=KEYS.reload).click().run()
     assert at.session_state[state.scenario_kept("tokens")] == scenario.DEFAULTS["tokens"] and not at.warning
 
 

@@ -295,12 +295,25 @@ def registry_named_k(tree: ast.AST) -> list[int]:
             and node.value.value.id == "state"]
 
 
+def single_letter_names(tree: ast.AST) -> list[int]:
+    """Lines that bind N, O, S or M at a module's top level (as constants beside the formulas)."""
+    return [node.lineno for node in getattr(tree, "body", []) if isinstance(node, ast.Assign)
+            and any(isinstance(n, ast.Name) and n.id in {"N", "O", "S", "M"}
+                    for t in node.targets for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", [])))]
+
+
 def test_names_do_not_clash_with_the_math():
     """A page's session keys are ``KEYS = state.<PAGE>`` (``K`` is the key matrix, ``Inputs.K``), and one
     class of the project is named ``View`` (ui/view.py: how the Playground is shown)."""
     assert registry_named_k(ast.parse("K = state.MASKS\nKEYS = state.MASKS\n")) == [1]
-    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "app_pages").glob("*.py"))
+    files = [*sorted((ROOT / "app_pages").glob("*.py")), *sorted((ROOT / "tests").rglob("*.py"))]
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in files
                  for n in registry_named_k(ast.parse(p.read_text(encoding="utf-8")))]
+    assert not offenders, offenders
+    # the tutorial's token positions are not N, O, S, M (count, output, scores, mask in the formulas)
+    assert single_letter_names(ast.parse("N, O, S, M = 0, 1, 2, 3\nNANEUN = 0\n")) == [1]
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in [*sorted((ROOT / "attention_lab").rglob("*.py")), *files]
+                 for n in single_letter_names(ast.parse(p.read_text(encoding="utf-8")))]
     assert not offenders, offenders
     views = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in sources().values()
              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))

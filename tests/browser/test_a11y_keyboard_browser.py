@@ -150,14 +150,14 @@ def test_step_through_arrows_leave_text_boxes_alone(server_url, chromium):
 
 @pytest.mark.skipif(not _model_installed(), reason="the model package is not installed")
 def test_trained_model_open_a_head_by_keyboard(server_url, chromium):
-    K = state.TRAINED_MODEL
+    KEYS = state.TRAINED_MODEL
     ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = ctx.new_page()
         page.goto(f"{server_url}/Trained_model?lang=en")
         settle(page, "en")
-        page.locator(css(K.grid) + " canvas").wait_for(timeout=60_000)
-        before = page.evaluate("() => document.querySelector('" + css(K.grid) + " [data-testid=stBidiComponentIsolated]')"
+        page.locator(css(KEYS.grid) + " canvas").wait_for(timeout=60_000)
+        before = page.evaluate("() => document.querySelector('" + css(KEYS.grid) + " [data-testid=stBidiComponentIsolated]')"
                                ".shadowRoot.querySelector('.almv').dataset.selected")
         got = tab_until(page, lambda d: d.get("tag") == "CANVAS" and d.get("role") == "application")
         assert got["outline"] != "none"
@@ -165,7 +165,7 @@ def test_trained_model_open_a_head_by_keyboard(server_url, chromium):
         page.keyboard.press("ArrowDown")
         page.keyboard.press("ArrowRight")
         want = [min(5, start[0] + 1), min(11, start[1] + 1)]
-        live = page.locator(css(K.grid) + " .hover")
+        live = page.locator(css(KEYS.grid) + " .hover")
         expect(live).to_have_attribute("aria-live", "polite")
         expect(live).to_have_text(f"layer {want[0]}, head {want[1]}")
         page.keyboard.press("Enter")

@@ -17,7 +17,7 @@ from ui.state import css_class as css
 from .conftest import ARTIFACTS, wait_idle
 
 pytestmark = pytest.mark.browser
-K = state.KV_CACHE
+KEYS = state.KV_CACHE
 
 
 def test_a_chart_saves_as_plotlys_svg_and_png_with_the_korean_font_inside(server_url, chromium):
@@ -28,9 +28,9 @@ def test_a_chart_saves_as_plotlys_svg_and_png_with_the_korean_font_inside(server
         page = ctx.new_page()
         page.goto(f"{server_url}/KV_cache?lang=ko")
         wait_idle(page)
-        bar = page.locator(css(state.item(K.cost, "export")))
+        bar = page.locator(css(state.item(KEYS.cost, "export")))
         expect(bar.get_by_role("button", name="SVG")).to_be_visible(timeout=60_000)
-        chart = page.locator(css(K.cost) + " .js-plotly-plot svg.main-svg").first
+        chart = page.locator(css(KEYS.cost) + " .js-plotly-plot svg.main-svg").first
         expect(chart).to_be_visible()
         width = round(chart.bounding_box()["width"])
         with page.expect_download() as d:

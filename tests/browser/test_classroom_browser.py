@@ -19,7 +19,7 @@ from ui.state import css_class as css
 from .conftest import ARTIFACTS, settled, wait_idle
 from .helpers import PG_WEIGHTS, wait_z
 
-K = state.PLAYGROUND
+KEYS = state.PLAYGROUND
 C18_X = tokens.c18_embedding()
 # the pipeline's maps: components of their own, or panels of one component (Playwright's CSS pierces shadow roots)
 MAPS = "[class*='st-key-playground-pipeline-'] .alhm"
@@ -58,9 +58,9 @@ def test_step_through_by_click_and_by_arrow_key(server_url, chromium):
     try:
         maps = page.locator(MAPS)
         expect(maps).to_have_count(5)
-        page.locator(css(K.step_start) + " button").first.click()
+        page.locator(css(KEYS.step_start) + " button").first.click()
         expect(maps).to_have_count(1, timeout=30_000)
-        page.locator(css(K.step_next) + " button").first.click()
+        page.locator(css(KEYS.step_next) + " button").first.click()
         expect(maps).to_have_count(2, timeout=30_000)
         page.evaluate("() => document.activeElement && document.activeElement.blur()")  # not in a text box
         page.keyboard.press("ArrowRight")
@@ -129,7 +129,7 @@ def test_eight_tokens_all_five_steps_on_one_1920_screen(server_url, chromium, la
         wait_z(page, PG_WEIGHTS, "z.length === 8")
         page.screenshot(path=str(ARTIFACTS / f"classroom-1920x1080-n8-{lang}.png"))
         for step in ("scores", "scaled", "masked", "weights", "output"):
-            box = page.locator(css(state.item(K.pipeline, step)) + " .alhm").bounding_box()
+            box = page.locator(css(state.item(KEYS.pipeline, step)) + " .alhm").bounding_box()
             assert box and box["y"] >= 0 and box["y"] + box["height"] <= 1080, (step, box)
     finally:
         ctx.close()

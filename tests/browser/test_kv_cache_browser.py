@@ -15,7 +15,7 @@ from .conftest import ARTIFACTS, wait_idle
 from .helpers import wait_z
 
 pytestmark = pytest.mark.browser
-K = state.KV_CACHE
+KEYS = state.KV_CACHE
 C18 = list(tokens.C18_TOKENS)
 
 
@@ -31,21 +31,21 @@ def full_rows() -> np.ndarray:
 def test_step_buttons_and_arrow_keys_move_the_decoding_step(server_url, new_page, lang):
     page = new_page(f"{server_url}/KV_cache?lang={lang}", locale="ko-KR" if lang == "ko" else "en-US", height=1400)
     ref = full_rows()
-    wait_z(page, K.new_row, "z.length === 2 && z[0].length === 1")
-    page.locator(css(K.step_next) + " button").first.click()
-    W = wait_z(page, K.new_row, "z[0].length === 2")
+    wait_z(page, KEYS.new_row, "z.length === 2 && z[0].length === 1")
+    page.locator(css(KEYS.step_next) + " button").first.click()
+    W = wait_z(page, KEYS.new_row, "z[0].length === 2")
     np.testing.assert_allclose(W, ref[:, 1, :2], atol=6e-4)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")  # not in a text box
     wait_idle(page)  # the rerun has ended: the key listener is mounted again
     page.keyboard.press("ArrowRight")
-    wait_z(page, K.new_row, "z[0].length === 3")
+    wait_z(page, KEYS.new_row, "z[0].length === 3")
     wait_idle(page)  # the rerun has ended: the key listener is mounted again
     page.keyboard.press("ArrowRight")
-    W = wait_z(page, K.new_row, "z[0].length === 4")
+    W = wait_z(page, KEYS.new_row, "z[0].length === 4")
     np.testing.assert_allclose(W, ref[:, 3, :], atol=6e-4)
     wait_idle(page)  # the rerun has ended: the key listener is mounted again
     page.keyboard.press("ArrowLeft")
-    wait_z(page, K.new_row, "z[0].length === 3")
+    wait_z(page, KEYS.new_row, "z[0].length === 3")
     expect(page.locator("strong", has_text="t = 3")).to_be_visible()
     wait_idle(page)
     ARTIFACTS.mkdir(exist_ok=True)

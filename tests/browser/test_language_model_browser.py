@@ -20,7 +20,7 @@ try:
 except decoder.ModelNotInstalled:
     pytest.skip(f"the model package is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
 
-K = state.LANGUAGE_MODEL
+KEYS = state.LANGUAGE_MODEL
 
 
 def open_at(chromium, url: str, width: int, height: int, lang: str = "en"):
@@ -30,7 +30,7 @@ def open_at(chromium, url: str, width: int, height: int, lang: str = "en"):
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
     page.goto(url)
     wait_idle(page, timeout=300_000)  # the first visit loads the model (seconds; minutes on a loaded 2-core machine)
-    expect(page.locator(css(K.bars_model)).get_by_text("␣Paris")).to_be_visible(timeout=120_000)
+    expect(page.locator(css(KEYS.bars_model)).get_by_text("␣Paris")).to_be_visible(timeout=120_000)
     return ctx, page
 
 
@@ -68,7 +68,7 @@ def test_writing_by_button_and_arrow_key_and_html_as_text(server_url, chromium):
         page.keyboard.press("ArrowRight")
         expect(page.get_by_text(table("en")["lm.written"].replace("**", "").format(n=2))).to_be_visible(timeout=120_000)
         page.screenshot(path=str(ARTIFACTS / "language-model-writing.png"))
-        box = page.locator(css(K.text) + " textarea")
+        box = page.locator(css(KEYS.text) + " textarea")
         box.fill("<b>bold</b> and <img src=x onerror=alert(1)>")
         box.press("Control+Enter")
         wait_idle(page, timeout=120_000)

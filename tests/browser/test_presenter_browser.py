@@ -20,7 +20,7 @@ from .helpers import PG_WEIGHTS, wait_z
 
 pytestmark = pytest.mark.browser
 
-K = state.PLAYGROUND
+KEYS = state.PLAYGROUND
 W, H = 1280, 720
 SENTENCES = {4: "나는 오늘 사과를 먹었다", 6: "the cat sat on the mat",
              16: "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"}
@@ -60,7 +60,7 @@ def test_presenter_steps_land_in_view_with_no_map_cut(server_url, chromium, n, l
     ctx, page = _open(chromium, f"{server_url}/Playground?{query}", lang=lang)
     try:
         wait_z(page, PG_WEIGHTS, f"z.length === {n}")
-        page.locator(css(K.step_start) + " button").first.click()
+        page.locator(css(KEYS.step_start) + " button").first.click()
         for step, name in enumerate(("scores", "scaled", "masked", "weights", "output", "inspector"), start=1):
             if step > 1:
                 page.evaluate("() => document.activeElement && document.activeElement.blur && "
@@ -68,7 +68,7 @@ def test_presenter_steps_land_in_view_with_no_map_cut(server_url, chromium, n, l
                 page.keyboard.press("ArrowRight")
             if name != "inspector":
                 expect(page.locator(PANEL)).to_have_count(step, timeout=30_000)
-                sel = f".almaps .panel[data-key='{state.item(K.pipeline, name)}']"
+                sel = f".almaps .panel[data-key='{state.item(KEYS.pipeline, name)}']"
             else:
                 expect(page.locator(".alinspector")).to_have_count(1, timeout=30_000)
                 sel = ".alinspector"
@@ -120,7 +120,7 @@ def test_the_qr_code_stays_in_its_column_goes_full_screen_and_warns_about_localh
         _shot(page, f"qr-fullscreen-1280x720-{lang}-present{present}")
         page.keyboard.press("Escape")
         expect(full).to_have_count(0)
-        host = page.locator(css(K.link_host) + " input")
+        host = page.locator(css(KEYS.link_host) + " input")
         host.fill("192.168.0.12:8501")
         host.press("Enter")
         expect(page.locator("[data-testid=stCode]").nth(1)).to_contain_text("http://192.168.0.12:8501/Playground?",
@@ -140,7 +140,7 @@ def test_a_student_link_on_a_phone_has_no_teacher_controls(server_url, chromium,
         expect(tabs.first).to_have_text(re.compile("^① "))
         names = [tabs.nth(i).inner_text() for i in range(tabs.count())]
         assert names == ["① " + table(lang)["class.tab.mask"]], names  # no Share tab; numbered from ①
-        for key in (K.present, K.step_start, K.step_next, K.step_all):
+        for key in (KEYS.present, KEYS.step_start, KEYS.step_next, KEYS.step_all):
             assert page.locator(css(key)).count() == 0, key
         _shot(page, f"student-link-390x844-{lang}")
     finally:

@@ -17,8 +17,8 @@ from ui.state import css_class as css
 from .conftest import wait_idle
 from .helpers import shot, wait_z
 
-K = state.TRAINED_MODEL
-WEIGHTS = state.item(K.pipeline, "weights")
+KEYS = state.TRAINED_MODEL
+WEIGHTS = state.item(KEYS.pipeline, "weights")
 SENTENCE = "The animal didn't cross the street because it was too tired"
 
 try:
@@ -49,14 +49,14 @@ def trace():
 
 
 def _geometry(page) -> dict:
-    page.wait_for_function(GEOM, arg=_key(K.grid), timeout=60_000)
-    return json.loads(page.evaluate(GEOM, _key(K.grid)))
+    page.wait_for_function(GEOM, arg=_key(KEYS.grid), timeout=60_000)
+    return json.loads(page.evaluate(GEOM, _key(KEYS.grid)))
 
 
 def test_model_view_click_opens_a_head_and_hover_shows_one_tokens_lines(server_url, new_page, trace):
     page = new_page(f"{server_url}/Trained_model")
     g = _geometry(page)
-    canvas = page.locator(css(K.grid) + " canvas")
+    canvas = page.locator(css(KEYS.grid) + " canvas")
     box = canvas.bounding_box()
     assert box["width"] >= g["left"] + 12 * (g["size"] + g["gap"]) - 1  # 12 heads across
     assert box["height"] >= g["top"] + 6 * (g["size"] + g["gap"]) - 1  # 6 layers down
@@ -71,10 +71,10 @@ def test_model_view_click_opens_a_head_and_hover_shows_one_tokens_lines(server_u
     np.testing.assert_allclose(got, want, atol=1.5e-3)
     expect(page.get_by_text(f"Layer {l}, head {h}", exact=True)).to_be_visible()
     # hover "it" (token 10) in the head view: only its lines stay visible
-    view = page.locator(css(K.head_view))
+    view = page.locator(css(KEYS.head_view))
     view.scroll_into_view_if_needed()
     view.locator(".left .tok").nth(10).hover()
-    seen = page.evaluate(VISIBLE_LINES, _key(K.head_view))
+    seen = page.evaluate(VISIBLE_LINES, _key(KEYS.head_view))
     assert seen["focus"] == "i10"
     assert seen["shown"] and all(i == 10 for i, _ in seen["shown"])
     assert len(seen["shown"]) < seen["total"]
@@ -90,18 +90,18 @@ def test_korean_page_and_html_typed_as_text(server_url, new_page):
     page = new_page(f"{server_url}/Trained_model?lang=ko", locale="ko-KR")
     expect(page.get_by_role("heading", name=table("ko")["tm.patterns"])).to_be_visible(timeout=60_000)
     _geometry(page)
-    box = page.locator(css(K.text) + " input")
+    box = page.locator(css(KEYS.text) + " input")
     box.fill("<b>bold</b> and <img src=x onerror=alert(1)>")
     box.press("Enter")
     wait_idle(page)
-    expect(page.locator(css(K.head_view) + " .left .tok").nth(1)).to_have_text("<", timeout=60_000)
+    expect(page.locator(css(KEYS.head_view) + " .left .tok").nth(1)).to_have_text("<", timeout=60_000)
     assert page.locator("[data-testid=stMain] b", has_text="bold").count() == 0
     assert page.locator("[data-testid=stMain] img[src=x]").count() == 0
     assert not page.dialogs
     box.fill("나는 오늘 사과를 먹었다")
     box.press("Enter")
     wait_idle(page)
-    expect(page.locator(css(K.head_view) + " .left .tok")).to_have_count(20, timeout=60_000)  # jamo pieces, [UNK]
+    expect(page.locator(css(KEYS.head_view) + " .left .tok")).to_have_count(20, timeout=60_000)  # jamo pieces, [UNK]
     expect(page.get_by_text("[UNK]").first).to_be_visible()
     shot(page, "trained-model-ko")
     assert page.locator('[data-testid="stException"]').count() == 0

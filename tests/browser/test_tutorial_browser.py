@@ -20,7 +20,7 @@ from ui.state import css_class as css
 from .conftest import wait_idle
 from .helpers import shot, wait_z
 
-K = state.TUTORIAL
+KEYS = state.TUTORIAL
 X = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, 1, 1]], dtype=float)
 LESSONS = Path(__file__).resolve().parents[2] / "assets" / "lessons"
 I18N = Path(__file__).resolve().parents[2] / "assets" / "i18n"
@@ -40,21 +40,21 @@ def softmax(z):
 
 
 def press_check(page, exercise_id: str) -> None:
-    page.locator(css(state.item(K.check, exercise_id)) + " button").click()
+    page.locator(css(state.item(KEYS.check, exercise_id)) + " button").click()
 
 
 def expect_done(page, exercise_id: str) -> None:
-    box = page.locator(css(state.item(K.panel, "exercise", exercise_id)))
+    box = page.locator(css(state.item(KEYS.panel, "exercise", exercise_id)))
     expect(box.locator("[data-testid=stAlertContentSuccess]")).to_be_visible(timeout=30_000)
     expect(box.get_by_text("✓").first).to_be_visible()
 
 
 def pick(page, exercise_id: str, label: str) -> None:
-    page.locator(css(state.item(K.answer, exercise_id))).get_by_text(label, exact=True).click()
+    page.locator(css(state.item(KEYS.answer, exercise_id))).get_by_text(label, exact=True).click()
 
 
 def type_answer(page, exercise_id: str, value: str) -> None:
-    box = page.locator(css(state.item(K.answer, exercise_id)) + " input")
+    box = page.locator(css(state.item(KEYS.answer, exercise_id)) + " input")
     box.fill(value)
     box.press("Enter")
 
@@ -68,7 +68,7 @@ def test_masks_lesson_in_english(server_url, new_page):
     page.locator(css(state.SCENARIO.causal) + " label").click()
     causal = np.tril(np.ones((4, 4), dtype=bool))
     want = softmax(np.where(causal, X @ X.T / math.sqrt(3), -np.inf))
-    np.testing.assert_allclose(wait_z(page, K.weights, "z[0][1] === 0"), want, atol=6e-4)
+    np.testing.assert_allclose(wait_z(page, KEYS.weights, "z[0][1] === 0"), want, atol=6e-4)
     press_check(page, "masks.causal")
     expect_done(page, "masks.causal")
     # 2. a number, computed here
@@ -83,7 +83,7 @@ def test_masks_lesson_in_english(server_url, new_page):
     press_check(page, "masks.order")
     expect_done(page, "masks.order")
     expect(page.get_by_text(ui_text("en", "tu.lesson_done"))).to_be_visible(timeout=30_000)
-    expect(page.locator(css(K.pick) + " input")).to_have_value(f"5. {tut.lesson_title('masks', 'en')} ✓")
+    expect(page.locator(css(KEYS.pick) + " input")).to_have_value(f"5. {tut.lesson_title('masks', 'en')} ✓")
     assert "done=" in page.url and "lesson=masks" in page.url
     shot(page, "tutorial-en-masks-done")
     # the way out: the example as code, and as a notebook that nbformat accepts
@@ -91,7 +91,7 @@ def test_masks_lesson_in_english(server_url, new_page):
     expect(page.get_by_text("mask = torch.tensor([").first).to_be_visible(timeout=30_000)
     wait_idle(page)  # the code panel's run has ended: its download button is the one that stays
     with page.expect_download() as download:
-        page.locator(css(state.item(state.CODE_EXPORT.download, state.item(K.panel, "masks"))) + " button").click()
+        page.locator(css(state.item(state.CODE_EXPORT.download, state.item(KEYS.panel, "masks"))) + " button").click()
     nb = nbformat.reads(Path(download.value.path()).read_text(encoding="utf-8"), as_version=4)
     nbformat.validate(nb)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
@@ -113,15 +113,15 @@ def test_cross_attention_lesson_in_korean(server_url, new_page):
         wrong = int(np.argmin(w[row]))
         pick(page, ex_id, sources[wrong])
         press_check(page, ex_id)
-        expect(page.locator(css(state.item(K.panel, "exercise", ex_id)) + " [data-testid=stAlertContentError]")).to_be_visible(
+        expect(page.locator(css(state.item(KEYS.panel, "exercise", ex_id)) + " [data-testid=stAlertContentError]")).to_be_visible(
             timeout=30_000)
         pick(page, ex_id, sources[int(np.argmax(w[row]))])
         press_check(page, ex_id)
         expect_done(page, ex_id)
-    np.testing.assert_allclose(wait_z(page, K.weights, "z.length === 3"), w, atol=6e-4)  # answered: the map shows
+    np.testing.assert_allclose(wait_z(page, KEYS.weights, "z.length === 3"), w, atol=6e-4)  # answered: the map shows
     type_answer(page, "cross-attention.outputs", str(Xq.shape[0]))
     press_check(page, "cross-attention.outputs")
     expect_done(page, "cross-attention.outputs")
     expect(page.get_by_text(ui_text("ko", "tu.lesson_done"))).to_be_visible(timeout=30_000)
-    expect(page.locator(css(K.pick) + " input")).to_have_value(f"9. {tut.lesson_title('cross-attention', 'ko')} ✓")
+    expect(page.locator(css(KEYS.pick) + " input")).to_have_value(f"9. {tut.lesson_title('cross-attention', 'ko')} ✓")
     shot(page, "tutorial-ko-cross-done")

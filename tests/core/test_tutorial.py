@@ -15,13 +15,13 @@ import torch
 
 from attention_lab import scenario
 from attention_lab import tutorial as T
+from attention_lab.tutorial.lessons import MEOK, NANEUN, ONEUL, SAGWA  # the example sentence's tokens
 
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "assets" / "lessons"
 EN = json.loads((LESSONS_DIR / "exercises.en.json").read_text(encoding="utf-8"))
 KO = json.loads((LESSONS_DIR / "exercises.ko.json").read_text(encoding="utf-8"))
 
 X = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, 1, 1]], dtype=float)  # 나는 오늘 사과를 먹었다
-N, O, S, M = 0, 1, 2, 3
 ALL = [ex for lesson in T.LESSONS for ex in lesson.exercises]
 SEEN: list = []  # the message keys produced, for the reachability test at the end
 
@@ -44,11 +44,11 @@ def softmax(row):
 
 
 def weights(Q, K, scale=None, temperature=1.0, mask=None):
-    S = np.asarray(Q, float) @ np.asarray(K, float).T
-    S = S * ((1 / math.sqrt(np.shape(K)[1])) if scale is None else scale) / temperature
+    SAGWA = np.asarray(Q, float) @ np.asarray(K, float).T
+    SAGWA = SAGWA * ((1 / math.sqrt(np.shape(K)[1])) if scale is None else scale) / temperature
     if mask is not None:
-        S = np.where(mask, S, -np.inf)
-    return np.stack([softmax(r) for r in S])
+        SAGWA = np.where(mask, SAGWA, -np.inf)
+    return np.stack([softmax(r) for r in SAGWA])
 
 
 def ph(template: str) -> set[str]:
@@ -205,7 +205,7 @@ def test_scenario_trace_reproduces_the_worked_example():
     lt = T.scenario_trace({})
     want = weights(X, X)
     np.testing.assert_allclose(lt.weights.numpy(), want, atol=1e-6)
-    np.testing.assert_allclose(lt.weights[M].numpy(), [0.2091, 0.2091, 0.2091, 0.3726], atol=1e-4)
+    np.testing.assert_allclose(lt.weights[MEOK].numpy(), [0.2091, 0.2091, 0.2091, 0.3726], atol=1e-4)
     np.testing.assert_allclose(lt.trace.attn.output.numpy(), want @ X, atol=1e-6)
     # a causal mask, a clicked cell and padding, all in row convention whatever the display
     lt = T.scenario_trace({"causal": True, "pad": [0], "blocked": [[3, 3]], "convention": "column"})
@@ -290,7 +290,7 @@ def test_number_parsing_accepts_korean_comma_fullwidth_and_unicode_minus():
 
 # ------------------------------------------------------------------ 1. weighted average
 def test_weighted_average_weight():
-    w = weights(X, X)[M, S]  # 먹었다 → 사과를
+    w = weights(X, X)[MEOK, SAGWA]  # 먹었다 → 사과를
     assert w == pytest.approx(0.209, abs=5e-4)
     assert ok(check("weighted-average.weight", f"{w:.2f}"))
     assert ok(check("weighted-average.weight", w + 0.009))
@@ -298,11 +298,11 @@ def test_weighted_average_weight():
     fb = check("weighted-average.weight", f"{e:.2f}")  # exp(score) without dividing by the sum
     assert wrong(fb, "weighted-average.weight.no_sum")
     assert fb.values["e"] == pytest.approx(e, rel=1e-5)
-    total = sum(math.exp(s / math.sqrt(3)) for s in X[M] @ X.T)
+    total = sum(math.exp(s / math.sqrt(3)) for s in X[MEOK] @ X.T)
     assert fb.values["total"] == pytest.approx(total, rel=1e-5)
     assert wrong(check("weighted-average.weight", "2"), "weighted-average.weight.score")
     assert wrong(check("weighted-average.weight", f"{2 / math.sqrt(3):.2f}"), "weighted-average.weight.scaled")
-    assert wrong(check("weighted-average.weight", f"{softmax(X[M] @ X.T)[S]:.3f}"), "weighted-average.weight.no_scale")
+    assert wrong(check("weighted-average.weight", f"{softmax(X[MEOK] @ X.T)[SAGWA]:.3f}"), "weighted-average.weight.no_scale")
     assert wrong(check("weighted-average.weight", "0.25"), "weighted-average.weight.uniform")
     assert wrong(check("weighted-average.weight", "0.37"), "weighted-average.weight.self")
     assert wrong(check("weighted-average.weight", "0.6"), "weighted-average.weight.wrong")
@@ -311,15 +311,15 @@ def test_weighted_average_weight():
 
 
 def test_weighted_average_top_accepts_either_tied_key():
-    row = weights(X, X)[N]
+    row = weights(X, X)[NANEUN]
     tied = [j for j in range(4) if row[j] >= row.max() - 1e-9]
-    assert tied == [N, M]
+    assert tied == [NANEUN, MEOK]
     for j in tied:
         fb = check("weighted-average.top", j)
         assert ok(fb) and fb.message_key == "weighted-average.top.ok_tie"
     assert ok(check("weighted-average.top", "먹었다")) and ok(check("weighted-average.top", "0"))
-    fb = check("weighted-average.top", O)
-    assert wrong(fb, "weighted-average.top.wrong") and fb.values["chosen_w"] == pytest.approx(row[O], abs=1e-5)
+    fb = check("weighted-average.top", ONEUL)
+    assert wrong(fb, "weighted-average.top.wrong") and fb.values["chosen_w"] == pytest.approx(row[ONEUL], abs=1e-5)
 
 
 def test_weighted_average_row_sum():
@@ -329,21 +329,21 @@ def test_weighted_average_row_sum():
 
 # ------------------------------------------------------------------ 2. dot product
 def test_dot_product_score():
-    s = float(X[M] @ X[N])
+    s = float(X[MEOK] @ X[NANEUN])
     assert ok(check("dot-product.score", str(s)))
     assert wrong(check("dot-product.score", f"{s / math.sqrt(3):.3f}"), "dot-product.score.scaled")
-    assert wrong(check("dot-product.score", f"{weights(X, X)[M, N]:.3f}"), "dot-product.score.weight")
+    assert wrong(check("dot-product.score", f"{weights(X, X)[MEOK, NANEUN]:.3f}"), "dot-product.score.weight")
     assert wrong(check("dot-product.score", "3"), "dot-product.score.self")
     assert wrong(check("dot-product.score", "1"), "dot-product.score.wrong")
-    bound = np.linalg.norm(X[M]) * np.linalg.norm(X[N])  # |q·k| ≤ ‖q‖‖k‖
+    bound = np.linalg.norm(X[MEOK]) * np.linalg.norm(X[NANEUN])  # |q·k| ≤ ‖q‖‖k‖
     assert wrong(check("dot-product.score", f"{bound + 0.1:.2f}"), "dot-product.score.outside")
     assert wrong(check("dot-product.score", "-5"), "dot-product.score.outside")
 
 
 def test_dot_product_top_score():
-    assert int(np.argmax(X[M] @ X.T)) == M
-    assert ok(check("dot-product.top-score", M))
-    for j in (N, O, S):
+    assert int(np.argmax(X[MEOK] @ X.T)) == MEOK
+    assert ok(check("dot-product.top-score", MEOK))
+    for j in (NANEUN, ONEUL, SAGWA):
         assert wrong(check("dot-product.top-score", j), "dot-product.top-score.wrong")
 
 
@@ -355,9 +355,9 @@ def _edit_k_solutions():
             continue
         K = X.copy()
         K[r, c] = v
-        row = weights(X, K)[S]
+        row = weights(X, K)[SAGWA]
         top = [j for j in range(4) if row[j] >= row.max() - 1e-9]
-        (found if top == [N] else others).append((K, top))
+        (found if top == [NANEUN] else others).append((K, top))
     return found, others
 
 
@@ -369,7 +369,7 @@ def test_dot_product_edit_k_solved_by_search():
         assert ok(fb) and fb.message_key == "dot-product.edit-k.ok"
     for K, top in others:
         fb = check("dot-product.edit-k", state("dot-product", matrices={"K": K.tolist()}))
-        assert wrong(fb, "dot-product.edit-k.tie" if N in top else "dot-product.edit-k.not_top")
+        assert wrong(fb, "dot-product.edit-k.tie" if NANEUN in top else "dot-product.edit-k.not_top")
 
 
 def test_dot_product_edit_k_wrong_states():
@@ -379,9 +379,9 @@ def test_dot_product_edit_k_wrong_states():
     fb = check("dot-product.edit-k", state("dot-product", matrices={"K": K.tolist()}))
     assert wrong(fb, "dot-product.edit-k.many_cells") and fb.values["n"] == 2
     K = X.copy()
-    K[N, 1] = 2.0
+    K[NANEUN, 1] = 2.0
     Q = X.copy()
-    Q[S, 2] = 5.0  # a solution for K, but Q was edited too
+    Q[SAGWA, 2] = 5.0  # a solution for K, but Q was edited too
     fb = check("dot-product.edit-k", state("dot-product", matrices={"K": K.tolist(), "Q": Q.tolist()}))
     assert wrong(fb, "common.changed_other")
     fb = check("dot-product.edit-k", state("dot-product", tokens="a b c d", matrices={"K": K.tolist()}))
@@ -392,7 +392,7 @@ def test_dot_product_edit_k_wrong_states():
 
 # ------------------------------------------------------------------ 3. softmax, temperature, √d_k
 def test_softmax_no_scale():
-    w = softmax(X[M] @ X.T)[M]
+    w = softmax(X[MEOK] @ X.T)[MEOK]
     assert w == pytest.approx(0.4754, abs=1e-4)
     assert ok(check("softmax-temperature.no-scale", round(w, 2)))
     assert wrong(check("softmax-temperature.no-scale", "0.37"), "softmax-temperature.no-scale.kept_scale")
@@ -404,7 +404,7 @@ def test_softmax_no_scale():
 
 def test_softmax_sharp_solved_by_a_temperature_search():
     grid = [round(0.1 * i, 1) for i in range(1, 51)]  # the Playground's slider
-    sharp = [T_ for T_ in grid if weights(X, X, temperature=T_)[M].max() > 0.9]
+    sharp = [T_ for T_ in grid if weights(X, X, temperature=T_)[MEOK].max() > 0.9]
     assert sharp == [0.1]
     for T_ in grid:
         fb = check("softmax-temperature.sharp", state("softmax-temperature", temperature=T_))
@@ -417,7 +417,7 @@ def test_softmax_sharp_solved_by_a_temperature_search():
 
 
 def test_softmax_tie_and_sqrt_dk():
-    cold = weights(X, X, temperature=1e-3)[N]
+    cold = weights(X, X, temperature=1e-3)[NANEUN]
     assert cold.max() == pytest.approx(0.5, abs=1e-6)  # 나는 ties with 먹었다: half each, never more
     assert ok(check("softmax-temperature.tie", "half"))
     rng = np.random.default_rng(1)
@@ -428,7 +428,7 @@ def test_softmax_tie_and_sqrt_dk():
 
 # ------------------------------------------------------------------ 4. the output
 def test_weighted_sum_output():
-    out = weights(X, X)[M] @ X[:, 0]
+    out = weights(X, X)[MEOK] @ X[:, 0]
     assert out == pytest.approx(0.7909, abs=1e-4)
     assert ok(check("weighted-sum.output", f"{out:.2f}"))
     assert wrong(check("weighted-sum.output", str(X[:, 0].mean())), "weighted-sum.output.mean")
@@ -445,15 +445,15 @@ def test_weighted_sum_convex_and_edit_v():
     found = None
     for v in np.arange(1.0, 10.0, 0.5):  # the smallest first entry of 먹었다's own value that lifts the output over 2
         V = X.copy()
-        V[M, 0] = v
-        if (A @ V)[M, 0] > 2:
+        V[MEOK, 0] = v
+        if (A @ V)[MEOK, 0] > 2:
             found = V
             break
     assert found is not None
     assert ok(check("weighted-sum.edit-v", state("weighted-sum", matrices={"V": found.tolist()})))
     V = X.copy()
-    V[N, 0] = 3.0
-    assert (A @ V)[M, 0] < 2
+    V[NANEUN, 0] = 3.0
+    assert (A @ V)[MEOK, 0] < 2
     assert wrong(check("weighted-sum.edit-v", state("weighted-sum", matrices={"V": V.tolist()})), "weighted-sum.edit-v.not_yet")
     assert wrong(check("weighted-sum.edit-v", state("weighted-sum")), "weighted-sum.edit-v.no_change")
     K = X.copy()
@@ -478,13 +478,13 @@ def test_masks_causal_by_toggle_or_by_clicking_cells():
 
 
 def test_masks_weight_and_order():
-    scaled = (X[O] @ X.T)[:2] / math.sqrt(3)  # 오늘 sees 나는 and itself
+    scaled = (X[ONEUL] @ X.T)[:2] / math.sqrt(3)  # 오늘 sees 나는 and itself
     w = softmax(scaled)[0]
     assert w == pytest.approx(0.3595, abs=1e-4)
     assert ok(check("masks.weight", f"{w:.2f}"))
-    fb = check("masks.weight", f"{weights(X, X)[O, N]:.2f}")  # unmasked, or masked after the softmax
+    fb = check("masks.weight", f"{weights(X, X)[ONEUL, NANEUN]:.2f}")  # unmasked, or masked after the softmax
     assert wrong(fb, "masks.weight.unmasked")
-    assert fb.values["after_sum"] == pytest.approx(weights(X, X)[O, :2].sum(), abs=1e-5)
+    assert fb.values["after_sum"] == pytest.approx(weights(X, X)[ONEUL, :2].sum(), abs=1e-5)
     assert wrong(check("masks.weight", "0.5"), "masks.weight.half")
     assert wrong(check("masks.weight", "0.1"), "masks.weight.wrong")
     assert wrong(check("masks.weight", f"{1 - w:.2f}"), "masks.weight.self")
@@ -498,17 +498,17 @@ W_K = np.array(T.lesson("projections").scenario["matrices"]["W_k"])
 
 def test_projections_score_top_and_shape():
     Q, K = X @ W_Q, X @ W_K
-    s = float(Q[S] @ K[M])
+    s = float(Q[SAGWA] @ K[MEOK])
     assert ok(check("projections.score", str(s)))
-    assert wrong(check("projections.score", str(float(X[S] @ X[M]))), "projections.score.raw")
+    assert wrong(check("projections.score", str(float(X[SAGWA] @ X[MEOK]))), "projections.score.raw")
     assert wrong(check("projections.score", f"{s / math.sqrt(2):.3f}"), "projections.score.scaled")
     assert wrong(check("projections.score", "9"), "projections.score.outside")
     assert wrong(check("projections.score", "1"), "projections.score.wrong")
     A = weights(Q, K)
-    top = int(np.argmax(A[M]))
-    assert top != M  # the projections move 먹었다's attention away from itself
+    top = int(np.argmax(A[MEOK]))
+    assert top != MEOK  # the projections move 먹었다's attention away from itself
     assert ok(check("projections.top", top))
-    assert wrong(check("projections.top", M), "projections.top.wrong")
+    assert wrong(check("projections.top", MEOK), "projections.top.wrong")
     assert ok(check("projections.k-shape", "x".join(map(str, K.shape))))
 
 
