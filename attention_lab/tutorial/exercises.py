@@ -34,7 +34,7 @@ TEMPERATURE_GRID = _scenario.TEMPERATURES  # the Playground's slider: 0.1 … 5.
 _TIE = 1e-6  # weights closer than this count as tied
 # Panel keys a make_it_so state may carry besides the scenario: the names of the multi-head and position
 # pages' controls in ui.state (MULTI_HEAD.d_model, MULTI_HEAD.heads, POSITION.d, POSITION.perm; a test
-# keeps them equal — core may not import ui).
+# keeps them equal — attention_lab may not import ui, which imports streamlit).
 MH_D_MODEL, MH_HEADS = "multi_head.d_model", "multi_head.heads"
 PS_D_KEY, PS_PERM = "position.d", "position.perm"
 
