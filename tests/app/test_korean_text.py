@@ -103,15 +103,37 @@ def _elements(at, kind):
         return list(at.get(kind))
 
 
+# keys of the app's components whose strings are data, code or markup, not prose: values, colours, labels
+# of tokens (the learner's own text), ids, file names, formulas (checked by test_korean_markup), bytes
+DATA_KEYS = frozenset({"z", "rgb", "masked", "bg", "fg", "xs", "ys", "text", "options", "id", "key", "css", "file",
+                       "mathml", "latex", "url", "sid", "mark", "cols", "tokens", "labels", "svg", "png", "font",
+                       "data", "values", "value", "cells", "rows", "query", "bdata"})
+
+
+def component_strings(value, key: str = "") -> list[str]:
+    """Every prose string inside a component's data (the pipeline's panels and notes, the inspector's
+    headings, the maps' accessible names and key help, the live lines …), data keys left out."""
+    if key in DATA_KEYS:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in component_strings(v, str(k))]
+    if isinstance(value, list):
+        return [s for v in value for s in component_strings(v, key)]
+    return []
+
+
 def _charts(at) -> list[tuple[str, str]]:
-    """Axis titles of the heatmap/bars components; axis titles, legends and notes of plotly charts."""
+    """Every prose string of the app's components (heatmaps, the pipeline, the inspector, bars, the
+    frame's messages); axis titles, legends and notes of plotly charts."""
     out = []
     for el in at.get("bidi_component"):
         try:
             spec = json.loads(el.proto.json)
         except (AttributeError, ValueError):
             continue
-        out += [("chart", str(spec[k])) for k in ("x_title", "y_title", "side_title") if spec.get(k)]
+        out += [("component", text) for text in component_strings(spec) if text.strip()]
     for el in at.get("plotly_chart"):
         spec = json.loads(el.proto.spec)
         layout = spec.get("layout", {})
@@ -211,6 +233,19 @@ def test_the_walk_catches_english_planted_in_the_korean_table():
     finally:
         ko[key] = kept
     assert any("A mask says which keys" in f for f in english_on(at)), english_on(at)
+
+
+def test_the_walk_reads_the_text_inside_the_apps_components():
+    """English planted in a string only a component shows (a map's key help, inside the Playground's one
+    pipeline element) is found."""
+    ko = table("ko")
+    key, kept = "a11y.map.keys", ko["a11y.map.keys"]
+    ko[key] = "Move between cells with the arrow keys."
+    try:
+        at = page("app_pages/playground.py", query={"lang": "ko"})
+    finally:
+        ko[key] = kept
+    assert any("Move between cells with" in f for f in english_on(at)), english_on(at)
 
 
 # ------------------------------------------------------------------ every page, in Korean
