@@ -224,28 +224,27 @@ def test_the_detector_knows_the_toy_vocabulary_only_when_told():
     assert english_runs(shown) and english_runs(shown, DATA_WORDS) == []
 
 
-def test_the_walk_catches_english_planted_in_the_korean_table():
+def _planted(key: str, english: str, page_file: str) -> list[str]:
+    """The English runs of a Korean page with ``english`` in place of the Korean string ``key``."""
     ko = table("ko")
-    key, kept = "mk.intro", ko["mk.intro"]
-    ko[key] = "A mask says which keys each query may use."
+    kept, ko[key] = ko[key], english
     try:
-        at = page("app_pages/masks.py", query={"lang": "ko"})
+        at = page(page_file, query={"lang": "ko"})
     finally:
         ko[key] = kept
-    assert any("A mask says which keys" in f for f in english_on(at)), english_on(at)
+    return english_on(at)
+
+
+def test_the_walk_catches_english_planted_in_the_korean_table():
+    found = _planted("mk.intro", "A mask says which keys each query may use.", "app_pages/masks.py")
+    assert any("A mask says which keys" in f for f in found), found
 
 
 def test_the_walk_reads_the_text_inside_the_apps_components():
     """English planted in a string only a component shows (a map's key help, inside the Playground's one
     pipeline element) is found."""
-    ko = table("ko")
-    key, kept = "a11y.map.keys", ko["a11y.map.keys"]
-    ko[key] = "Move between cells with the arrow keys."
-    try:
-        at = page("app_pages/playground.py", query={"lang": "ko"})
-    finally:
-        ko[key] = kept
-    assert any("Move between cells with" in f for f in english_on(at)), english_on(at)
+    found = _planted("a11y.map.keys", "Move between cells with the arrow keys.", "app_pages/playground.py")
+    assert any("Move between cells with" in f for f in found), found
 
 
 # ------------------------------------------------------------------ every page, in Korean
