@@ -17,7 +17,7 @@ from core.tokens import tokenize
 from ui import state
 from ui.state import css_class as css
 
-from .conftest import wait_idle
+from .conftest import settled
 from .helpers import shot, wait_z
 
 KEYS = state.TUTORIAL
@@ -89,7 +89,7 @@ def test_masks_lesson_in_english(server_url, new_page):
     # the way out: the example as code, and as a notebook that nbformat accepts
     page.get_by_text(ui_text("en", "tu.code")).click()
     expect(page.get_by_text("mask = torch.tensor([").first).to_be_visible(timeout=30_000)
-    wait_idle(page)  # the code panel's run has ended: its download button is the one that stays
+    settled(page)  # the code panel's run has ended and drawn, nothing still moving: its download button is the one that stays
     with page.expect_download() as download:
         page.locator(css(state.item(state.CODE_EXPORT.download, state.item(KEYS.panel, "masks"))) + " button").click()
     nb = nbformat.reads(Path(download.value.path()).read_text(encoding="utf-8"), as_version=4)
