@@ -10,7 +10,7 @@ import core
 from ui import page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import t
-from ui.inputs import mask_controls, notation_switch, numbers_panel, qk_view, score_params
+from ui.inputs import mask_controls, notation_switch, numbers_panel, qk_view
 from ui.text import md, shorts
 from ui.widgets import formulas
 from ui.widgets.heatmap import heatmap, show_heatmap
@@ -32,8 +32,7 @@ def builder(inp, conv: str):
     st.subheader(t("mk.build"))
     c1, c2 = st.columns([2, 1])
     with c1:
-        mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=KEYS.chart,
-                      click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
+        mask_controls(inp, conv, chart_key=KEYS.chart, click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
     with c2:
         square = n_q == n_k
         st.slider(t("mk.window"), 0, max(1, n_k), key=KEYS.window, disabled=not square, help=t("mk.window.help"))
@@ -106,13 +105,13 @@ def source_example() -> None:
             st.markdown(t("mk.c11.line", tok=tok, seen=", ".join(f"“{inputs_[j]}”" for j in np.flatnonzero(m[i]))))
 
 
-def fully_masked(inp, score, params, mask, dec: int, ql, kl) -> None:
+def fully_masked(inp, mask, dec: int, ql, kl) -> None:
     """Query 0 may see nothing: core's weights are 0 (its output 0); a plain softmax gives NaN."""
     st.subheader(t("mk.full.title"))
     st.markdown(t("mk.full.text"))
     m = np.array(mask, dtype=bool).copy()
     m[0, :] = False
-    tr = page.guarded([], lambda: ss.run(inp, score, params, m, "row").attn)
+    tr = page.guarded([], lambda: ss.run(inp, mask=m).attn)
     if tr is None:
         return
     naive = core.pitfalls.naive_softmax(tr.logits).numpy()
@@ -137,12 +136,10 @@ def main() -> None:
     conv = notation_switch()
     ql, kl = shorts(inp.q_labels), shorts(inp.k_labels)
     mask = builder(inp, conv)
-    score = ss.get("score")
-    params = score_params(score, inp.d_k, problems, editors=False)
     if mask is None:  # nothing chosen yet: demonstrate with the causal mask
         mask = core.masks.causal(len(inp.tq), len(inp.tk)).numpy()
         problems.append(("info", t("mk.no_mask")))
-    tr = page.guarded(problems, lambda: ss.run(inp, score, params, mask, "row").attn)
+    tr = page.guarded(problems, lambda: ss.run(inp, mask=mask).attn)
     page.show_problems(problems)
     if tr is None:
         return
@@ -151,7 +148,7 @@ def main() -> None:
         st.warning(t("pg.fully_masked", names=", ".join(md(inp.q_labels[i]) for i in np.flatnonzero(tr.fully_masked))))
     order_matters(tr, mask, conv, ql, kl, dec)
     source_example()
-    fully_masked(inp, score, params, mask, dec, ql, kl)
+    fully_masked(inp, mask, dec, ql, kl)
 
 
 main()

@@ -10,7 +10,7 @@ import core
 from ui import page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import current_lang, labeller, t
-from ui.inputs import causal_checkbox, inputs, score_params
+from ui.inputs import causal_checkbox, inputs
 from ui.text import md, shorts
 from ui.widgets import formulas
 from ui.widgets.heatmap import heatmap, show_heatmap
@@ -126,10 +126,7 @@ def main() -> None:
     dec = settings.get("precision")
     st.markdown(t("nt.intro"))
     inp = numbers(problems)
-    score = ss.get("score")
-    params = score_params(score, inp.d_k, problems, editors=False)
-    mask = ss.current_mask(len(inp.tq), len(inp.tk), cross=inp.cross)
-    both = page.guarded(problems, lambda: (ss.run(inp, score, params, mask, "row"), ss.run(inp, score, params, mask, "column")))
+    both = page.guarded(problems, lambda: (ss.run(inp, "row"), ss.run(inp, "column")))
     page.show_problems(problems)
     if both is None:
         return
@@ -137,8 +134,8 @@ def main() -> None:
     formulas_side_by_side()
     worst = max(core.transpose_gap(row.attn, col.attn).values())
     page.check_box(worst == 0, t("nt.check", gap=f"{worst:.3g}"))
-    twins(row, col, inp, mask, dec)
-    if mask is not None:
+    twins(row, col, inp, inp.mask, dec)
+    if inp.mask is not None:
         st.markdown(t("nt.causal.both"))
     wrong_axis(row.attn, shorts(inp.q_labels), shorts(inp.k_labels), dec)
 

@@ -7,7 +7,6 @@ import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -18,10 +17,9 @@ from ui import export, page, settings, state, view
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.i18n import labeller, t
-from ui.inputs import Inputs, Where, inputs, mask_controls, score_params, token_boxes, token_options, x_fold_open
+from ui.inputs import Where, inputs, mask_controls, token_boxes, token_options, x_fold_open
 from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import md
-from ui.widgets import formulas
 from ui.widgets.guard import address_bar
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import file_uploader, token_labels
@@ -164,29 +162,6 @@ def step_sentence(v: view.View, trace, q_labels, k_labels) -> None:
     st.info(f"**{t('pg.steps.label', k=v.step, n=view.STEP_COUNT)}** — " + text)
 
 
-# ---------------------------------------------------------------------------- the score tab
-def score_tab(tab, d_k: int, problems: list) -> tuple[str, dict]:  # tab: None when closed or hidden
-    """Score function, scale, temperature and the function's own parameters (a closed tab draws
-    nothing; the kept choices still apply)."""
-    if tab is None:
-        return ss.get("score"), score_params(ss.get("score"), d_k, problems, editors=False)
-    with tab:
-        st.radio(t("pg.score"), core.SCORE_FUNCTIONS, **ss.bind("score"), format_func=labeller("score."),
-                 horizontal=True)
-        score = ss.get("score")
-        st.latex(formulas.SCORE_PAIR[score])
-        s1, s2 = st.columns(2)
-        with s1:
-            st.radio(t("pg.scale"), scenario.SCALES, **ss.bind("scale"), format_func=labeller("scale."),
-                     horizontal=True, help=t("pg.scale.help"))
-        with s2:
-            st.slider(t("pg.temperature"), 0.1, 5.0, step=0.1, **ss.bind("temperature"),
-                      help=t("pg.temperature.help"))
-        params = score_params(score, d_k, problems, editors=True)
-        st.caption(t("pg.score.note"))
-    return score, params
-
-
 # ---------------------------------------------------------------------------- query inspector
 def inspector(trace, tq, tk, conv: str, dec: int, v: view.View) -> None:
     """One query's weights as bars, and its output as the stacked pieces α_i·v_i — one element
@@ -293,23 +268,18 @@ TABS = ("embed", "qkv", "score", "mask", "share")
 
 @dataclass(frozen=True)
 class Run:
-    """The scenario as one run reads it (once): inputs, score function and parameters, mask and
-    notation, and ``kept``: (trace, its query tokens, its key tokens) — on a failed call the last
-    valid trace with its own tokens — or None."""
+    """The scenario as one run reads it (once): its numbers and notation, and ``kept``: (trace, its query
+    tokens, its key tokens) — on a failed call the last valid trace with its own tokens — or None."""
 
-    inp: Inputs
-    score: str
-    params: dict
-    mask: Any
+    num: scenario.Numbers
     conv: str
     kept: tuple | None
 
 
-def computed(inp: Inputs, score: str, params: dict, mask, conv: str, problems: list) -> Run:
+def computed(num: scenario.Numbers, conv: str, problems: list) -> Run:
     """The scenario's one core call (cached, ui.compute) in this run."""
-    kept = page.guarded(problems, lambda: (ss.run(inp, score, params, mask, conv), inp.tq, inp.tk),
-                        keep=state.SCENARIO.last_trace)
-    return Run(inp, score, params, mask, conv, kept)
+    kept = page.guarded(problems, lambda: (ss.run(num, conv), num.tq, num.tk), keep=state.SCENARIO.last_trace)
+    return Run(num, conv, kept)
 
 
 def controls(v: view.View, problems: list) -> tuple[Run, bool]:
@@ -329,37 +299,26 @@ def controls(v: view.View, problems: list) -> tuple[Run, bool]:
     tabs = dict(zip(names, setup_tabs(names), strict=True)) if names else {}  # a student link may leave no tab
     opened = {g: tabs[g] for g in names if tabs[g].open}
     drawn += list(opened)
-    inp = inputs(problems, conv=conv, editors=True, tokens=Where(drawn=False), options=False,
-                 embed=Where(opened.get("embed"), "embed" in opened), qkv=Where(opened.get("qkv"), "qkv" in opened))
-    score, params = score_tab(opened.get("score"), inp.d_k, problems)
-    run = computed(inp, score, params, mask_tab(inp, conv, opened.get("mask")), conv, problems)
+    num = inputs(problems, conv=conv, editors=True, tokens=Where(drawn=False), options=False,
+                 embed=Where(opened.get("embed"), "embed" in opened), qkv=Where(opened.get("qkv"), "qkv" in opened),
+                 score=Where(opened.get("score"), "score" in opened))
+    if "mask" in opened:
+        with opened["mask"]:
+            mask_controls(num, conv, chart_key=KEYS.chart_mask, click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
+    run = computed(num, conv, problems)
     if "share" in opened and run.kept is not None:
         trace, tq, tk = run.kept
         with opened["share"]:
-            share_tab(trace, token_labels(tq), token_labels(tk), current_query(v),
-                      ss.playground_args(inp, score, params, run.mask, conv))
+            share_tab(trace, token_labels(tq), token_labels(tk), current_query(v), num.args(conv))
     return run, any(SHOWS_TOKENS[part]() for part in drawn)
-
-
-def mask_tab(inp: Inputs, conv: str, tab):
-    """The mask builder in its tab while open (``tab`` None: closed); the scenario's mask either way."""
-    n_q, n_k = len(inp.tq), len(inp.tk)
-    ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < n_k])
-    if tab is None:
-        return ss.current_mask(n_q, n_k, cross=inp.cross)
-    with tab:
-        return mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, conv, cross=inp.cross, chart_key=KEYS.chart_mask,
-                             click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
 
 
 def read_alone(problems: list) -> Run:
     """The scenario read by a rerun of the right column alone (no control of the left is drawn)."""
     drain_clicks()
-    conv = ss.get("convention")
-    inp = inputs(problems, conv=conv, tokens=Where(drawn=False), options=False, embed=Where(drawn=False),
-                 qkv=Where(drawn=False))
-    score, params = score_tab(None, inp.d_k, problems)
-    return computed(inp, score, params, ss.current_mask(len(inp.tq), len(inp.tk), cross=inp.cross), conv, problems)
+    num = inputs(problems, conv=ss.get("convention"), tokens=Where(drawn=False), options=False,
+                 embed=Where(drawn=False), qkv=Where(drawn=False))
+    return computed(num, ss.get("convention"), problems)
 
 
 def results(run: Run | None, problems: list) -> None:
@@ -379,7 +338,7 @@ def results(run: Run | None, problems: list) -> None:
     trace, tq, tk = run.kept
     dec = settings.get("precision")
     step_sentence(v, trace, token_labels(tq), token_labels(tk))
-    pipeline(trace, token_labels(tq), token_labels(tk), run.conv, dec, run.score, prefix=KEYS.pipeline,
+    pipeline(trace, token_labels(tq), token_labels(tk), run.conv, dec, run.num.score, prefix=KEYS.pipeline,
              query=int(ss.get("query")), clicks=KEYS.clicks, shows=v.shows, per_row=1 if v.present else 2,
              header=False, large=v.present, focus=newest_step(v))
     if v.shows("inspector"):

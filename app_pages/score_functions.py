@@ -26,7 +26,7 @@ def all_scores(inp, params: dict, problems: list) -> dict:
     """Row-convention traces of every score function on the scenario's Q and K."""
     traces = {}
     for score in core.SCORE_FUNCTIONS:
-        tr = page.guarded(problems, lambda s=score: ss.run(inp, s, params.get(s, {}), None, "row").attn)
+        tr = page.guarded(problems, lambda s=score: ss.run(inp, score=s, params=params.get(s, {}), mask=None).attn)
         if tr is not None:
             traces[score] = tr
     return traces
@@ -149,7 +149,7 @@ def main() -> None:
     ql, kl = shorts(inp.q_labels), shorts(inp.k_labels)
     with st.expander(t("sc.params"), expanded=False):
         st.caption(t("sc.params.help"))
-        params = {s: score_params(s, inp.d_k, problems, editors=True) for s in ("general", "additive")}
+        params = {s: score_params(s, inp, problems) for s in ("general", "additive")}
     traces = all_scores(inp, params, problems)
     page.show_problems(problems)
     if len(traces) < len(core.SCORE_FUNCTIONS):

@@ -11,7 +11,7 @@ import core
 from ui import compute, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import current_lang, t
-from ui.inputs import inputs, score_params
+from ui.inputs import inputs
 from ui.text import shorts
 from ui.widgets import formulas
 from ui.widgets.figures import PrebuiltFigure, show_chart
@@ -97,10 +97,7 @@ def main() -> None:
     dec = settings.get("precision")
     st.markdown(t("sx.intro"))
     inp = inputs(problems)  # token boxes, embedding, Q/K/V: the shared scenario
-    score = ss.get("score")
-    params = score_params(score, inp.d_k, problems, editors=False)
-    mask = ss.current_mask(len(inp.tq), len(inp.tk), cross=inp.cross)
-    tr = page.guarded(problems, lambda: ss.run(inp, score, params, mask, "row"))
+    tr = page.guarded(problems, lambda: ss.run(inp))
     page.show_problems(problems)
     if tr is None:
         return

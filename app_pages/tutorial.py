@@ -19,7 +19,7 @@ from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.concept_panels import PS_DIMS, head_maps, head_sizes, permutation_experiment, permutation_inputs, seeded_inputs
 from ui.i18n import current_lang, labeller, t
-from ui.inputs import Where, inputs, mask_controls, score_params
+from ui.inputs import Where, inputs, mask_controls
 from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import fill, md, shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
@@ -196,8 +196,8 @@ def numbers(problems: list, lesson: tut.Lesson):
                       qkv=Where(qkv_box, lesson.panel in ("pipeline", "inspector")), presets=False)
 
 
-def score_controls(problems: list, lesson: tut.Lesson, d_k: int) -> tuple[str, dict]:
-    """Score function, scale and temperature on the pipeline lessons; the kept choices elsewhere."""
+def score_controls(lesson: tut.Lesson) -> None:
+    """Score function, scale and temperature on the pipeline lessons (elsewhere the kept choices apply)."""
     if lesson.panel == "pipeline":
         c1, c2, c3 = st.columns([2, 3, 3])
         with c1:
@@ -207,8 +207,6 @@ def score_controls(problems: list, lesson: tut.Lesson, d_k: int) -> tuple[str, d
                      horizontal=True, help=t("pg.scale.help"))
         with c3:
             st.slider(t("pg.temperature"), 0.1, 5.0, step=0.1, **ss.bind("temperature"), help=t("pg.temperature.help"))
-    score = ss.get("score")
-    return score, score_params(score, d_k, problems, editors=False)
 
 
 def weights_map(A, inp, dec: int, *, query: int | None = None, key: str = KEYS.weights) -> None:
@@ -242,14 +240,10 @@ def mask_maps(A, inp, dec: int) -> None:
 def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
     """Controls → the cached core call → the lesson's maps. Returns (inputs, playground args)."""
     inp = numbers(problems, lesson)
-    n_q, n_k = len(inp.tq), len(inp.tk)
-    score, params = score_controls(problems, lesson, inp.d_k)
+    score_controls(lesson)
     if lesson.panel == "masks":
-        mask = mask_controls(n_q, n_k, inp.q_labels, inp.k_labels, "row", cross=inp.cross, chart_key=KEYS.mask_chart,
-                             click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
-    else:
-        mask = ss.current_mask(n_q, n_k, cross=inp.cross)
-    trace = page.guarded(problems, lambda: ss.run(inp, score, params, mask, "row"))
+        mask_controls(inp, "row", chart_key=KEYS.mask_chart, click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
+    trace = page.guarded(problems, lambda: ss.run(inp, "row"))
     page.show_problems(problems)
     hidden = open_prediction(lesson) if lesson.panel in MAPS else None
     if trace is None or lesson.panel in ("multihead", "position"):
@@ -257,7 +251,7 @@ def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
     elif hidden is not None:
         st.info(t("tu.hidden", n=hidden))
     elif lesson.panel == "pipeline":
-        pipeline(trace, inp.q_labels, inp.k_labels, "row", dec, score, prefix=KEYS.pipeline, query=int(ss.get("query")),
+        pipeline(trace, inp.q_labels, inp.k_labels, "row", dec, inp.score, prefix=KEYS.pipeline, query=int(ss.get("query")),
                  clicks=KEYS.clicks, per_row=1)  # the panel is 3/5 of the page: two maps side by side were cut at 1280 px
     elif lesson.panel == "inspector":
         inspector(trace.attn, inp, dec)
@@ -265,7 +259,7 @@ def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
         mask_maps(trace.attn, inp, dec)
     else:
         weights_map(trace.attn, inp, dec)
-    return inp, ss.playground_args(inp, score, params, mask, "row")
+    return inp, inp.args("row")
 
 
 def multihead_panel(tokens: list[str], dec: int) -> None:

@@ -6,14 +6,14 @@ full matrices keyed by name ("X", "W_q", …). It round-trips through query para
 teacher's link) and through a JSON file. Every value from outside is validated; an invalid
 value is replaced by its default and reported by name — never an exception.
 
-From a scenario to ``core.lab.playground`` (the last section): :func:`embedding`, :func:`qkv_matrices` and
-:func:`score_params` (which matrices each mode has and their seeded values; each passes through an
-``edit(name, generated)`` callback), :func:`fit` (a learner's matrix where it fits), :func:`mask` (the only
-caller of ``core.masks.combine`` for the scenario), :func:`scale` and :func:`playground_args`. The
-Playground and every page sharing the scenario call them with their matrix editors as the ``edit``
-(``ui.inputs``, ``ui.scenario_state``); :func:`build` calls them with the state's edited matrices for the
-tutorial's checkers, so a checker grades exactly what the page draws (tests/app/test_tutorial_page.py holds
-them equal for every lesson).
+From a scenario to ``core.lab.playground`` (the last section): :func:`numbers` is the one path, from the
+values and tokens to :class:`Numbers` (whose ``args`` are the core call's). It calls :func:`embedding`,
+:func:`qkv_matrices` and :func:`score_params` (which matrices each mode has and their seeded values; each
+passes through an ``edit(name, generated)`` callback) and :func:`mask` (the only caller of
+``core.masks.combine`` for the scenario). The Playground and every page sharing the scenario call it with
+their matrix editors as the ``edit`` (``ui.inputs.inputs``); :func:`build` calls it with the stored edits
+(:func:`fit`) for the tutorial's checkers, so a checker grades exactly what the page draws
+(tests/app/test_tutorial_page.py holds them equal for every lesson).
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ import base64
 import json
 import math
 import zlib
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import numpy as np
 
+from attention_lab.labels import indexed_labels
 from core import lab as _lab
 from core import masks as _masks
 from core import tokens as _tokens
@@ -558,9 +560,74 @@ def _plain(x):
     return x
 
 
+@dataclass(frozen=True)
+class Numbers:
+    """A scenario's numbers, row convention (one token per row): what ``core.lab.playground`` is given, with
+    the tokens they belong to. Every page that shares the scenario and the tutorial's checkers hold one,
+    made by :func:`numbers`; :meth:`args` is the core call's keyword arguments."""
+
+    tq: tuple[str, ...]  # the query tokens
+    tk: tuple[str, ...]  # the key (source) tokens: tq in self-attention
+    q_labels: tuple[str, ...]  # the tokens as labelled on the page (a repeated token gets its position)
+    k_labels: tuple[str, ...]
+    cross: bool
+    unknown: tuple[str, ...]  # tokens the C18 table lacks (given seeded random vectors)
+    X_q: np.ndarray  # (n_q, d_model)
+    X_kv: np.ndarray  # (n_k, d_model): X_q in self-attention
+    qkv: str
+    W_q: np.ndarray | None  # (d_model, d_k) in "projection" mode; W_k likewise, W_v (d_model, d_v)
+    W_k: np.ndarray | None
+    W_v: np.ndarray | None
+    Q: np.ndarray | None  # (n_q, d_model) in "direct" mode; K, V (n_k, d_model)
+    K: np.ndarray | None
+    V: np.ndarray | None
+    d_k: int
+    d_v: int
+    score: str
+    params: dict  # the score function's parameters (SCORE_PARAMS)
+    scale_mode: str
+    temperature: float
+    mask: np.ndarray | None  # (n_q, n_k), True = may attend; None = nothing hidden
+
+    @property
+    def d_model(self) -> int:
+        return int(self.X_q.shape[1])
+
+    def args(self, convention: str = "row") -> dict:
+        """The keyword arguments of ``core.lab.playground`` in a notation (also what "copy as code" writes)."""
+        return playground_args(X_q=self.X_q, X_kv=self.X_kv, qkv=self.qkv, W_q=self.W_q, W_k=self.W_k, W_v=self.W_v,
+                               Q=self.Q, K=self.K, V=self.V, d_k=self.d_k, score=self.score, params=self.params,
+                               scale_mode=self.scale_mode, temperature=self.temperature, mask=self.mask,
+                               convention=convention)
+
+
+def numbers(values: dict, tq, tk, *, seed: int, edit=None, project=projection, embed=embedding) -> Numbers:
+    """The ONE path from a scenario's (valid) values and its tokens to its numbers: the embedding X (and X_src),
+    Q/K/V or their projections, the score function's parameters and the mask.
+
+    ``edit(name, generated)`` → the matrix used, called in order X, (X_src,) W_q, W_k, W_v or Q, K, V, then the
+    parameters: the Playground's matrix editors, or :func:`build`'s stored edits. ``project`` and ``embed`` are
+    :func:`projection` and :func:`embedding` or cached copies of them. PAD positions past the keys are left out."""
+    edit = edit or (lambda name, generated: np.asarray(generated, dtype=float))
+    tq, tk = tuple(tq), tuple(tk)
+    cross = values["mode"] == "cross"
+    X_all, unknown = embed(values["embedding"], tq + (tk if cross else ()), int(values["d_model"]), int(seed))
+    n_q, n_k = len(tq), len(tk)
+    X_q = edit("X", X_all[:n_q])
+    X_kv = edit("X_src", X_all[n_q:]) if cross else X_q
+    m = qkv_matrices(values["qkv"], X_q, X_kv, int(values["d_k"]), int(values["d_v"]), int(seed), edit, project)
+    params = score_params(values["score"], m["d_k"], int(values["d_a"]), int(seed), edit, project)
+    pad = [int(i) for i in values["pad"] if 0 <= int(i) < n_k]
+    mk = mask(n_q, n_k, causal=values["causal"], pad=pad, blocked=values["blocked"], cross=cross)
+    return Numbers(tq=tq, tk=tk, q_labels=tuple(indexed_labels(list(tq))), k_labels=tuple(indexed_labels(list(tk))),
+                   cross=cross, unknown=tuple(unknown), X_q=X_q, X_kv=X_kv, qkv=values["qkv"], score=values["score"], params=params,
+                   scale_mode=values["scale"], temperature=float(values["temperature"]), mask=mk, **m)
+
+
 def build(raw, *, seed=None) -> tuple[dict, tuple[str, ...], tuple[str, ...]]:
     """A scenario (values, ``matrices``; ``seed`` from the argument or the mapping, 0 if neither) →
-    (the keyword arguments of ``core.lab.playground`` in row convention, query tokens, key tokens).
+    (the keyword arguments of ``core.lab.playground`` in row convention, query tokens, key tokens):
+    :func:`numbers` with the stored matrices as the edits.
 
     Strict, unlike :func:`validate`: a value that cannot be used raises BadScenario (a ValueError)
     naming it, instead of falling back to its default."""
@@ -571,23 +638,12 @@ def build(raw, *, seed=None) -> tuple[dict, tuple[str, ...], tuple[str, ...]]:
     seed = _int_in(0, MAX_SEED)(raw.get("seed", 0) if seed is None else seed)
     if refused or seed is None:
         raise BadScenario(refused[0] if refused else "seed")
-    cross = values["mode"] == "cross"
     tq = token_list(values["tokens"], "tokens")
-    tk = token_list(values["source"], "source") if cross else tq
+    tk = token_list(values["source"], "source") if values["mode"] == "cross" else tq
 
     def edited(name: str, generated: np.ndarray) -> np.ndarray:
         got = fit(matrices[name], generated) if name in matrices else None
         return np.asarray(generated, dtype=float) if got is None else got
 
-    X_all, _ = embedding(values["embedding"], tuple(tq) + (tuple(tk) if cross else ()), values["d_model"], seed)
-    n_q = len(tq)
-    X_q = edited("X", X_all[:n_q])
-    X_kv = edited("X_src", X_all[n_q:]) if cross else X_q
-    m = qkv_matrices(values["qkv"], X_q, X_kv, values["d_k"], values["d_v"], seed, edited)
-    d_k = m.pop("d_k")
-    del m["d_v"]
-    params = score_params(values["score"], d_k, values["d_a"], seed, edited)
-    mk = mask(len(tq), len(tk), causal=values["causal"], pad=values["pad"], blocked=values["blocked"], cross=cross)
-    args = playground_args(X_q=X_q, X_kv=X_kv, qkv=values["qkv"], d_k=d_k, score=values["score"], params=params,
-                           scale_mode=values["scale"], temperature=values["temperature"], mask=mk, **m)
-    return args, tuple(tq), tuple(tk)
+    num = numbers(values, tq, tk, seed=seed, edit=edited)
+    return num.args("row"), num.tq, num.tk

@@ -1,6 +1,6 @@
 """“Copy as code”: a scenario as a runnable ``core`` snippet, as plain PyTorch, and as a notebook.
 
-:func:`code_panel` takes exactly the dict of :func:`ui.scenario_state.playground_args` (the keyword
+:func:`code_panel` takes exactly the dict of :meth:`attention_lab.scenario.Numbers.args` (the keyword
 arguments of ``core.lab.playground``); the token labels come separately. The snippets are built by
 :mod:`attention_lab.codegen` (tested there: they print the page's numbers); the notebook is built only when
 the learner presses the download button."""
@@ -32,7 +32,7 @@ def code_panel(args: dict, *, title: str, key_prefix: str, tokens_q: Sequence[st
                file_stem: str = "attention-lab") -> None:
     """Two tabs — the ``core`` snippet and the plain-PyTorch one — and a notebook download.
 
-    ``args``: ``ui.scenario_state.playground_args(inp, score, params, mask, conv)``; ``title``
+    ``args``: ``num.args(conv)`` (``attention_lab.scenario.Numbers``); ``title``
     heads the notebook; ``key_prefix`` keeps the download buttons of several panels apart.
     A scenario too large to write out gets a message instead (attention_lab.codegen.size_problem)."""
     if codegen.size_problem(args):

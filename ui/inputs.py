@@ -28,29 +28,6 @@ from .widgets.heatmap import heatmap, show_heatmap
 from .widgets.layout import dim_labels, shape_badge, token_labels
 
 
-@dataclass
-class Inputs:
-    """The numbers every page starts from (row convention: one token per row)."""
-
-    tq: list[str]
-    tk: list[str]
-    q_labels: list[str]
-    k_labels: list[str]
-    cross: bool
-    d_model: int
-    X_q: np.ndarray
-    X_kv: np.ndarray
-    qkv: str
-    W_q: np.ndarray | None
-    W_k: np.ndarray | None
-    W_v: np.ndarray | None
-    Q: np.ndarray | None
-    K: np.ndarray | None
-    V: np.ndarray | None
-    d_k: int
-    d_v: int
-
-
 @dataclass(frozen=True)
 class Where:
     """Where a group of controls goes: a container (None: here) and whether it is drawn at all
@@ -147,9 +124,16 @@ def read_tokens(problems: list) -> tuple[list[str], list[str], bool]:
     return tq, tk, cross
 
 
-# ------------------------------------------------------------------ embeddings and Q/K/V
-def _embeddings(problems: list, tq, tk, cross: bool, labels, *, drawn: bool, editors: bool, conv: str):
-    """X (and X_src in cross mode) with the embedding choice → (X_q, X_kv, d_model)."""
+# ------------------------------------------------------------------ the controls, then the ONE builder
+# Each group of controls is drawn first, leaving a slot (a container) for each matrix editor it shows;
+# ``attention_lab.scenario.numbers`` then builds the scenario's numbers once, calling :func:`_editor` for every
+# matrix, which draws that matrix's editor in its slot (or none) and returns the matrix used.
+Slots = dict  # matrix name → (the container its editor goes in or None, whether the editor is drawn)
+
+
+def _embedding_controls(slots: Slots, *, drawn: bool, editors: bool, n: int, conv: str):
+    """The embedding choice and d_model; the X editor's fold with its slots → the container for X's shape
+    (filled once the numbers are built) or None."""
     if drawn:
         e1, e2 = st.columns([2, 2])
         with e1:
@@ -158,26 +142,19 @@ def _embeddings(problems: list, tq, tk, cross: bool, labels, *, drawn: bool, edi
         with e2:
             st.slider(t("pg.d_model"), 1, scenario.MAX_DIM, **ss.bind("d_model"),
                       disabled=ss.get("embedding") != "random", help=t("pg.d_model.help"))
-    all_tokens = tuple(tq) + (tuple(tk) if cross else ())
-    X_all, unknown = compute.embedding(ss.get("embedding"), all_tokens, int(ss.get("d_model")), int(settings.get("seed")))
-    if unknown:
-        problems.append(("info", t("info.c18_unknown", tokens=", ".join(md(u) for u in unknown[:8]))))
-    n_q, n_k, d_model = len(tq), len(tk), X_all.shape[1]
     # the fold's title names no token count: while it is closed nothing here depends on the tokens
     fold, opened = _x_fold() if editors else (None, False)
-    show = opened and max(n_q, n_k) <= scenario.INTERACTIVE_TOKENS
-    with fold or nullcontext():
-        if opened:
-            src = (f",  X_src {n_k}×{d_model}" if conv == "row" else f",  X_src {d_model}×{n_k}") if cross else ""
-            shape_badge((f"X {n_q}×{d_model}" if conv == "row" else f"X {d_model}×{n_q}") + src)
+    show = opened and n <= scenario.INTERACTIVE_TOKENS
+    badge = None
+    if opened:
+        with fold:
+            badge = st.empty()
             if not show:
-                st.caption(t("info.large_n", n=max(n_q, n_k), limit=EDIT_LIMIT))
+                st.caption(t("info.large_n", n=n, limit=EDIT_LIMIT))
             elif conv == "column":
                 st.caption(t("pg.editors_rows"))
-        X_q = ss.editable("X", X_all[:n_q], labels[0], dim_labels(d_model), t("pg.edit_x"), problems, show_editor=show)
-        X_kv = X_q if not cross else ss.editable("X_src", X_all[n_q:], labels[1], dim_labels(d_model),
-                                                 t("pg.edit_x_src"), problems, show_editor=show)
-    return X_q, X_kv, d_model
+    slots["X"] = slots["X_src"] = (fold, show)
+    return badge
 
 
 def x_fold_open() -> bool:
@@ -198,85 +175,147 @@ def _keep_x_fold() -> None:
     st.session_state[state.SCENARIO.x_fold_open] = bool(st.session_state.get(state.SCENARIO.x_fold))
 
 
-def _projection_controls(*, drawn: bool, editors: bool, conv: str):
-    """d_k and d_v sliders and the projection formula → (d_k, d_v, the editors' columns by name)."""
-    if drawn:
-        s1, s2 = st.columns(2)
-        with s1:
-            st.slider(t("pg.d_k"), 1, scenario.MAX_DIM, **ss.bind("d_k"))
-        with s2:
-            st.slider(t("pg.d_v"), 1, scenario.MAX_DIM, **ss.bind("d_v"))
-    if editors:
-        st.latex(formulas.PROJECTION[conv])
-    cols = st.columns(3) if editors else (nullcontext(),) * 3
-    return int(ss.get("d_k")), int(ss.get("d_v")), dict(zip(("W_q", "W_k", "W_v"), cols, strict=True))
-
-
-def _qkv(problems: list, X_q, X_kv, labels, *, drawn: bool, editors: bool, show_editors: bool, conv: str) -> dict:
-    """Q, K and V: identity (Q = K = V = X), projections, or typed directly — the matrices of
-    ``attention_lab.scenario.qkv_matrices``, each through its editor."""
+def _qkv_controls(slots: Slots, *, drawn: bool, editors: bool, show_direct: bool, conv: str):
+    """Identity, projections or Q/K/V typed directly, d_k and d_v, and the editors' slots → the container
+    for the shapes (filled once the numbers are built) or None."""
     if drawn:
         st.radio(t("pg.qkv"), core.lab.QKV_MODES, **ss.bind("qkv"), format_func=labeller("pg.qkv."), horizontal=True)
-    qkv, d_model = ss.get("qkv"), X_q.shape[1]
-    n_q, n_k = X_q.shape[0], X_kv.shape[0]
-    d_k = d_v = d_model
-    if qkv == "projection":
-        d_k, d_v, where = _projection_controls(drawn=drawn, editors=editors, conv=conv)
-        heads = {"W_q": ("W_Q", d_k, "k"), "W_k": ("W_K", d_k, "k"), "W_v": ("W_V", d_v, "v")}
-
-        def edit(name, generated):
-            label, d_out, suffix = heads[name]
-            with where[name]:
-                return ss.editable(name, generated, dim_labels(d_model), dim_labels(d_out, suffix), label, problems,
-                                   show_editor=editors)
-    else:
-        rows = {"Q": labels[0], "K": labels[1], "V": labels[1]}
+    if ss.get("qkv") == "projection":
+        if drawn:
+            s1, s2 = st.columns(2)
+            with s1:
+                st.slider(t("pg.d_k"), 1, scenario.MAX_DIM, **ss.bind("d_k"))
+            with s2:
+                st.slider(t("pg.d_v"), 1, scenario.MAX_DIM, **ss.bind("d_v"))
         if editors:
-            st.caption(t("pg.qkv.direct.help")) if qkv == "direct" else st.markdown(t("pg.qkv.identity.help"))
+            st.latex(formulas.PROJECTION[conv])
+        cols = st.columns(3) if editors else (None,) * 3
+        slots.update({name: (col, editors) for name, col in zip(("W_q", "W_k", "W_v"), cols, strict=True)})
+    else:
+        if editors:
+            st.caption(t("pg.qkv.direct.help")) if ss.get("qkv") == "direct" else st.markdown(t("pg.qkv.identity.help"))
+        box = st.container() if show_direct else None
+        slots.update({name: (box, show_direct) for name in ("Q", "K", "V")})
+    return st.container() if editors else None
 
-        def edit(name, generated):
-            return ss.editable(name, generated, rows[name], dim_labels(d_model), name, problems, show_editor=show_editors)
-    out = scenario.qkv_matrices(qkv, X_q, X_kv, d_k, d_v, int(settings.get("seed")), edit, compute.projection)
-    if editors and qkv == "projection":
-        for m, n, d in (("Q", n_q, out["d_k"]), ("K", n_k, out["d_k"]), ("V", n_k, out["d_v"])):
-            shape_badge(f"{m} = X·W_{m}: ({n}×{d_model})·({d_model}×{d}) → ({n}×{d})" if conv == "row"
-                        else f"{m} = W^{m}·X: ({d}×{d_model})·({d_model}×{n}) → ({d}×{n})")  # W^Q = W_Qᵀ acts on columns
-    if editors:
-        d_k, d_v = out["d_k"], out["d_v"]
-        shape_badge(f"Q {n_q}×{d_k},  K {n_k}×{d_k},  V {n_k}×{d_v}" if conv == "row"
-                    else f"Q {d_k}×{n_q},  K {d_k}×{n_k},  V {d_v}×{n_k}")
-    return {"qkv": qkv, **out}
+
+def _score_controls(slots: Slots, *, drawn: bool) -> None:
+    """The score function, scale, temperature and the function's parameters (d_a, the editors' slots)."""
+    if not drawn:
+        return
+    st.radio(t("pg.score"), core.SCORE_FUNCTIONS, **ss.bind("score"), format_func=labeller("score."), horizontal=True)
+    score = ss.get("score")
+    st.latex(formulas.SCORE_PAIR[score])
+    s1, s2 = st.columns(2)
+    with s1:
+        st.radio(t("pg.scale"), scenario.SCALES, **ss.bind("scale"), format_func=labeller("scale."),
+                 horizontal=True, help=t("pg.scale.help"))
+    with s2:
+        st.slider(t("pg.temperature"), 0.1, 5.0, step=0.1, **ss.bind("temperature"), help=t("pg.temperature.help"))
+    _param_slots(slots, score)
+    st.caption(t("pg.score.note"))
+
+
+def _param_slots(slots: Slots, score: str) -> None:
+    """d_a (additive) and the slots of a score function's parameter editors, drawn."""
+    if score == "additive":
+        st.slider(t("pg.d_a"), 1, scenario.MAX_DIM, **ss.bind("d_a"), help=t("pg.d_a.help"))
+        slots.update({name: (col, True) for name, col in zip(("W_a", "U_a", "w_a"), st.columns([2, 2, 1]), strict=True)})
+    elif score == "general":
+        slots["W"] = (st.container(), True)
+
+
+# what each matrix's editor shows: its rows, its columns (token labels, or dimensions with a suffix), its label
+EDITORS = {"X": ("q", "d", "pg.edit_x"), "X_src": ("k", "d", "pg.edit_x_src"),
+           "W_q": ("d", "dk", "W_Q"), "W_k": ("d", "dk", "W_K"), "W_v": ("d", "dv", "W_V"),
+           "Q": ("q", "d", "Q"), "K": ("k", "d", "K"), "V": ("k", "d", "V"),
+           "W": ("dk", "dk", "W (d_k×d_k)"), "W_a": ("da", "dk", "W_a (d_a×d_k)"), "U_a": ("da", "dk", "U_a (d_a×d_k)"),
+           "w_a": ("da", "w_a", "w_a (d_a)")}
+
+
+def _editor(slots: Slots, labels: tuple, problems: list):
+    """The ``edit`` of ``attention_lab.scenario.numbers``: each matrix through its editor, drawn in its slot
+    when the slot shows it (else the learner's kept edits still apply)."""
+
+    def axis(kind: str, size: int) -> list[str]:
+        if kind in ("q", "k"):
+            return list(labels[kind == "k"])
+        if kind == "w_a":
+            return ["w_a"]
+        return dim_labels(size, {"d": "d", "dk": "k", "dv": "v", "da": "a"}[kind])
+
+    def edit(name: str, generated):
+        generated = np.asarray(generated, dtype=float)
+        rows, cols, label = EDITORS[name]
+        box, shown = slots.get(name, (None, False))
+        shape = generated.reshape(generated.shape[0], -1).shape
+        with box or nullcontext():
+            return ss.editable(name, generated, axis(rows, shape[0]), axis(cols, shape[1]),
+                               t(label) if label.startswith("pg.") else label, problems, show_editor=shown)
+
+    return edit
 
 
 def inputs(problems: list, *, conv: str = "row", editors: bool = False, embed: Where = Where(), qkv: Where = Where(),
-           presets: bool = True, tokens: Where = Where(), options: bool = True) -> Inputs:
-    """Draw the token, embedding and Q/K/V controls and build the matrices.
+           score: Where = Where(drawn=False), presets: bool = True, tokens: Where = Where(),
+           options: bool = True) -> scenario.Numbers:
+    """Draw the token, embedding, Q/K/V (and, where ``score`` is drawn, score function) controls, then build
+    the scenario's numbers once (``attention_lab.scenario.numbers``) with the matrix editors as its edits.
 
-    With ``editors`` the matrix editors are drawn (up to 64 tokens); without, the learner's
-    edits from the Playground still apply. ``embed``/``qkv`` say where those groups go; without
-    ``options`` only the text boxes are drawn (the example menu and self/cross are elsewhere)."""
+    With ``editors`` the matrix editors are drawn (up to 64 tokens); without, the learner's edits from the
+    Playground still apply. ``embed``/``qkv``/``score`` say where those groups go; without ``options`` only
+    the text boxes are drawn (the example menu and self/cross are elsewhere)."""
     if options:
         tq, tk, cross = token_controls(problems, presets=presets, drawn=tokens.drawn)
     else:
         if tokens.drawn:
             token_boxes()
         tq, tk, cross = read_tokens(problems)
-    if max(len(tq), len(tk)) > scenario.INTERACTIVE_TOKENS:
-        problems.append(("info", t("info.large_n", n=max(len(tq), len(tk)), limit=EDIT_LIMIT)))
-    labels = (token_labels(tq), token_labels(tk))
+    n = max(len(tq), len(tk))
+    if n > scenario.INTERACTIVE_TOKENS:
+        problems.append(("info", t("info.large_n", n=n, limit=EDIT_LIMIT)))
+    ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < len(tk)])  # PAD positions past the tokens go
+    slots: Slots = {}
     with embed.box or nullcontext():
-        X_q, X_kv, d_model = _embeddings(problems, tq, tk, cross, labels, drawn=embed.drawn, editors=editors and embed.drawn,
-                                         conv=conv)
+        x_badge = _embedding_controls(slots, drawn=embed.drawn, editors=editors and embed.drawn, n=n, conv=conv)
     with qkv.box or nullcontext():
-        show = editors and qkv.drawn and max(len(tq), len(tk)) <= scenario.INTERACTIVE_TOKENS
-        m = _qkv(problems, X_q, X_kv, labels, drawn=qkv.drawn, editors=editors and qkv.drawn, show_editors=show, conv=conv)
-    return Inputs(tq=tq, tk=tk, q_labels=labels[0], k_labels=labels[1], cross=cross, d_model=d_model,
-                  X_q=X_q, X_kv=X_kv, **m)
+        show = editors and qkv.drawn and n <= scenario.INTERACTIVE_TOKENS
+        qkv_badges = _qkv_controls(slots, drawn=qkv.drawn, editors=editors and qkv.drawn, show_direct=show, conv=conv)
+    with score.box or nullcontext():
+        _score_controls(slots, drawn=score.drawn)
+    num = scenario.numbers(ss.values(), tq, tk, seed=int(settings.get("seed")),
+                           edit=_editor(slots, (token_labels(tq), token_labels(tk)), problems),
+                           project=compute.projection, embed=compute.embedding)
+    if num.unknown:
+        problems.append(("info", t("info.c18_unknown", tokens=", ".join(md(u) for u in num.unknown[:8]))))
+    if x_badge is not None:
+        _x_shape(x_badge, num, conv)
+    if qkv_badges is not None:
+        with qkv_badges:
+            _qkv_shapes(num, conv)
+    return num
+
+
+def _x_shape(box, num: scenario.Numbers, conv: str) -> None:
+    n_q, n_k, d = len(num.tq), len(num.tk), num.d_model
+    src = (f",  X_src {n_k}×{d}" if conv == "row" else f",  X_src {d}×{n_k}") if num.cross else ""
+    with box:
+        shape_badge((f"X {n_q}×{d}" if conv == "row" else f"X {d}×{n_q}") + src)
+
+
+def _qkv_shapes(num: scenario.Numbers, conv: str) -> None:
+    n_q, n_k, d_model, d_k, d_v = len(num.tq), len(num.tk), num.d_model, num.d_k, num.d_v
+    if num.qkv == "projection":
+        for m, n, d in (("Q", n_q, d_k), ("K", n_k, d_k), ("V", n_k, d_v)):
+            shape_badge(f"{m} = X·W_{m}: ({n}×{d_model})·({d_model}×{d}) → ({n}×{d})" if conv == "row"
+                        else f"{m} = W^{m}·X: ({d}×{d_model})·({d_model}×{n}) → ({d}×{n})")  # W^Q = W_Qᵀ acts on columns
+    shape_badge(f"Q {n_q}×{d_k},  K {n_k}×{d_k},  V {n_k}×{d_v}" if conv == "row"
+                else f"Q {d_k}×{n_q},  K {d_k}×{n_k},  V {d_v}×{n_k}")
 
 
 def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str | None = None):
     """The shared scenario's controls, folded away on the concept pages: the full inputs
-    (returns :class:`Inputs`) or just the token box (returns the tokens)."""
+    (returns ``attention_lab.scenario.Numbers``) or just the token box (returns the tokens)."""
     with st.expander(t("shared.numbers"), expanded=False):
         st.caption(help_text or t("shared.numbers.help"))
         if tokens_only:
@@ -285,23 +324,13 @@ def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str |
 
 
 # ------------------------------------------------------------------ score function, mask, notation
-def score_params(score: str, d_k: int, problems: list, *, editors: bool) -> dict[str, np.ndarray]:
-    """The seeded (or edited) parameters of a score function (``attention_lab.scenario.score_params``):
-    W for general; W_a, U_a, w_a for additive."""
-    if score == "additive" and editors:
-        st.slider(t("pg.d_a"), 1, scenario.MAX_DIM, **ss.bind("d_a"), help=t("pg.d_a.help"))
-    d_a = int(ss.get("d_a"))
-    kcols, acols = dim_labels(d_k, "k"), dim_labels(d_a, "a")
-    cols = st.columns([2, 2, 1]) if editors and score == "additive" else (nullcontext(),) * 3
-    shown = {"W": (cols[0], kcols, kcols, "W (d_k×d_k)"), "W_a": (cols[0], acols, kcols, "W_a (d_a×d_k)"),
-             "U_a": (cols[1], acols, kcols, "U_a (d_a×d_k)"), "w_a": (cols[2], acols, ["w_a"], "w_a (d_a)")}
-
-    def edit(name, generated):
-        col, rows, columns, label = shown[name]
-        with col:
-            return ss.editable(name, generated, rows, columns, label, problems, show_editor=editors)
-
-    return scenario.score_params(score, d_k, d_a, int(settings.get("seed")), edit, compute.projection)
+def score_params(score: str, num: scenario.Numbers, problems: list) -> dict[str, np.ndarray]:
+    """Another score function's parameters on the scenario's numbers, with their editors (the score functions
+    page shows every function): ``attention_lab.scenario.score_params`` through :func:`_editor`."""
+    slots: Slots = {}
+    _param_slots(slots, score)
+    edit = _editor(slots, (num.q_labels, num.k_labels), problems)
+    return scenario.score_params(score, num.d_k, int(ss.get("d_a")), int(settings.get("seed")), edit, compute.projection)
 
 
 def causal_checkbox(cross: bool, *, help_key: str = "pg.mask.causal.help") -> None:
@@ -310,23 +339,21 @@ def causal_checkbox(cross: bool, *, help_key: str = "pg.mask.causal.help") -> No
                 help=t("pg.mask.causal.cross") if cross else t(help_key))
 
 
-def mask_controls(n_q: int, n_k: int, q_labels, k_labels, conv: str, *, cross: bool, chart_key: str,
-                  click_queue: str, clear_key: str):
-    """Causal checkbox, PAD tokens and the clickable mask map; returns the combined row mask or None."""
-    causal_checkbox(cross)
-    ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < n_k])
-    by_label(st.multiselect, "pad", k_labels, t("pg.mask.pad"), help=t("pg.mask.pad.help"), placeholder=t("pg.mask.pad.none"))
-    mask = ss.current_mask(n_q, n_k, cross=cross)
+def mask_controls(num: scenario.Numbers, conv: str, *, chart_key: str, click_queue: str, clear_key: str) -> None:
+    """Causal checkbox, PAD tokens and the clickable map of the scenario's mask (``num.mask``)."""
+    n_q, n_k = len(num.tq), len(num.tk)
+    causal_checkbox(num.cross)
+    by_label(st.multiselect, "pad", list(num.k_labels), t("pg.mask.pad"), help=t("pg.mask.pad.help"),
+             placeholder=t("pg.mask.pad.none"))
     st.caption(t("pg.mask.custom.help"))
-    mshow = np.ones((n_q, n_k)) if mask is None else mask.astype(float)
+    mshow = np.ones((n_q, n_k)) if num.mask is None else num.mask.astype(float)
     if conv == "column":
         st.caption(t("pg.mask.column_note"))
-    z, axes = qk_view(mshow, conv, shorts(q_labels), shorts(k_labels))
+    z, axes = qk_view(mshow, conv, shorts(num.q_labels), shorts(num.k_labels))
     show_heatmap(heatmap(z, decimals=0, sequential=True, clickable=True, **axes), key=chart_key, click_queue=click_queue)
     if ss.get("blocked") and st.button(t("pg.mask.clear"), key=clear_key):
         ss.put("blocked", [])
         st.rerun()
-    return mask
 
 
 def qk_axes(conv: str, q_labels, k_labels) -> dict:

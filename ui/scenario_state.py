@@ -8,6 +8,7 @@ are carried in ``SCENARIO.carry`` so they survive page switches and reach pages 
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 
 import numpy as np
@@ -181,14 +182,8 @@ def toggle_mask_cell(cell: tuple[int, int]) -> None:
     put("blocked", sorted(list(c) for c in blocked))
 
 
-def playground_args(inp, score: str, params: dict, mask, conv: str) -> dict:
-    """The keyword arguments of ``core.lab.playground`` for the scenario's numbers (also what
-    "copy as code" writes out): ``attention_lab.scenario.playground_args`` on this run's matrices."""
-    return scenario.playground_args(X_q=inp.X_q, X_kv=inp.X_kv, qkv=inp.qkv, W_q=inp.W_q, W_k=inp.W_k, W_v=inp.W_v,
-                                    Q=inp.Q, K=inp.K, V=inp.V, d_k=inp.d_k, score=score, params=params,
-                                    scale_mode=get("scale"), temperature=get("temperature"), mask=mask, convention=conv)
-
-
-def run(inp, score: str, params: dict, mask, conv: str):
-    """The cached core call for the scenario's numbers in one notation (raises ValueError)."""
-    return compute.playground(**playground_args(inp, score, params, mask, conv), device=settings.get("device"))
+def run(num: scenario.Numbers, conv: str = "row", **changes):
+    """The cached core call for the scenario's numbers in one notation (raises ValueError); ``changes`` replace
+    fields of the numbers (another score function and its parameters, another mask)."""
+    num = dataclasses.replace(num, **changes) if changes else num
+    return compute.playground(**num.args(conv), device=settings.get("device"))

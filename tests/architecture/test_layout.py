@@ -303,7 +303,7 @@ def single_letter_names(tree: ast.AST) -> list[int]:
 
 
 def test_names_do_not_clash_with_the_math():
-    """A page's session keys are ``KEYS = state.<PAGE>`` (``K`` is the key matrix, ``Inputs.K``), and one
+    """A page's session keys are ``KEYS = state.<PAGE>`` (``K`` is the key matrix, ``Numbers.K``), and one
     class of the project is named ``View`` (ui/view.py: how the Playground is shown)."""
     assert registry_named_k(ast.parse("K = state.MASKS\nKEYS = state.MASKS\n")) == [1]
     files = [*sorted((ROOT / "app_pages").glob("*.py")), *sorted((ROOT / "tests").rglob("*.py"))]
