@@ -477,6 +477,20 @@ def projection(d_in: int, d_out: int, seed: int, name: str) -> np.ndarray:
     return _tokens.projection(d_in, d_out, seed=seed, name=name).numpy()
 
 
+def multi_head_numbers(tokens, d: int, seed: int, *, embed=embedding, project=projection) -> tuple:
+    """The multi-head panel's numbers (its page and its lesson): seeded random embeddings X (1, n, d) — one
+    sentence — and seeded W_q, W_k, W_v, W_o (d × d) by name."""
+    X = embed("random", tuple(tokens), d, seed)[0][None]  # (1, n, d)
+    return X, {name: project(d, d, seed, f"mh.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+
+
+def permutation_numbers(tokens, d: int, seed: int, *, embed=embedding, project=projection) -> tuple:
+    """The position panel's numbers (its page and its lesson): seeded random embeddings X (n, d) and seeded
+    W_q, W_k, W_v (d × d) by name."""
+    X = embed("random", tuple(tokens), d, seed)[0]  # (n, d)
+    return X, {w: project(d, d, seed, f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
+
+
 def fit(given, generated: np.ndarray) -> np.ndarray | None:
     """A learner's (or a link's) matrix in the generated one's shape — a vector counts as a column —
     or None when it has another shape (it no longer belongs to these tokens or sizes)."""
@@ -620,8 +634,8 @@ def numbers(values: dict, tq, tk, *, seed: int, edit=None, project=projection, e
     pad = [int(i) for i in values["pad"] if 0 <= int(i) < n_k]
     mk = mask(n_q, n_k, causal=values["causal"], pad=pad, blocked=values["blocked"], cross=cross)
     return Numbers(tq=tq, tk=tk, q_labels=tuple(indexed_labels(list(tq))), k_labels=tuple(indexed_labels(list(tk))),
-                   cross=cross, unknown=tuple(unknown), X_q=X_q, X_kv=X_kv, qkv=values["qkv"], score=values["score"], params=params,
-                   scale_mode=values["scale"], temperature=float(values["temperature"]), mask=mk, **m)
+                   cross=cross, unknown=tuple(unknown), X_q=X_q, X_kv=X_kv, qkv=values["qkv"], score=values["score"],
+                   params=params, scale_mode=values["scale"], temperature=float(values["temperature"]), mask=mk, **m)
 
 
 def build(raw, *, seed=None) -> tuple[dict, tuple[str, ...], tuple[str, ...]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 import core
+from attention_lab import scenario
 
 from . import compute, settings, state
 from .i18n import t
@@ -34,11 +35,9 @@ def head_sizes(key_d: str, key_h: str, cols, *, d: int = 8, heads: int = 2) -> t
 
 
 def seeded_inputs(tokens, d: int) -> tuple:
-    """The multi-head page's numbers for the tokens: seeded random embeddings X (1, n, d) and seeded
-    W_q, W_k, W_v, W_o (d × d) by name."""
-    seed = int(settings.get("seed"))
-    X = compute.embedding("random", tuple(tokens), d, seed)[0][None]  # (1, n, d): one sentence
-    return X, {name: compute.projection(d, d, seed, f"mh.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+    """The multi-head page's numbers for the tokens (``attention_lab.scenario.multi_head_numbers``, cached)."""
+    return scenario.multi_head_numbers(tokens, d, int(settings.get("seed")), embed=compute.embedding,
+                                       project=compute.projection)
 
 
 def head_maps(tr, labels, dec: int, *, key: str, per_row: int, limit: int | None = None) -> None:
@@ -56,11 +55,9 @@ def head_maps(tr, labels, dec: int, *, key: str, per_row: int, limit: int | None
 
 # ------------------------------------------------------------------ position
 def permutation_inputs(tokens, d: int) -> tuple:
-    """The position page's numbers for the tokens: seeded random embeddings X (n, d) and seeded W_q, W_k,
-    W_v (d × d) by name."""
-    seed = int(settings.get("seed"))
-    X = compute.embedding("random", tuple(tokens), d, seed)[0]
-    return X, {w: compute.projection(d, d, seed, f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
+    """The position page's numbers for the tokens (``attention_lab.scenario.permutation_numbers``, cached)."""
+    return scenario.permutation_numbers(tokens, d, int(settings.get("seed")), embed=compute.embedding,
+                                        project=compute.projection)
 
 
 def permutation_experiment(X, W: dict, perm, permuted, d: int, dec: int, *, keys: tuple[str, str],

@@ -32,11 +32,10 @@ KINDS = ("number", "predict", "choice", "make_it_so")
 PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position")
 TEMPERATURE_GRID = _scenario.TEMPERATURES  # the Playground's slider: 0.1 … 5.0
 _TIE = 1e-6  # weights closer than this count as tied
-# Panel keys a make_it_so state may carry besides the scenario: the names of the multi-head and position
-# pages' controls in ui.state (MULTI_HEAD.d_model, MULTI_HEAD.heads, POSITION.d, POSITION.perm; a test
-# keeps them equal — attention_lab may not import ui, which imports streamlit).
-MH_D_MODEL, MH_HEADS = "multi_head.d_model", "multi_head.heads"
-PS_D_KEY, PS_PERM = "position.d", "position.perm"
+# What a lesson's state may carry besides the scenario: the multi-head panel's d_model and H, the position
+# panel's width and order (the tutorial page maps each to its own widget: app_pages/tutorial.PANEL_WIDGETS).
+MH_D_MODEL, MH_HEADS = "mh_d_model", "mh_heads"
+PS_D_KEY, PS_PERM = "ps_d", "ps_perm"
 
 
 

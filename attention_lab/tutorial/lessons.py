@@ -21,7 +21,7 @@ from core.multihead import kv_head_map, multi_head_attention
 from core.pitfalls import head_layouts, mask_after_softmax
 
 from ..labels import parse_perm
-from ..scenario import MAX_TOKENS
+from ..scenario import MAX_TOKENS, multi_head_numbers, permutation_numbers
 from .exercises import (
     MH_D_MODEL,
     MH_HEADS,
@@ -330,11 +330,8 @@ MH_D, MH_H, MH_TARGET = 8, 2, 2
 
 
 def _mh(state: Mapping, d: int, H: int):
-    """The multi-head panel's numbers: seeded random embeddings and seeded W_q, W_k, W_v, W_o (d × d)."""
-    seed = _int(state.get("seed", 0), 0, 2**31 - 1, "seed")
-    toks = _tokens_of(state)
-    X = _tokens.embed(toks, d, seed=seed)[None]  # (1, n, d)
-    W = {name: _tokens.projection(d, d, seed=seed, name=f"mh.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+    """The multi-head panel's trace: its numbers as the page builds them (``scenario.multi_head_numbers``)."""
+    X, W = multi_head_numbers(_tokens_of(state), d, _int(state.get("seed", 0), 0, 2**31 - 1, "seed"))
     return multi_head_attention(X, n_heads=H, **W)
 
 
@@ -352,9 +349,7 @@ def _shape_text(t: torch.Tensor) -> str:
 def _l7_shape():
     tr = _mh(L7, MH_D, MH_H)
     B, H, n_q, n_k = tr.weights.shape
-    seed = 0
-    X = _tokens.embed(_tokens_of(L7), MH_D, seed=seed)[None]
-    W = {name: _tokens.projection(MH_D, MH_D, seed=seed, name=f"mh.{name}") for name in ("W_q", "W_k")}
+    X, W = multi_head_numbers(_tokens_of(L7), MH_D, 0)
     lay = head_layouts(X, W["W_q"], W["W_k"], MH_H)  # what each wrong option is (or is not) made by
     return "x".join(str(s) for s in tr.weights.shape), {
         "B": B, "H": H, "n": n_q, "d_k": tr.q.shape[-1], "heads_last": _shape_text(lay.heads_last),
@@ -387,11 +382,9 @@ PS_D = 8
 
 
 def _ps(state: Mapping, perm: tuple[int, ...], d: int, with_pe: bool):
-    """The position panel's numbers for one order (as app_pages/position.py builds them)."""
-    seed = _int(state.get("seed", 0), 0, 2**31 - 1, "seed")
+    """The position panel's check for one order, on its numbers as the page builds them (``scenario.permutation_numbers``)."""
     toks = _tokens_of(state)
-    X = _tokens.embed(toks, d, seed=seed)
-    W = {w: _tokens.projection(d, d, seed=seed, name=f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
+    X, W = permutation_numbers(toks, d, _int(state.get("seed", 0), 0, 2**31 - 1, "seed"))
     pe = _positional.sinusoidal(len(toks), d) if with_pe else None
     return permutation_check(X, perm, positions=pe, **W)
 

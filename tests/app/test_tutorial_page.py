@@ -465,8 +465,9 @@ def _drawn_weights(at) -> np.ndarray:
 @pytest.mark.parametrize("lesson", tut.LESSONS, ids=lambda x: x.id)
 def test_the_checkers_grade_the_numbers_the_page_draws(lesson):
     """For every lesson, the trace a checker computes (attention_lab.tutorial.scenario_trace on the panel's
-    state, through attention_lab.scenario.build) is the one the page draws (its own path: ui.inputs, the
-    matrix editors, ui.scenario_state.run); the multi-head and position panels against their judges' numbers."""
+    state, through attention_lab.scenario.build) is the one the page draws (ui.inputs with its matrix editors
+    calling attention_lab.scenario.numbers, then ui.scenario_state.run); the multi-head and position panels
+    against their judges' numbers."""
     at = open_lesson(lesson.id)
     _reveal_predictions(at, lesson.id)
     no_errors(at)

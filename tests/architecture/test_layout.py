@@ -204,6 +204,34 @@ def test_one_scenario_builder():
         assert not [m for m in mods if m.endswith("masks") or m == "core.lab.c18_lookup"], path.name
 
 
+def _scenario_calls(tree: ast.AST, names: set[str]) -> list[str]:
+    """The calls ``scenario.<name>(…)`` (or ``<name>(…)`` imported from attention_lab.scenario) in a module."""
+    imported = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and (node.module or "").endswith("scenario") for a in node.names if a.name in names}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in names and isinstance(f.value, ast.Name) and f.value.id == "scenario":
+                out.append(f.attr)
+            elif isinstance(f, ast.Name) and f.id in imported:
+                out.append(f.id)
+    return out
+
+
+def test_one_path_from_the_scenario_to_its_numbers():
+    """attention_lab.scenario.numbers is the one path from a scenario to its numbers: ui.inputs (every page
+    that shares the scenario, the Playground and the tutorial) calls it; build() (the tutorial's checkers)
+    calls it inside the module. No other module assembles the pieces itself."""
+    pieces = {"numbers", "Numbers", "qkv_matrices", "playground_args", "embedding", "score_params"}
+    assert _scenario_calls(ast.parse("from attention_lab import scenario\nscenario.numbers({}, [], [], seed=0)\n"),
+                           pieces) == ["numbers"]
+    callers = {name: calls for name, path in sources().items() if name != "attention_lab.scenario"
+               and (calls := _scenario_calls(ast.parse(path.read_text(encoding="utf-8")), pieces))}
+    # ui.compute caches the embedding for numbers(); the score functions page adds the other functions' parameters
+    assert callers == {"ui.inputs": ["numbers", "score_params"], "ui.compute": ["embedding"]}, callers
+
+
 def _is_session_state(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "session_state"
 

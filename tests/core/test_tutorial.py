@@ -138,13 +138,6 @@ def test_lessons_ids_panels_and_exercise_counts():
     assert len({ex.id for ex in ALL}) == len(ALL)
 
 
-def test_panel_keys_are_the_pages_session_keys():
-    from ui import state as ui_state
-
-    assert (T.MH_D_MODEL, T.MH_HEADS) == (ui_state.MULTI_HEAD.d_model, ui_state.MULTI_HEAD.heads)
-    assert (T.PS_D_KEY, T.PS_PERM) == (ui_state.POSITION.d, ui_state.POSITION.perm)
-
-
 @pytest.mark.parametrize("lesson", T.LESSONS, ids=lambda x: x.id)
 def test_lesson_scenarios_validate_and_differ_from_defaults(lesson):
     raw = lesson.scenario_dict()
