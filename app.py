@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import nav, page, scenario_state, settings, state, uploads
+from ui import link, nav, page, settings, state, uploads
 from ui.i18n import t
 from ui.widgets import a11y
 from ui.widgets.guard import connection_guard
@@ -19,7 +19,7 @@ from ui.widgets.layout import inject_css
 ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")  # served by the app: no request leaves it
 
 
-OWN_LINK = {p.url or p.name for p in nav.PAGES if p.name in ("playground", "tutorial")}
+OWN_LINK = {p.url or p.name for p in nav.PAGES if p.name == "playground"}
 
 
 def _pages() -> dict[str, st.Page]:
@@ -48,13 +48,11 @@ def main() -> None:
     inject_css()
     a11y.frame(settings.get("lang"), bool(settings.get("contrast")), key=state.FRAME.a11y)  # <html lang>, contrast, focus
     settings.sidebar()
-    settings.mirror_to_url()
     if refused:
         st.warning(t("err.url_settings", names=", ".join(refused)))
     st.title(current.title)  # (a material icon in a heading is fetched from Google: none here)
     page.boundary(current.run)
-    # the Playground's link holds its view as well, a lesson's its progress: those pages write their own
-    scenario_state.keep_in_link(own_link=current.url_path in OWN_LINK)
+    link.write(own=current.url_path in OWN_LINK)  # the Playground writes its own (its view too, from a fragment)
 
 
 main()

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from core.pretrained import PATTERNS
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui.i18n import current_lang, labeller, t
 from ui.pipeline import pipeline
 from ui.text import md, shorts
@@ -84,9 +84,7 @@ def chosen_head(L: int, H: int) -> tuple[int, int]:
     layer, head = (layer if 0 <= layer < L else 0), (head if 0 <= head < H else 0)
     st.session_state[KEYS.chosen] = (layer, head)
     st.session_state[KEYS.layer], st.session_state[KEYS.head] = layer, head  # the pickers show the kept choice
-    for name, value in zip(URL_KEYS, (layer, head), strict=True):
-        if st.query_params.get(name) != str(value):
-            st.query_params[name] = str(value)
+    link.add(dict(zip(URL_KEYS, (str(layer), str(head)), strict=True)))
     return layer, head
 
 

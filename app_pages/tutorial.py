@@ -14,7 +14,7 @@ import core
 from attention_lab import scenario
 from attention_lab import tutorial as tut
 from attention_lab.labels import parse_perm
-from ui import compute, nav, page, settings, state
+from ui import compute, link, nav, page, settings, state
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.concept_panels import PS_DIMS, head_maps, head_sizes, permutation_experiment, permutation_inputs, seeded_inputs
@@ -72,14 +72,9 @@ def from_url() -> None:
 
 
 def sync_url(lesson: tut.Lesson) -> None:
-    """The lesson and the progress code into the URL (beside the settings the frame writes)."""
+    """The lesson and the progress code in the link (the frame writes it, with the settings)."""
     code = tut.encode_progress(progress())
-    if st.query_params.get(URL_LESSON) != lesson.id:
-        st.query_params[URL_LESSON] = lesson.id
-    if code and st.query_params.get(URL_DONE) != code:
-        st.query_params[URL_DONE] = code
-    elif not code and URL_DONE in st.query_params:
-        del st.query_params[URL_DONE]
+    link.add({URL_LESSON: lesson.id, URL_DONE: code or None}, scenario=False)
 
 
 # ---------------------------------------------------------------------------- lessons and the shared scenario

@@ -66,23 +66,19 @@ def start(problems: list) -> None:
     st.session_state[state.SCENARIO.messages] = []
 
 
-def keep_in_link(*, own_link: bool) -> None:
-    """After a page's run (the frame calls this): when the page used the scenario, the address bar holds
-    it — tokens, matrices, masks and the settings — so a restart or another replica reopens the page
-    from the learner's current scenario (the connection guard reopens the link; :func:`start` reads it).
-    ``own_link``: the page writes a link of its own (the Playground's holds its view too, a lesson's its
-    progress)."""
-    if not st.session_state.pop(state.SCENARIO.started, False) or own_link:
-        return
+def link_part() -> dict[str, str] | None:
+    """After a page's run (``ui.link.write`` asks): when the page used the scenario, its part of the link —
+    tokens, matrices, masks — so a restart or another replica reopens the page from the learner's current
+    scenario (the connection guard reopens the link; :func:`start` reads it); None when it did not."""
+    if not st.session_state.pop(state.SCENARIO.started, False):
+        return None
     carried = {name: np.round(np.asarray(c["value"], dtype=float), 6).tolist()
                for name, c in st.session_state.get(state.SCENARIO.carry, {}).items()}
     loaded = {name: np.asarray(m, dtype=float).tolist()
               for name, m in st.session_state.get(state.SCENARIO.overrides, {}).items()}
     # this run's matrices where the page computed them, else the learner's edits and loaded ones kept so far
     matrices = loaded | carried | changed_matrices()
-    query = scenario.to_query(values(), matrices) | settings.query()
-    if {k: st.query_params.get(k) for k in st.query_params.keys()} != query:
-        st.query_params.from_dict(query)
+    return scenario.to_query(values(), matrices)
 
 
 def note(kind: str, message: str) -> None:

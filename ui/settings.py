@@ -100,10 +100,3 @@ def query() -> dict[str, str]:
     return {URL_KEYS[n]: str(get(n)) for n in DEFAULTS if n != "contrast" or get(n)}
 
 
-def mirror_to_url() -> None:
-    q = query()
-    for k, v in q.items():
-        if st.query_params.get(k) != v:
-            st.query_params[k] = v
-    if URL_KEYS["contrast"] not in q and URL_KEYS["contrast"] in st.query_params:
-        del st.query_params[URL_KEYS["contrast"]]

@@ -232,6 +232,31 @@ def test_one_path_from_the_scenario_to_its_numbers():
     assert callers == {"ui.inputs": ["numbers", "score_params"], "ui.compute": ["embedding"]}, callers
 
 
+def _query_writes(tree: ast.AST) -> list[int]:
+    """Lines that write ``st.query_params`` (an item set or deleted, or a method that changes it)."""
+    def is_qp(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "query_params"
+    out = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else []
+        if any(isinstance(x, ast.Subscript) and is_qp(x.value) for x in targets):
+            out.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_qp(node.func.value)
+              and node.func.attr in ("from_dict", "update", "clear", "pop", "setdefault")):
+            out.append(node.lineno)
+    return out
+
+
+def test_the_link_is_written_one_way():
+    """Only ui.link writes st.query_params (the frame, once per run); the Playground writes its link through
+    the address bar component alone."""
+    assert _query_writes(ast.parse("st.query_params['a'] = '1'\ndel st.query_params['a']\nst.query_params.from_dict({})\n")) \
+        == [1, 2, 3]
+    writers = [name for name, path in sources().items() if not name.startswith("bench.")  # (AppTest's own URL)
+               and _query_writes(ast.parse(path.read_text(encoding="utf-8")))]
+    assert writers == ["ui.link"], writers
+
+
 def _is_session_state(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "session_state"
 
