@@ -10,16 +10,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import link, nav, page, settings, state, uploads
+from ui import nav, page, settings, state, uploads
 from ui.i18n import t
 from ui.widgets import a11y
 from ui.widgets.guard import connection_guard
 from ui.widgets.layout import inject_css
 
 ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")  # served by the app: no request leaves it
-
-
-OWN_LINK = {p.url or p.name for p in nav.PAGES if p.name == "playground"}
 
 
 def _pages() -> dict[str, st.Page]:
@@ -52,7 +49,6 @@ def main() -> None:
         st.warning(t("err.url_settings", names=", ".join(refused)))
     st.title(current.title)  # (a material icon in a heading is fetched from Google: none here)
     page.boundary(current.run)
-    link.write(own=current.url_path in OWN_LINK)  # the Playground writes its own (its view too, from a fragment)
 
 
 main()

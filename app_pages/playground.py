@@ -13,14 +13,13 @@ import streamlit as st
 
 import core
 from attention_lab import scenario
-from ui import export, page, settings, state, view
+from ui import export, link, page, settings, state, view
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.i18n import labeller, t
 from ui.inputs import Where, inputs, mask_controls, token_boxes, token_options, x_fold_open
 from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import md
-from ui.widgets.guard import address_bar
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import file_uploader, token_labels
 from ui.widgets.qr import qr_png, show_qr
@@ -332,7 +331,7 @@ def results(run: Run | None, problems: list) -> None:
         run = read_alone(problems)
     page.show_problems(problems)
     query = current_query(v)
-    address_bar(query, key=KEYS.address)  # the link in the address bar, after every change
+    link.address_bar(query, key=KEYS.address)  # the link in the address bar, after every change
     if run.kept is None:
         return
     trace, tq, tk = run.kept

@@ -88,6 +88,11 @@ def others_at_work(me: str, now: float) -> bool:
         return any(sid != me for sid in _at_work)
 
 
+def inside() -> bool:
+    """Whether a metered render is running on this thread (a fragment inside the frame's boundary)."""
+    return bool(getattr(_depth, "n", 0))
+
+
 def metered(render: Callable[[], None]) -> None:
     """``render()`` within the session's share: wait first if the session is over it while others are at
     work, and count its CPU."""

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import streamlit as st
 
-from . import fair
+from . import fair, link
 from .i18n import t
 
 R = TypeVar("R")
@@ -51,7 +51,8 @@ def boundary(render: Callable[[], None]) -> None:
 
     The frame (app.py) runs every page inside it; a fragment, which reruns on its own, too.
     st.rerun / st.stop are BaseExceptions and pass through. The outermost boundary of a run also keeps
-    the session within its fair share of the server (:mod:`ui.fair`)."""
+    the session within its fair share of the server (:mod:`ui.fair`) and, after the run, writes the link
+    (:func:`ui.link.write`)."""
     def guarded_render() -> None:
         try:
             render()
@@ -59,4 +60,7 @@ def boundary(render: Callable[[], None]) -> None:
             log.exception("page failed")
             st.error(t("err.unexpected"))
 
+    outermost = not fair.inside()
     fair.metered(guarded_render)
+    if outermost:
+        link.write()

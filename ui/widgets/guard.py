@@ -1,7 +1,7 @@
 """The connection guard (assets/components/guard.js): after a restart or a lost replica the page
 reopens the link it held when the connection dropped, so the new session starts from the learner's
 current scenario; while the server is away the learner reads the app's message, not Streamlit's.
-:func:`address_bar` is how the Playground writes that link (assets/components/address.js)."""
+:func:`address` is how the Playground writes that link (assets/components/address.js, through ui.link)."""
 
 from __future__ import annotations
 
@@ -42,8 +42,7 @@ def _reconnected() -> None:
     """The run the guard asked for after a reconnect: drawing the frame is all it needs."""
 
 
-def address_bar(query: dict, *, key: str) -> None:
-    """Put ``query`` (URL parameters) in the browser's address bar in place, on every run (a whole
-    page's or a fragment's). Streamlit's ``st.query_params`` is not written: its update re-renders
-    the whole app in the browser."""
+def address(query: dict, *, key: str) -> None:
+    """Put ``query`` (URL parameters) in the browser's address bar in place (``ui.link.address_bar``).
+    Streamlit's ``st.query_params`` is not written: its update re-renders the whole app in the browser."""
     _ADDRESS(data={"url": "?" + urlencode(query)}, key=key)
