@@ -11,10 +11,10 @@ from pathlib import Path
 import streamlit as st
 
 from ui import nav, page, settings, state, uploads
-from ui.i18n import t
+from ui.i18n import t, this_run
 from ui.widgets import a11y
 from ui.widgets.guard import connection_guard
-from ui.widgets.layout import inject_css
+from ui.widgets.layout import CSS
 
 ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")  # served by the app: no request leaves it
 
@@ -35,6 +35,11 @@ def _sections(pages: dict[str, st.Page]) -> dict[str, list[st.Page]]:
 
 def main() -> None:
     refused = settings.init()
+    with this_run():  # the language, read once for the run
+        frame(refused)
+
+
+def frame(refused: list[str]) -> None:
     connection_guard()  # first: before anything can write the URL of a new session
     uploads.install()  # the upload caps (once per server), and the files of ended sessions freed
     uploads.sweep()
@@ -42,8 +47,8 @@ def main() -> None:
     current = st.navigation(_sections(pages), position="sidebar", expanded=True)
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",
                        initial_sidebar_state="auto")  # folded on a phone
-    inject_css()
-    a11y.frame(settings.get("lang"), bool(settings.get("contrast")), key=state.FRAME.a11y)  # <html lang>, contrast, focus
+    # the app's CSS, <html lang>, contrast and focus
+    a11y.frame(settings.get("lang"), bool(settings.get("contrast")), key=state.FRAME.a11y, css=CSS)
     settings.sidebar()
     if refused:
         st.warning(t("err.url_settings", names=", ".join(refused)))

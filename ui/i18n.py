@@ -7,6 +7,8 @@ Long explanations live in ``assets/explain/<name>.<lang>.md`` (:func:`explain`).
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -20,9 +22,30 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 LANG_NAMES = {"en": "English", "ko": "한국어"}
 
 
-def current_lang() -> str:
+_run = threading.local()  # the language of the run in progress on this thread (see :func:`this_run`)
+
+
+def _session_lang() -> str:
     lang = st.session_state.get(state.setting("lang"), "en")
     return lang if lang in LANGS else "en"
+
+
+def current_lang() -> str:
+    """The learner's language: read once per run (a page asks for it in every string it draws)."""
+    return getattr(_run, "lang", None) or _session_lang()
+
+
+@contextmanager
+def this_run():
+    """Around a run (the frame's, after the settings are read; a fragment's): the language is read from
+    the session once and kept for the run. It changes only in the settings' callbacks, which run
+    before a run starts."""
+    before = getattr(_run, "lang", None)
+    _run.lang = _session_lang()
+    try:
+        yield
+    finally:
+        _run.lang = before
 
 
 def t(key: str, lang: str | None = None, **fmt) -> str:

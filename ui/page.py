@@ -12,7 +12,7 @@ from typing import TypeVar
 import streamlit as st
 
 from . import fair, link
-from .i18n import t
+from .i18n import t, this_run
 
 R = TypeVar("R")
 log = logging.getLogger("attention_lab")
@@ -60,7 +60,9 @@ def boundary(render: Callable[[], None]) -> None:
             log.exception("page failed")
             st.error(t("err.unexpected"))
 
-    outermost = not fair.inside()
-    fair.metered(guarded_render)
-    if outermost:
+    if fair.inside():  # inside the frame's boundary: the frame writes the link after the run
+        fair.metered(guarded_render)
+        return
+    with this_run():  # a fragment's rerun starts here
+        fair.metered(guarded_render)
         link.write()

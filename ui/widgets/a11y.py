@@ -49,7 +49,8 @@ html.al-hc :focus-visible { outline: 4px solid #000000 !important; outline-offse
 """
 
 
-def frame(lang: str, high_contrast: bool, *, key: str) -> None:
-    """Once per run, from app.py: the CSS, and the document's language and contrast class."""
-    st.markdown(CSS + (HC_CSS if high_contrast else ""), unsafe_allow_html=True)
+def frame(lang: str, high_contrast: bool, *, key: str, css: str = "") -> None:
+    """Once per run, from app.py: the CSS (the app's ``css`` and this module's, one element), and the
+    document's language and contrast class."""
+    st.markdown(css + CSS + (HC_CSS if high_contrast else ""), unsafe_allow_html=True)
     _FRAME(data={"lang": lang, "hc": bool(high_contrast)}, key=key)

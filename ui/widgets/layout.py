@@ -54,10 +54,6 @@ h1 {font-size: 2.1rem !important; padding-top: 0.2rem !important; padding-bottom
 """
 
 
-def inject_css() -> None:
-    st.markdown(CSS, unsafe_allow_html=True)
-
-
 def file_uploader(label: str, *, types: list[str], key: str, limit_kb: int, **kw):
     """``st.file_uploader`` whose own texts follow the app's language. Streamlit writes its button
     ("Upload") and limit line ("1MB per file • JSON") in English whatever the app's language; in
