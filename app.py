@@ -42,7 +42,7 @@ def main() -> None:
 def frame(refused: list[str]) -> None:
     connection_guard()  # first: before anything can write the URL of a new session
     uploads.install()  # the upload caps (once per server), and the files of ended sessions freed
-    uploads.sweep()
+    uploads.sweep_when_due()
     pages = _pages()
     current = st.navigation(_sections(pages), position="sidebar", expanded=True)
     st.set_page_config(page_title=f"{current.title} · Attention Lab", page_icon=ICON, layout="wide",

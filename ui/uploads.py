@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import threading
+import time
 
 MAX_SESSION_FILES = 4
 MAX_SESSION_BYTES = 3 * 1024 * 1024  # a scenario file (256 KB) and an image (1 MB) with room to replace them
@@ -93,6 +94,21 @@ def sweep(mgr=None) -> int:
     for sid in ended:
         mgr.remove_session_files(sid)
     return len(ended)
+
+
+SWEEP_EVERY = 5.0  # seconds: a server sweeps at most this often (the run of any session that finds it due)
+_swept = {"at": float("-inf")}
+_sweeping = threading.Lock()
+
+
+def sweep_when_due(now: float | None = None, mgr=None) -> int:
+    """:func:`sweep`, at most once per SWEEP_EVERY seconds on this server (the frame asks on every run)."""
+    now = time.monotonic() if now is None else now
+    with _sweeping:
+        if now - _swept["at"] < SWEEP_EVERY:
+            return 0
+        _swept["at"] = now
+    return sweep(mgr)
 
 
 def install() -> bool:

@@ -62,5 +62,18 @@ def test_a_file_for_an_ended_session_is_not_kept_and_a_sweep_frees_ended_session
     assert held(mgr) == (1, 10 * KB)
 
 
+def test_the_frame_sweeps_at_most_once_per_interval(mgr, monkeypatch):
+    monkeypatch.setitem(uploads._swept, "at", float("-inf"))
+    mgr.add_file("alice", rec(1, 10 * KB))
+    mgr.add_file("bob", rec(2, 10 * KB))
+    mgr.live.discard("alice")  # Streamlit forgot alice's session
+    assert uploads.sweep_when_due(100.0, mgr) == 1  # due: alice's files go
+    mgr.live.discard("bob")
+    assert uploads.sweep_when_due(100.0 + uploads.SWEEP_EVERY / 2, mgr) == 0  # not yet: bob's stay
+    assert "bob" in mgr.file_storage
+    assert uploads.sweep_when_due(100.0 + uploads.SWEEP_EVERY, mgr) == 1
+    assert not mgr.file_storage
+
+
 def test_install_without_a_server_changes_nothing():
     assert uploads.install() is False
