@@ -299,8 +299,9 @@ def controls(v: view.View, problems: list) -> tuple[Run, bool]:
     opened = {g: tabs[g] for g in names if tabs[g].open}
     drawn += list(opened)
     num = inputs(problems, conv=conv, editors=True, tokens=Where(drawn=False), options=False,
-                 embed=Where(opened.get("embed"), "embed" in opened), qkv=Where(opened.get("qkv"), "qkv" in opened),
-                 score=Where(opened.get("score"), "score" in opened))
+                 embed=Where(opened.get("embed"), "embed" in opened),
+                 qkv=Where(opened.get("qkv"), "qkv" in opened, wide=False),  # the left column: editors one under another
+                 score=Where(opened.get("score"), "score" in opened, wide=False))
     if "mask" in opened:
         with opened["mask"]:
             mask_controls(num, conv, chart_key=KEYS.chart_mask, click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)

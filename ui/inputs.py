@@ -30,11 +30,18 @@ from .widgets.layout import dim_labels, shape_badge, token_labels
 
 @dataclass(frozen=True)
 class Where:
-    """Where a group of controls goes: a container (None: here) and whether it is drawn at all
-    (a closed tab is not drawn; its kept values still apply)."""
+    """Where a group of controls goes: a container (None: here), whether it is drawn at all (a closed tab is
+    not drawn; its kept values still apply) and whether it is wide enough for its matrix editors side by
+    side (the Playground's left column is not: there they stand one under another)."""
 
     box: Any = None
     drawn: bool = True
+    wide: bool = True
+
+
+def _editor_boxes(n: int, wide: bool):
+    """Slots for n editors: side by side (``wide``) or one under another."""
+    return st.columns(n) if wide else [st.container() for _ in range(n)]
 
 
 # ------------------------------------------------------------------ tokens
@@ -175,7 +182,7 @@ def _keep_x_fold() -> None:
     st.session_state[state.SCENARIO.x_fold_open] = bool(st.session_state.get(state.SCENARIO.x_fold))
 
 
-def _qkv_controls(slots: Slots, *, drawn: bool, editors: bool, show_direct: bool, conv: str):
+def _qkv_controls(slots: Slots, *, drawn: bool, editors: bool, show_direct: bool, conv: str, wide: bool = True):
     """Identity, projections or Q/K/V typed directly, d_k and d_v, and the editors' slots → the container
     for the shapes (filled once the numbers are built) or None."""
     if drawn:
@@ -189,7 +196,7 @@ def _qkv_controls(slots: Slots, *, drawn: bool, editors: bool, show_direct: bool
                 st.slider(t("pg.d_v"), 1, scenario.MAX_DIM, **ss.bind("d_v"))
         if editors:
             st.latex(formulas.PROJECTION[conv])
-        cols = st.columns(3) if editors else (None,) * 3
+        cols = _editor_boxes(3, wide) if editors else (None,) * 3
         slots.update({name: (col, editors) for name, col in zip(("W_q", "W_k", "W_v"), cols, strict=True)})
     else:
         if editors:
@@ -199,7 +206,7 @@ def _qkv_controls(slots: Slots, *, drawn: bool, editors: bool, show_direct: bool
     return st.container() if editors else None
 
 
-def _score_controls(slots: Slots, *, drawn: bool) -> None:
+def _score_controls(slots: Slots, *, drawn: bool, wide: bool = True) -> None:
     """The score function, scale, temperature and the function's parameters (d_a, the editors' slots)."""
     if not drawn:
         return
@@ -212,15 +219,16 @@ def _score_controls(slots: Slots, *, drawn: bool) -> None:
                  horizontal=True, help=t("pg.scale.help"))
     with s2:
         st.slider(t("pg.temperature"), 0.1, 5.0, step=0.1, **ss.bind("temperature"), help=t("pg.temperature.help"))
-    _param_slots(slots, score)
+    _param_slots(slots, score, wide)
     st.caption(t("pg.score.note"))
 
 
-def _param_slots(slots: Slots, score: str) -> None:
+def _param_slots(slots: Slots, score: str, wide: bool = True) -> None:
     """d_a (additive) and the slots of a score function's parameter editors, drawn."""
     if score == "additive":
         st.slider(t("pg.d_a"), 1, scenario.MAX_DIM, **ss.bind("d_a"), help=t("pg.d_a.help"))
-        slots.update({name: (col, True) for name, col in zip(("W_a", "U_a", "w_a"), st.columns([2, 2, 1]), strict=True)})
+        boxes = st.columns([2, 2, 1]) if wide else _editor_boxes(3, False)
+        slots.update({name: (box, True) for name, box in zip(("W_a", "U_a", "w_a"), boxes, strict=True)})
     elif score == "general":
         slots["W"] = (st.container(), True)
 
@@ -280,9 +288,10 @@ def inputs(problems: list, *, conv: str = "row", editors: bool = False, embed: W
         x_badge = _embedding_controls(slots, drawn=embed.drawn, editors=editors and embed.drawn, n=n, conv=conv)
     with qkv.box or nullcontext():
         show = editors and qkv.drawn and n <= scenario.INTERACTIVE_TOKENS
-        qkv_badges = _qkv_controls(slots, drawn=qkv.drawn, editors=editors and qkv.drawn, show_direct=show, conv=conv)
+        qkv_badges = _qkv_controls(slots, drawn=qkv.drawn, editors=editors and qkv.drawn, show_direct=show, conv=conv,
+                                   wide=qkv.wide)
     with score.box or nullcontext():
-        _score_controls(slots, drawn=score.drawn)
+        _score_controls(slots, drawn=score.drawn, wide=score.wide)
     num = scenario.numbers(ss.values(), tq, tk, seed=int(settings.get("seed")),
                            edit=_editor(slots, (token_labels(tq), token_labels(tk)), problems),
                            project=compute.projection, embed=compute.embedding)
