@@ -38,6 +38,7 @@ from .attention import (
 from .chunked import TiledTrace, chunked_attention, tiled_attention
 from .kv_cache import MODEL_PRESETS, KVCache, ModelShape, attend_with_cache, cached_decode, kv_cache_bytes
 from .linear import LinearAttentionTrace, linear_attention
+from .modern import DifferentialTrace, ModernAttentionTrace, differential_attention, lambda_init, modern_attention, rms_norm
 from .multihead import (
     MultiHeadTrace,
     fuse_qkv_weights,
@@ -63,6 +64,10 @@ __all__ += [
     "LinearAttentionTrace", "kv_head_map", "linear", "linear_attention", "repeat_kv", "tiled_attention",
 ]
 
+# modern attention variants (issue 33)
+__all__ += [
+    "DifferentialTrace", "ModernAttentionTrace", "differential_attention", "lambda_init", "modern_attention", "rms_norm",
+]
 
 def available_devices() -> list[str]:
     """'cpu' plus 'cuda' and/or 'mps' when present."""

@@ -1,0 +1,177 @@
+"""core.modern* against the transformers modules they follow, built from tiny random configs on the CPU.
+
+Each reference module gets seeded random weights (every parameter, norms and sinks included), the same
+weights are handed to our function in row convention (x @ W = nn.Linear's x @ weightᵀ), and the rotary
+tables come from the model's own RotaryEmbedding. Float64 where the module computes in the input's dtype
+(some modules cast to float32 inside — softmax, RMSNorm, RoPE angles — so 1e-5 relative), else float32.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import core
+
+transformers = pytest.importorskip("transformers", reason="the reference modules come from transformers")
+
+F64 = torch.float64
+
+
+def _randomize(module: torch.nn.Module, seed: int, std: float = 0.3) -> torch.nn.Module:
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * std)
+    return module.eval()
+
+
+def _x(shape, seed: int, dtype=F64) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def _w(linear: torch.nn.Linear) -> torch.Tensor:
+    return linear.weight.detach().T  # (d_in, d_out): row convention
+
+
+def _b(linear: torch.nn.Linear):
+    return None if linear.bias is None else linear.bias.detach()
+
+
+def _additive(mask: torch.Tensor, dtype=F64) -> torch.Tensor:
+    """(n, n) boolean → (1, 1, n, n) additive 0 / −inf, as the eager attention functions take it."""
+    return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, float("-inf"))[None, None]
+
+
+def _rel_gap(ours: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((ours - ref).abs().max() / ref.abs().max())
+
+
+def _tables(rotary, x, n):
+    cos, sin = rotary(x, torch.arange(n)[None])
+    return cos, sin
+
+
+def _half(t):
+    return t[..., : t.shape[-1] // 2]
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("window", [None, 3])
+def test_sinks_equal_gpt_oss_attention(window):
+    from transformers import GptOssConfig
+    from transformers.models.gpt_oss.modeling_gpt_oss import GptOssAttention, GptOssRotaryEmbedding
+
+    cfg = GptOssConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_hidden_layers=2,
+                       intermediate_size=32, num_local_experts=2, vocab_size=10)
+    cfg._attn_implementation = "eager"
+    ref = _randomize(GptOssAttention(cfg, 0).double(), seed=1)
+    n = 6
+    x = _x((2, n, 32), seed=2)
+    cos, sin = _tables(GptOssRotaryEmbedding(cfg), x, n)  # (B, n, d/2): gpt-oss keeps the half tables
+    mask = core.masks.causal(n) if window is None else core.masks.window(n, window, causal_only=True)
+    out_ref, w_ref = ref(x, (cos, sin), _additive(mask))
+    tr = core.modern_attention(x, W_q=_w(ref.q_proj), W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj),
+                               b_q=_b(ref.q_proj), b_k=_b(ref.k_proj), b_v=_b(ref.v_proj), b_o=_b(ref.o_proj),
+                               n_heads=4, n_kv_heads=2, rope=(cos, sin), rope_pairing="half", sinks=ref.sinks.detach(),
+                               window=window)
+    assert _rel_gap(tr.output, out_ref) < 1e-12
+    assert _rel_gap(tr.weights, w_ref) < 1e-12
+    # the sink takes a share of every row: rows sum to 1 − sink_weight < 1
+    assert torch.allclose(tr.weight_sums + tr.sink_weight, torch.ones_like(tr.sink_weight))
+    assert bool((tr.weight_sums < 1).all())
+
+
+@torch.no_grad()
+def test_qk_norm_equals_qwen3_attention():
+    from transformers import Qwen3Config
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3RotaryEmbedding
+
+    cfg = Qwen3Config(hidden_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=12, num_hidden_layers=1,
+                      intermediate_size=32, vocab_size=10, rms_norm_eps=1e-6)
+    cfg._attn_implementation = "eager"
+    ref = _randomize(Qwen3Attention(cfg, 0).double(), seed=3)
+    with torch.no_grad():  # norm weights near 1, as trained ones are
+        ref.q_norm.weight.add_(1.0)
+        ref.k_norm.weight.add_(1.0)
+    n = 7
+    x = _x((1, n, 48), seed=4)
+    cos, sin = _tables(Qwen3RotaryEmbedding(cfg), x, n)
+    out_ref, w_ref = ref(x, (cos, sin), _additive(core.masks.causal(n)))
+    tr = core.modern_attention(x, W_q=_w(ref.q_proj), W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj),
+                               n_heads=4, n_kv_heads=2, rope=(_half(cos), _half(sin)), q_norm=ref.q_norm.weight,
+                               k_norm=ref.k_norm.weight, norm_eps=1e-6)
+    # Qwen3RMSNorm normalises in float32 even for float64 input
+    assert _rel_gap(tr.output, out_ref) < 1e-5
+    assert _rel_gap(tr.weights, w_ref) < 1e-5
+
+
+@torch.no_grad()
+def test_softcap_equals_gemma2_attention():
+    from transformers import Gemma2Config
+    from transformers.models.gemma2.modeling_gemma2 import Gemma2Attention, Gemma2RotaryEmbedding
+
+    cfg = Gemma2Config(hidden_size=32, num_attention_heads=2, num_key_value_heads=1, head_dim=16, num_hidden_layers=2,
+                       intermediate_size=32, vocab_size=10, query_pre_attn_scalar=24, attn_logit_softcapping=3.0)
+    cfg._attn_implementation = "eager"
+    ref = _randomize(Gemma2Attention(cfg, 1).double(), seed=5, std=0.5)
+    n = 6
+    x = _x((2, n, 32), seed=6)
+    cos, sin = _tables(Gemma2RotaryEmbedding(cfg), x, n)
+    out_ref, w_ref = ref(x, (cos, sin), _additive(core.masks.causal(n)))
+    tr = core.modern_attention(x, W_q=_w(ref.q_proj), W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj),
+                               n_heads=2, n_kv_heads=1, rope=(_half(cos), _half(sin)), softcap=3.0, scale=24 ** -0.5)
+    assert float(tr.scaled.abs().max()) > 3.0 > float(tr.capped.abs().max())  # the cap bites
+    assert _rel_gap(tr.output, out_ref) < 1e-5  # Gemma 2's softmax runs in float32
+    assert _rel_gap(tr.weights, w_ref) < 1e-5
+
+
+@torch.no_grad()
+def test_output_gate_equals_qwen3_next_attention():
+    from transformers import Qwen3NextConfig
+    from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextAttention, Qwen3NextRotaryEmbedding
+
+    cfg = Qwen3NextConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_hidden_layers=1,
+                          intermediate_size=32, vocab_size=10, num_experts=2, num_experts_per_tok=1,
+                          moe_intermediate_size=16, shared_expert_intermediate_size=16, layer_types=["full_attention"])
+    cfg._attn_implementation = "eager"
+    ref = _randomize(Qwen3NextAttention(cfg, 0).double(), seed=7)
+    n, H, d = 5, 4, 8
+    x = _x((2, n, 32), seed=8)
+    cos, sin = _tables(Qwen3NextRotaryEmbedding(cfg), x, n)  # partial rotary: (B, n, r) with r < d
+    assert cos.shape[-1] < d
+    out_ref, w_ref = ref(x, (cos, sin), _additive(core.masks.causal(n)))
+    # q_proj's output is, per head, [q_h (d) | gate_h (d)]: split its rows into W_q and W_gate
+    rows = torch.arange(2 * H * d).reshape(H, 2, d)
+    Wqg = ref.q_proj.weight.detach()
+    W_q, W_gate = Wqg[rows[:, 0].reshape(-1)].T, Wqg[rows[:, 1].reshape(-1)].T  # (32, H·d) each
+    tr = core.modern_attention(x, W_q=W_q, W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj), n_heads=H,
+                               n_kv_heads=2, rope=(_half(cos), _half(sin)), gate_W=W_gate,
+                               q_norm=1 + ref.q_norm.weight, k_norm=1 + ref.k_norm.weight,  # (1 + w) norms
+                               norm_eps=cfg.rms_norm_eps)
+    assert _rel_gap(tr.output, out_ref) < 1e-5
+    assert _rel_gap(tr.weights, w_ref) < 1e-5
+    assert tr.gate.shape == (2, n, H * d) and bool(((tr.gate > 0) & (tr.gate < 1)).all())
+
+
+@torch.no_grad()
+def test_differential_attention_equals_diffllama():
+    from transformers import DiffLlamaConfig
+    from transformers.models.diffllama.modeling_diffllama import DiffLlamaAttention, DiffLlamaRotaryEmbedding
+
+    cfg = DiffLlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=3,
+                          intermediate_size=32, vocab_size=10, rms_norm_eps=1e-6)
+    cfg._attn_implementation = "eager"
+    ref = _randomize(DiffLlamaAttention(cfg, layer_idx=2).double(), seed=9)
+    n = 6
+    x = _x((2, n, 32), seed=10)
+    cos, sin = _tables(DiffLlamaRotaryEmbedding(cfg), x, n)
+    out_ref, _ = ref(x, (cos, sin), _additive(core.masks.causal(n)))
+    tr = core.differential_attention(
+        x, W_q=_w(ref.q_proj), W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj), n_heads=4, n_kv_heads=2,
+        lambda_q1=ref.lambda_q1, lambda_k1=ref.lambda_k1, lambda_q2=ref.lambda_q2, lambda_k2=ref.lambda_k2,
+        layer_idx=2, rope=(_half(cos), _half(sin)), norm_eps=1e-6)
+    assert tr.lambda_init == pytest.approx(ref.lambda_init)
+    assert _rel_gap(tr.output, out_ref) < 1e-5  # DiffLlama's softmax and λ run in float32
+    # the differential map's rows sum to 1 − λ
+    assert torch.allclose(tr.weights.sum(-1), (1 - tr.lam).expand(tr.weights.shape[:-1]))
