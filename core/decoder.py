@@ -516,10 +516,12 @@ class SmolLM2:
         temperature 0 is greedy; otherwise sampling from :func:`next_token_probs` with a
         ``torch.Generator`` seeded by ``seed`` (the same arguments give the same tokens).
         ``use_cache=False`` recomputes every position at every step (same tokens, slower: the test).
+        A KV window (``mech.window``) is the mask of a whole pass, so it always decodes without the cache.
         """
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
             raise ValueError(f"max_new_tokens must be an integer from 1 to {MAX_NEW_TOKENS}, got {max_new_tokens!r}")
         next_token_probs(torch.zeros(2), temperature, None, top_p)  # validates temperature and top_p early
+        use_cache = use_cache and mech.window is None  # _attend applies a window to whole passes only
         ids = self._ids(text, max_tokens)
         P = self.weights_on(device)
         c = self.config

@@ -230,6 +230,63 @@ def test_cached_generation_equals_uncached(model):
     assert a.steps[0].token == "␣Paris"
 
 
+def _windowed_last_logits(model, ids: list[int], size: int, sinks: int) -> torch.Tensor:
+    """The next-token logits (vocab,) after ``ids`` by a hand-written full pass (no cache, no core code): every
+    block with RMSNorm, RoPE on adjacent pairs, GQA and softmax(QKᵀ/√d)V where query i sees keys
+    i − size < j ≤ i and the first ``sinks`` ones."""
+    P, c = model.weights, model.config
+    n, H, G, d = len(ids), c.n_heads, c.n_kv_heads, c.d_head
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    allowed = (j <= i) & ((i - j < size) | (j < sinks))  # (n, n)
+    angle = torch.arange(n, dtype=torch.float64)[:, None] * c.rope_base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    cos, sin = angle.cos().float(), angle.sin().float()  # (n, d/2)
+
+    def rot(x):  # (heads, n, d): dims (2m, 2m+1) turned by position · θ_m
+        out = torch.empty_like(x)
+        out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+        out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+        return out
+
+    def norm(x, g):
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + c.eps) * g
+
+    x = P.E[torch.tensor(ids)]  # (n, d_model)
+    for layer in P.layers:
+        h = norm(x, layer.g_attn)
+        q = rot((h @ layer.W_q).reshape(n, H, d).transpose(0, 1))  # (H, n, d)
+        k = rot((h @ layer.W_k).reshape(n, G, d).transpose(0, 1)).repeat_interleave(H // G, 0)  # (H, n, d)
+        v = (h @ layer.W_v).reshape(n, G, d).transpose(0, 1).repeat_interleave(H // G, 0)  # (H, n, d)
+        scores = (q @ k.transpose(-1, -2) / d ** 0.5).masked_fill(~allowed, float("-inf"))  # (H, n, n)
+        x = x + (torch.softmax(scores, -1) @ v).transpose(0, 1).reshape(n, H * d) @ layer.W_o
+        h = norm(x, layer.g_ffn)
+        x = x + (torch.nn.functional.silu(h @ layer.W_gate) * (h @ layer.W_up)) @ layer.W_down
+    return norm(x[-1], P.g_final) @ P.E.T  # (vocab,)
+
+
+def test_generation_with_a_kv_window_equals_full_windowed_passes(model):
+    """generate(mech=Mechanism(window=…)) with the default use_cache=True (it once raised after the first
+    token): its tokens and probabilities are those of a hand-written full pass with the window's mask at every step."""
+    text, size, sinks = "one two three four five six seven eight", 3, 1
+    mech = decoder.Mechanism(window=size, sinks=sinks)
+    g = model.generate(text, 3, mech=mech, stop_at_eos=False)
+    assert len(g.steps) == 3
+    assert model.generate(text, 3, mech=mech, use_cache=False, stop_at_eos=False).token_ids == g.token_ids
+    context = model.encode(text)
+    assert len(context) > size + sinks  # the window hides keys from the first step on
+    with torch.no_grad():
+        for step in g.steps:
+            probs = torch.softmax(_windowed_last_logits(model, context, size, sinks), -1)
+            assert step.token_id == int(probs.argmax())
+            assert torch.allclose(step.top_probs, probs[step.top_ids], atol=1e-4)
+            n = len(context)
+            hidden = ~masks.window(n, size, causal_only=True, sinks=sinks)[-1]  # (n,): keys the last query may not see
+            assert float(step.attention[:, :, hidden].abs().max()) == 0.0
+            context.append(step.token_id)
+    plain = model.next_token(text)
+    assert float((plain.probs - torch.softmax(_windowed_last_logits(model, model.encode(text), size, sinks), -1))
+                 .abs().max()) > 1e-2  # the window changes the prediction: the comparison above can tell them apart
+
+
 def test_seeded_sampling_is_repeatable(model):
     kw = dict(max_new_tokens=10, temperature=1.2, top_k=50, top_p=0.95, stop_at_eos=False)
     a = model.generate("Once upon a time", seed=7, **kw)
