@@ -175,3 +175,46 @@ def test_differential_attention_equals_diffllama():
     assert _rel_gap(tr.output, out_ref) < 1e-5  # DiffLlama's softmax and λ run in float32
     # the differential map's rows sum to 1 − λ
     assert torch.allclose(tr.weights.sum(-1), (1 - tr.lam).expand(tr.weights.shape[:-1]))
+
+
+def _mla_weights(ref, H: int, d_nope: int, d_rope: int, d_v: int, d_c: int) -> dict:
+    """DeepseekV3Attention's projections in the paper's names (row convention)."""
+    qb = ref.q_b_proj.weight.detach().reshape(H, d_nope + d_rope, -1)  # per head [nope | rope] rows
+    kvb = ref.kv_b_proj.weight.detach().reshape(H, d_nope + d_v, -1)  # per head [k_nope | v] rows
+    kva = ref.kv_a_proj_with_mqa.weight.detach()  # [c_KV (d_c) | k_R (d_R)] rows
+    return dict(W_DQ=_w(ref.q_a_proj), q_norm=ref.q_a_layernorm.weight.detach(),
+                W_UQ=qb[:, :d_nope].reshape(H * d_nope, -1).T, W_QR=qb[:, d_nope:].reshape(H * d_rope, -1).T,
+                W_DKV=kva[:d_c].T, W_KR=kva[d_c:].T, kv_norm=ref.kv_a_layernorm.weight.detach(),
+                W_UK=kvb[:, :d_nope].reshape(H * d_nope, -1).T, W_UV=kvb[:, d_nope:].reshape(H * d_v, -1).T,
+                W_o=_w(ref.o_proj))
+
+
+def _deepseek_config(cls, **extra):
+    cfg = cls(hidden_size=32, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=12, kv_lora_rank=10,
+              qk_rope_head_dim=4, qk_nope_head_dim=6, v_head_dim=5, num_hidden_layers=1, intermediate_size=32,
+              vocab_size=10, n_routed_experts=2, num_experts_per_tok=1, moe_intermediate_size=8, **extra)
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+@torch.no_grad()
+def test_mla_equals_deepseek_v3_attention_in_both_forms():
+    from transformers import DeepseekV3Config
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3Attention, DeepseekV3RotaryEmbedding
+
+    cfg = _deepseek_config(DeepseekV3Config)
+    assert cfg.rope_interleave  # adjacent pairs, as the checkpoints store them
+    ref = _randomize(DeepseekV3Attention(cfg, 0).double(), seed=11)
+    with torch.no_grad():
+        ref.q_a_layernorm.weight.add_(1.0)
+        ref.kv_a_layernorm.weight.add_(1.0)
+    n = 7
+    x = _x((2, n, 32), seed=12)
+    cos, sin = _tables(DeepseekV3RotaryEmbedding(cfg), x, n)
+    out_ref, w_ref = ref(x, (cos, sin), _additive(core.masks.causal(n)))
+    tr = core.mla(x, **_mla_weights(ref, 4, 6, 4, 5, 10), n_heads=4, rope=(_half(cos), _half(sin)),
+                  rope_pairing="adjacent", scale=ref.scaling)
+    assert _rel_gap(tr.output, out_ref) < 1e-5  # DeepseekV3RMSNorm and the softmax run in float32
+    assert _rel_gap(tr.output_absorbed, out_ref) < 1e-5
+    assert _rel_gap(tr.weights, w_ref) < 1e-5
+    assert tr.form_gap < 1e-12 and tr.cache_values_per_token == 10 + 4
