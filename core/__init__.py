@@ -39,6 +39,7 @@ from .chunked import TiledTrace, chunked_attention, tiled_attention
 from .kv_cache import MODEL_PRESETS, KVCache, ModelShape, attend_with_cache, cached_decode, kv_cache_bytes
 from .linear import LinearAttentionTrace, linear_attention
 from .modern import DifferentialTrace, ModernAttentionTrace, differential_attention, lambda_init, modern_attention, rms_norm
+from .modern_delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
 from .modern_mla import MLACacheSize, MLATrace, mla, mla_cache_values
 from .multihead import (
     MultiHeadTrace,
@@ -69,6 +70,7 @@ __all__ += [
 __all__ += [
     "DifferentialTrace", "ModernAttentionTrace", "differential_attention", "lambda_init", "modern_attention", "rms_norm",
     "MLACacheSize", "MLATrace", "mla", "mla_cache_values",
+    "ChunkedDeltaTrace", "DeltaRuleTrace", "gated_delta_rule", "gated_delta_rule_chunked",
 ]
 
 

@@ -218,3 +218,36 @@ def test_mla_equals_deepseek_v3_attention_in_both_forms():
     assert _rel_gap(tr.output_absorbed, out_ref) < 1e-5
     assert _rel_gap(tr.weights, w_ref) < 1e-5
     assert tr.form_gap < 1e-12 and tr.cache_values_per_token == 10 + 4
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("l2", [True, False])
+def test_gated_delta_rule_equals_qwen3_next_torch_kernels(l2):
+    from transformers.models.qwen3_next.modeling_qwen3_next import (
+        torch_chunk_gated_delta_rule,
+        torch_recurrent_gated_delta_rule,
+    )
+
+    B, n, H, d_k, d_v = 2, 11, 2, 8, 6  # the reference's layout is (B, n, H, d); ours is (B, H, n, d)
+    g_ = torch.Generator().manual_seed(13)
+    q, k = (torch.randn(B, n, H, d_k, generator=g_) for _ in range(2))
+    v = torch.randn(B, n, H, d_v, generator=g_)
+    beta = torch.rand(B, n, H, generator=g_)
+    g = -torch.rand(B, n, H, generator=g_) * 0.5
+    S0 = torch.randn(B, H, d_k, d_v, generator=g_) * 0.1
+    rec_ref, rec_state = torch_recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=S0, output_final_state=True,
+                                                          use_qk_l2norm_in_kernel=l2)
+    chunk_ref, chunk_state = torch_chunk_gated_delta_rule(q, k, v, g, beta, chunk_size=4, initial_state=S0,
+                                                          output_final_state=True, use_qk_l2norm_in_kernel=l2)
+
+    def heads_first(x):
+        return x.transpose(1, 2)  # (B, n, H, …) → (B, H, n, …)
+
+    kw = dict(beta=heads_first(beta), g=heads_first(g), l2_normalize_qk=l2, initial_state=S0)
+    rec = core.gated_delta_rule(heads_first(q), heads_first(k), heads_first(v), **kw)
+    chunk = core.gated_delta_rule_chunked(heads_first(q), heads_first(k), heads_first(v), chunk_size=4, **kw)
+    for ours, ref in ((rec.output, rec_ref), (chunk.output, chunk_ref), (rec.output, chunk_ref)):
+        assert _rel_gap(ours, heads_first(ref)) < 1e-4
+    for ours, ref in ((rec.final_state, rec_state), (chunk.final_state, chunk_state)):
+        assert _rel_gap(ours, ref) < 1e-4
+    assert torch.equal(rec.states[..., -1, :, :], rec.final_state)
