@@ -41,6 +41,7 @@ from .linear import LinearAttentionTrace, linear_attention
 from .modern import DifferentialTrace, ModernAttentionTrace, differential_attention, lambda_init, modern_attention, rms_norm
 from .modern_delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
 from .modern_mla import MLACacheSize, MLATrace, mla, mla_cache_values
+from .modern_sparse import IndexerTrace, SparseTopKTrace, lightning_indexer, sparse_topk_attention, topk_mask
 from .multihead import (
     MultiHeadTrace,
     fuse_qkv_weights,
@@ -71,6 +72,7 @@ __all__ += [
     "DifferentialTrace", "ModernAttentionTrace", "differential_attention", "lambda_init", "modern_attention", "rms_norm",
     "MLACacheSize", "MLATrace", "mla", "mla_cache_values",
     "ChunkedDeltaTrace", "DeltaRuleTrace", "gated_delta_rule", "gated_delta_rule_chunked",
+    "IndexerTrace", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "topk_mask",
 ]
 
 

@@ -251,3 +251,46 @@ def test_gated_delta_rule_equals_qwen3_next_torch_kernels(l2):
     for ours, ref in ((rec.final_state, rec_state), (chunk.final_state, chunk_state)):
         assert _rel_gap(ours, ref) < 1e-4
     assert torch.equal(rec.states[..., -1, :, :], rec.final_state)
+
+
+@torch.no_grad()
+def test_indexer_and_sparse_attention_equal_deepseek_v32():
+    from transformers import DeepseekV32Config
+    from transformers.models.deepseek_v32.modeling_deepseek_v32 import DeepseekV32Attention, DeepseekV32RotaryEmbedding
+
+    top_k = 3
+    cfg = _deepseek_config(DeepseekV32Config, index_n_heads=4, index_head_dim=8, index_topk=top_k)
+    ref = _randomize(DeepseekV32Attention(cfg, 0).double(), seed=14)
+    with torch.no_grad():
+        for norm in (ref.q_a_layernorm, ref.kv_a_layernorm, ref.indexer.k_norm):
+            norm.weight.add_(1.0)
+    n = 8
+    x = _x((2, n, 32), seed=15)
+    cos, sin = _tables(DeepseekV32RotaryEmbedding(cfg), x, n)
+    mask = _additive(core.masks.causal(n))
+    q_resid = ref.q_a_layernorm(ref.q_a_proj(x))
+    ref_idx = ref.indexer(x, q_resid, (cos, sin), mask[:, 0], None).long()  # (B, n, top_k)
+    ix = ref.indexer
+    tr = core.lightning_indexer(x, q_resid, W_Iq=_w(ix.wq_b), W_Ik=_w(ix.wk), W_w=_w(ix.weights_proj), n_index_heads=4,
+                                k_norm_weight=ix.k_norm.weight, k_norm_bias=ix.k_norm.bias,
+                                rope=(_half(cos), _half(sin)), rope_pairing="half")
+    # the reference returns indices only (ties under the ReLU may be ordered differently): the scores of the keys
+    # it picked must be our top-k scores
+    theirs = tr.scores.gather(-1, ref_idx).sort(-1, descending=True).values
+    ours = tr.scores.topk(top_k, dim=-1).values
+    finite = torch.isfinite(ours)
+    assert torch.equal(finite, torch.isfinite(theirs))
+    assert _rel_gap(ours[finite], theirs[finite]) < 1e-5  # the indexer scores in float32
+    # the attention over the reference's chosen keys is MLA with that mask
+    chosen = torch.zeros(2, n, n, dtype=torch.bool).scatter(-1, ref_idx, True) & core.masks.causal(n)
+    assert torch.equal(chosen.sum(-1), torch.arange(1, n + 1).clamp(max=top_k).expand(2, n))
+    out_ref, w_ref = ref(x, (cos, sin), mask)
+    mla_tr = core.mla(x, **_mla_weights(ref, 4, 6, 4, 5, 10), n_heads=4, rope=(_half(cos), _half(sin)),
+                      scale=ref.scaling, mask=chosen.unsqueeze(1))
+    assert _rel_gap(mla_tr.output, out_ref) < 1e-5
+    assert _rel_gap(mla_tr.weights, w_ref) < 1e-5
+    # sparse_topk_attention on MLA's expanded heads, with our own index scores, attends to top_k keys per query
+    q = torch.cat([mla_tr.q_nope, mla_tr.q_rope], -1)  # (B, H, n, d_h + d_R)
+    sp = core.sparse_topk_attention(q, mla_tr.k, mla_tr.v, index_scores=tr.scores, top_k=top_k, scale=ref.scaling)
+    assert torch.equal(sp.keys_per_query, chosen.sum(-1))
+    assert bool((sp.attention.weights.masked_select(~sp.chosen.unsqueeze(1).expand_as(sp.attention.weights)) == 0).all())
