@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from attention_lab.tutorial import LESSONS
 from ui import nav, settings
 from ui.i18n import explain, t
 
@@ -16,14 +17,14 @@ def page_map() -> None:
         with c1:
             st.page_link(p.file, label=t(f"page.{p.name}.title"), icon=p.icon, query_params=settings.query())
         with c2:
-            st.markdown(t(f"page.{p.name}.blurb"))
+            st.markdown(t(f"page.{p.name}.blurb", n=len(LESSONS)) if p.name == "tutorial" else t(f"page.{p.name}.blurb"))
 
 
 def where_to_start() -> None:
     st.subheader(t("home.start"))
     c1, c2 = st.columns(2)
     with c1:
-        st.markdown(explain("start_self"))
+        st.markdown(explain("start_self").replace("{lessons}", str(len(LESSONS))))
     with c2:
         st.markdown(explain("start_class"))
 

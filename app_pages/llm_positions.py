@@ -44,8 +44,8 @@ def rope_controls(problems: page.Problems) -> tuple[float, str, int]:
         st.session_state[KEYS.pair_dim] = 0
     c1, c2, c3 = st.columns(3)
     with c1:
-        st.number_input(t("lp.base"), min_value=0.0, max_value=BASE_MAX, key=KEYS.base, help=t("lp.base.help"),
-                        format="%.6g")
+        st.number_input(t("lp.base"), min_value=0.0, max_value=BASE_MAX, key=KEYS.base, format="%.6g",
+                        help=t("lp.base.help", l2="Llama 2", l3="Llama 3"))
     with c2:
         st.selectbox(t("lp.pairing"), ("adjacent", "half"), key=KEYS.pairing, format_func=labeller("lp.pairing."))
     with c3:
@@ -57,7 +57,7 @@ def rope_panel(r: dict, pair: int, base: float) -> None:
     """One pair of q as it turns with the position, and the score against the relative distance."""
     st.latex(r"\begin{pmatrix} q'_a \\ q'_b \end{pmatrix} = \begin{pmatrix} \cos m\theta_i & -\sin m\theta_i \\ "
              r"\sin m\theta_i & \cos m\theta_i \end{pmatrix} \begin{pmatrix} q_a \\ q_b \end{pmatrix},\quad "
-             r"\theta_i = \theta^{-2i/d}")
+             r"\theta_i = b^{-2i/d}")
     c1, c2 = st.columns(2)
     track = r["track"]  # (positions, 2)
     with c1:

@@ -65,7 +65,8 @@ def reach_map(r: dict) -> None:
                          x_title=t("lc.reach.x"), y_title=t("lc.reach.y"), sequential=True, decimals=0,
                          side_text=[str(c) for c in r["reachable"]], side_title=t("lc.reach.side")), key=KEYS.reach)
     far = r["farthest"][-1]
-    st.markdown(t("lc.reach.now", L=L, far=far, lw=L * (r["size"] - 1), w=r["size"], n=n))
+    now = t("lc.reach.now", L=L, far=far, lw=L * (r["size"] - 1), w=r["size"], n=n)
+    st.markdown(now + (" " + t("lc.reach.sinks", s=r["sinks"]) if r["sinks"] else ""))
     done = r["all_reached_at"]
     st.caption(t("lc.reach.all", l=done) if done else t("lc.reach.not_all", L=L))
 
@@ -75,8 +76,14 @@ def memory(rows: list[dict], window: int, sinks: int) -> None:
     st.markdown(t("lc.mem.now", w=f"{window:,}", s=sinks))
     cols = {"name": t("kvs.col.model")} | {f"full_{c}": t("lc.mem.full", n=f"{c // 1024}k") for c in CONTEXTS} \
         | {f"win_{c}": t("lc.mem.win", n=f"{c // 1024}k") for c in CONTEXTS}
-    st.dataframe(pd.DataFrame([{label: r[k] for k, label in cols.items()} for r in rows]), hide_index=True, width="stretch",
-                 key=KEYS.memory)
+    def cell(r: dict, k: str) -> str:  # an "all tokens" size past the model's published context is hypothetical
+        return f"{r[k]} *" if k.startswith("full_") and int(k[5:]) > r["context"] else r[k]
+
+    st.dataframe(pd.DataFrame([{label: cell(r, k) for k, label in cols.items()} for r in rows]), hide_index=True,
+                 width="stretch", key=KEYS.memory)
+    past = [r for r in rows if any(c > r["context"] for c in CONTEXTS)]
+    if past:
+        st.caption(t("lc.mem.hypo", contexts=", ".join(f"{r['name']} {r['context']:,}" for r in past)))
     x = [f"{c // 1024}k" for c in CONTEXTS]
     data = [{"type": "bar", "name": f"{r['name']} · {t(kind)}", "x": x, "y": r[f"{tag}_gib"]}
             for r in rows for tag, kind in (("full", "lc.chart.full"), ("win", "lc.chart.win"))]

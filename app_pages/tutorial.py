@@ -1,4 +1,4 @@
-"""The Tutorial: nine short lessons in order. Each has its text, a live panel set up for it (the
+"""The Tutorial: short lessons in order (``attention_lab.tutorial.LESSONS``). Each has its text, a live panel set up for it (the
 Playground's building blocks on the shared scenario), a link that opens it in the Playground,
 2–4 exercises that ``attention_lab.tutorial`` checks against core's numbers, and its example as code.
 
@@ -467,6 +467,6 @@ def fragment() -> None:
     page.boundary(body)
 
 
-st.caption(t("tu.intro"))
+st.caption(t("tu.intro", n=len(tut.LESSONS)))
 st.caption(t("tu.progress.where"))
 fragment()

@@ -4,6 +4,7 @@ notebook export and the notebook views share it; ``ui.text`` re-exports it)."""
 from __future__ import annotations
 
 import re
+from functools import cache
 
 # A Korean string writes a particle that follows a placeholder in its two-way form, e.g. "{q}을(를)",
 # "**{top}**(으)로", "{h}은(는)", "{k}과(와)", "{x}(이)라는"; :func:`fill` formats the value and keeps the
@@ -16,6 +17,10 @@ PARTICLES = {"은(는)": ("은", "는"), "는(은)": ("은", "는"), "이(가)":
 _FIELD = r"\{(?P<name>[A-Za-z_]\w*)(?P<conv>![rsa])?(?::(?P<spec>[^{}]*))?\}"
 _PARTICLE_AFTER_FIELD = re.compile(_FIELD + r"(?P<between>[*”’\"'_`]*)(?P<p>"
                                    + "|".join(re.escape(p) for p in sorted(PARTICLES, key=len, reverse=True)) + ")")
+# A name written in the text itself with a digit in it ("Mistral-7B", "GPT-2", "float32", "Llama 3"), then a
+# two-way particle: :func:`names` chooses it from how the name is read, as for a placeholder's value.
+_PARTICLE_AFTER_NAME = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9_.]*(?:[ -][A-Za-z0-9_.]+)*)(?P<between>[*”’\"'_`]*)(?P<p>"
+                                  + "|".join(re.escape(p) for p in sorted(PARTICLES, key=len, reverse=True)) + ")")
 # final consonant of how a digit is read: 0 영, 1 일, 2 이, 3 삼, 4 사, 5 오, 6 육, 7 칠, 8 팔, 9 구
 _DIGIT_CODA = {"0": "ㅇ", "1": "ㄹ", "2": "", "3": "ㅁ", "4": "", "5": "", "6": "ㄱ", "7": "ㄹ", "8": "ㄹ", "9": ""}
 # 10 십, 100 백, 1000 천, 10⁴ 만 (…10⁷ 천만), 10⁸ 억
@@ -98,9 +103,26 @@ def particle(value, forms: str) -> str:
     return consonant if c else vowel
 
 
+@cache
+def names(text: str) -> str:
+    """``text`` with every two-way particle after a Latin name that has a digit in it chosen from how the name
+    is read: "Mistral-7B은(는)" → "Mistral-7B는", "GPT-2은(는)" → "GPT-2는", "float32(으)로" → "float32로",
+    "Llama 3은(는)" → "Llama 3은". The strings write such names' particles in the two-way form, never by hand
+    (a test holds it), so the particle follows the rule that reads the name."""
+    def one(m: re.Match) -> str:
+        name = m.group("name")
+        if not re.search(r"\d", name):
+            return m.group(0)
+        return name + m.group("between") + particle(name, m.group("p"))
+
+    return _PARTICLE_AFTER_NAME.sub(one, text)
+
+
 def fill(template: str, /, **values) -> str:
     """``template.format(**values)`` with every two-way particle after a placeholder chosen from the
-    value it follows (:func:`particle`). A template that does not fit its values comes back as it is."""
+    value it follows (:func:`particle`), and after a name with a digit written in the text (:func:`names`).
+    A template that does not fit its values comes back as it is."""
+    template = names(template)
     def one(m: re.Match) -> str:
         name, conv, spec = m.group("name"), m.group("conv"), m.group("spec") or ""
         if name not in values:

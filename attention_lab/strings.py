@@ -10,7 +10,7 @@ from functools import cache
 
 from core._paths import ASSETS
 
-from .korean import fill
+from .korean import fill, names
 
 LANGS = ("en", "ko")
 
@@ -28,7 +28,8 @@ def table(lang: str) -> dict[str, str]:
 def translate(key: str, lang: str, **fmt) -> str:
     """The string for ``key`` in ``lang``; falls back to English, then to the key itself (never raises).
     A Korean particle written after a placeholder in its two-way form ("{q}을(를)") is chosen from
-    the value (:func:`attention_lab.korean.fill`)."""
+    the value (:func:`attention_lab.korean.fill`), and one after a name such as "Mistral-7B은(는)" from the name
+    (:func:`attention_lab.korean.names`)."""
     lang = lang if lang in LANGS else "en"
     text = table(lang).get(key) or table("en").get(key) or key
-    return fill(text, **fmt) if fmt else text
+    return fill(text, **fmt) if fmt else names(text)

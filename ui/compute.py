@@ -382,6 +382,14 @@ def cache_sizes(tokens: int, batch: int, bytes_per_value: int) -> list[dict]:
     return rows
 
 
+def _step_parts(d_model: int, n_heads: int, n_kv_heads: int) -> dict:
+    """A cached decoding step's multiply-adds as a fixed part plus a part per cached key (core's count is
+    linear in the cache's length: the difference of two lengths is the per-key part)."""
+    shape = {"d_model": d_model, "n_heads": n_heads, "n_kv_heads": n_kv_heads, "d_head": d_model // n_heads}
+    one, two = (core.kv_cache.decode_step_macs(**shape, length=n) for n in (1, 2))
+    return {"macs_fixed": one - (two - one), "macs_per_key": two - one}
+
+
 @memo.cached(max_entries=32, ttl=HOUR)
 def decode(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int, rope_base: float | None,
            seed: int) -> dict:
@@ -390,7 +398,8 @@ def decode(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int,
 
     rows: per step the new row of weights (H, t); keys/values: the final cache as (n, G·d_head);
     full_weights (H, n, n); gaps / out_gaps per step: max |cached − full| of the row and of o_t;
-    madds_* per step and cum_* running totals (multiply-adds counted by core)."""
+    madds_* per step and cum_* running totals (multiply-adds counted by core); a cached step is
+    macs_fixed + macs_per_key · (keys in the cache), both from core.kv_cache.decode_step_macs."""
     X = core.tokens.embed(list(tokens), d_model, seed=seed)
     W = _decoder_weights(d_model, n_heads, n_kv_heads, seed, "kv")
     tr = core.cached_decode(X, n_heads=n_heads, n_kv_heads=n_kv_heads, rope_base=rope_base, **W)
@@ -404,7 +413,7 @@ def decode(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int,
             "d_head": d_model // n_heads, "full_weights": fw.numpy(),
             "gaps": [core.max_abs_diff(s.weights, fw[:, i, : i + 1]) for i, s in enumerate(tr.steps)],
             "out_gaps": [core.max_abs_diff(s.output, fo[i]) for i, s in enumerate(tr.steps)],
-            "madds_cached": cached, "madds_recompute": recompute,
+            "madds_cached": cached, "madds_recompute": recompute, **_step_parts(d_model, n_heads, n_kv_heads),
             "cum_cached": np.cumsum(cached).tolist(), "cum_recompute": np.cumsum(recompute).tolist()}
 
 
@@ -427,7 +436,8 @@ def context_memory(window: int, sinks: int, contexts: tuple[int, ...]) -> list[d
     for p in core.MODEL_PRESETS.values():
         full = [p.with_window(None).kv_cache_bytes(c) for c in contexts]
         win = [p.with_window(window).kv_cache_bytes(c, sinks=sinks) for c in contexts]
-        rows.append({"name": p.name, "full_gib": [b / 2**30 for b in full], "win_gib": [b / 2**30 for b in win]}
+        rows.append({"name": p.name, "context": p.context, "full_gib": [b / 2**30 for b in full],
+                     "win_gib": [b / 2**30 for b in win]}
                     | {f"full_{c}": _gib(b) for c, b in zip(contexts, full, strict=True)}
                     | {f"win_{c}": _gib(b) for c, b in zip(contexts, win, strict=True)})
     return rows
@@ -551,10 +561,10 @@ def lm_next(text: str, heads_off: tuple[tuple[int, int], ...], layers_off: tuple
 
 @memo.cached(max_entries=1)  # no ttl: measured once per server
 def lm_induction(device: str) -> dict:
-    """Every head's induction score (30, 9) on 32 random tokens written twice (seed 0), and the two losses."""
+    """Every head's induction score (30, 9) on INDUCTION_LENGTH random tokens written twice (seed 0), and the two losses."""
     from core import decoder
 
-    ind = decoder.induction(language_model(), 32, 0, device=device)
+    ind = decoder.induction(language_model(), decoder.INDUCTION_LENGTH, 0, device=device)
     return {"scores": ind.scores.cpu().numpy(), "first": ind.loss_first, "second": ind.loss_second}
 
 

@@ -484,13 +484,14 @@ def _l10_group():
 
 
 def _l10_keys():
-    """How many keys the 3rd token's query attends to when the sentence is decoded with a cache."""
+    """How many keys token SAGWA's query attends to (step t = SAGWA, tokens counted from 0) when the sentence is
+    decoded with a cache."""
     toks = list(C18)
     X = _tokens.embed(toks, 8, seed=0)
     W = {n: _tokens.projection(8, w, seed=0, name=f"kv.{n}") for n, w in
          (("W_q", 8), ("W_k", 4), ("W_v", 4), ("W_o", 8))}
     step = cached_decode(X, n_heads=2, n_kv_heads=1, **W).steps[SAGWA]
-    return float(step.cache_length), {"token": C18[SAGWA], "t": SAGWA + 1}, {"all": float(len(toks)), "before": float(SAGWA)}
+    return float(step.cache_length), {"token": C18[SAGWA], "t": SAGWA}, {"all": float(len(toks)), "before": float(SAGWA)}
 
 
 # ---- 11. RoPE: positions as rotations of q and k ------------------------------------------------
@@ -714,7 +715,7 @@ def _build() -> tuple[Lesson, ...]:
             N_(_choice_ex("kv-cache.group", ("0", "1", "2", "5"), _l10_group, prompt_values=_pv(H=KV_H, G=KV_G, h=KV_HEAD)),
                "grouped_query", "heads"),
             N_(_number("kv-cache.keys", _l10_keys, tolerance=0.0, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
-                       diagnoses=("all", "before"), prompt_values=_pv(token=C18[SAGWA], t=SAGWA + 1)), "kv_cache", "causal_mask"),
+                       diagnoses=("all", "before"), prompt_values=_pv(token=C18[SAGWA], t=SAGWA)), "kv_cache", "causal_mask"),
         ]),
         _lesson("rope", "position", L11, [
             N_(_choice_ex("rope.shift", ("same", "changes", "grows"), _l11_shift), "rope", "dot_product"),

