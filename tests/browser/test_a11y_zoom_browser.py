@@ -6,6 +6,8 @@ browser gives it is the one a zoomed window shows."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -94,13 +96,16 @@ def test_screenshots_at_200_percent_zoom_and_with_high_contrast(server_url, chro
         expect(page.locator("html")).to_have_class("al-hc")
         toggle = page.get_by_role("switch", name=table(lang)["settings.contrast"])
         expect(toggle).to_be_checked()
-        # the maps draw their cells outlined in black
-        assert page.evaluate("() => [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')]"
-                             ".some((h) => h.shadowRoot && h.shadowRoot.querySelector('.almaps.hc, .alhm.hc'))")
+        # the maps draw their cells outlined in black (waited for: a map draws after the page's class is set)
+        page.wait_for_function("() => [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')]"
+                               ".some((h) => h.shadowRoot && h.shadowRoot.querySelector('.almaps.hc, .alhm.hc'))",
+                               timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / f"a11y-high-contrast-playground-{lang}.png"))
         toggle.press("Space")  # off again, by keyboard: the class and the link parameter go
         expect(page.locator("html")).not_to_have_class("al-hc", timeout=30_000)
-        assert "hc=" not in page.url
+        expect(toggle).not_to_be_checked(timeout=30_000)
+        # the link loses hc= in the rerun after the class went: wait for the URL itself
+        expect(page).not_to_have_url(re.compile(r"[?&]hc="), timeout=30_000)
     finally:
         ctx.close()
 
