@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 import core
@@ -71,7 +73,7 @@ def test_malformed_scenario_files_are_refused_with_reasons():
     for data, key in [(b"\xff\xfe", "err.upload_json"), (b"{not json", "err.upload_json"),
                       (b'{"app": "other"}', "err.upload_kind"), (b"[]", "err.upload_kind"),
                       (b" " * (scenario.MAX_JSON_BYTES + 1), "err.upload_size")]:
-        with pytest.raises(scenario.ScenarioError) as err:
+        with pytest.raises(scenario.ScenarioError, match=f"^{re.escape(key)}$") as err:  # the message is the i18n key
             scenario.from_json(data)
         assert err.value.key == key
     doc = b'{"app": "attention-lab", "playground": {"d_k": 99, "score": "evil", "matrices": {"X": [[1, "a"]], "Z": [[1]]}}}'

@@ -159,7 +159,7 @@ def test_more_than_128_tokens_is_refused_with_a_message():
     _run_with(at, **{KEYS.sentence: "a " * 127})  # 127 words + [CLS] + [SEP] = 129 tokens
     assert not at.exception
     assert [e.value for e in at.error] == [table("en")["tm.too_long"].format(n=129, limit=128)]
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match=re.escape(f"no chart with key {KEYS.grid}")):
         spec(at, KEYS.grid)  # nothing drawn from a refused text
     _run_with(at, **{KEYS.sentence: "a " * 126})  # 128 tokens: accepted
     no_errors(at)

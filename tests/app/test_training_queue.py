@@ -4,6 +4,7 @@ bounds, progress, shutdown — with a recording trainer plus one real short ``se
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 import time
 
@@ -210,21 +211,24 @@ def test_failed_training_is_reported_not_cached_and_the_worker_survives():
     assert isinstance(h.error, RuntimeError) and h.result is None and h.done
     assert q.cached(*A) is None
     assert q.submit(*B).wait(10).cfg.task == "reverse"  # the worker still serves
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=re.escape(f"boom {A}")):  # a new training, failed again
         q.submit(*A).wait(10)
     assert trainer.calls == [A, B, A]
 
 
 def test_submit_validates_its_arguments():
     q = TrainingQueue(FakeTrainer(), base=FAST)
-    for bad in (("poetry", "none", 0), ("copy", "psychic", 0), ("copy", "none", -1), ("copy", "none", True),
-                ("copy", "none", 1.5)):
-        with pytest.raises(ValueError):
+    for bad, message in ((("poetry", "none", 0), "unknown task 'poetry'; choose one of copy, reverse, translate"),
+                         (("copy", "psychic", 0), "unknown attention 'psychic'; choose one of none, additive, dot"),
+                         (("copy", "none", -1), "seed must be an int in [0, 2**62), got -1"),
+                         (("copy", "none", True), "seed must be an int in [0, 2**62), got True"),
+                         (("copy", "none", 1.5), "seed must be an int in [0, 2**62), got 1.5")):
+        with pytest.raises(ValueError, match=re.escape(message)):
             q.submit(*bad)
     for bounds in ({"max_results": 0}, {"max_waiting": 0}):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="max_waiting and max_results must be ≥ 1"):
             TrainingQueue(FakeTrainer(), **bounds)
-    with pytest.raises(TimeoutError):
+    with pytest.raises(TimeoutError, match=re.escape(f"training {A} not done after 0.01 s")):
         trainer = FakeTrainer()
         trainer.hold(A)
         q2 = TrainingQueue(trainer, base=FAST)

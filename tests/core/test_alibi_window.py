@@ -2,6 +2,7 @@
 the paper's rule); the sliding window with attention sinks and its reach over layers."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -135,9 +136,8 @@ def test_alibi_with_a_kv_cache():
 ])
 def test_bad_bias(bias, kwargs, fragment):
     x = torch.full((4, 2), 1e19 if "overflow" in fragment else 1.0)  # scaled scores 1.4e38: finite alone
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ValueError, match=re.escape(fragment)):
         core.attention(x if not kwargs else x.T, x if not kwargs else x.T, x if not kwargs else x.T, bias=bias, **kwargs)
-    assert fragment in str(err.value)
 
 
 @pytest.mark.parametrize("call,fragment", [
@@ -146,9 +146,8 @@ def test_bad_bias(bias, kwargs, fragment):
     (lambda: relative_position_bias(torch.zeros(4), 3), "must be (..., 5)"),
 ])
 def test_bad_alibi_input(call, fragment):
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ValueError, match=re.escape(fragment)):
         call()
-    assert fragment in str(err.value)
 
 
 def test_alibi_on_device(device):
@@ -244,9 +243,8 @@ def test_reach_of_the_mistral_preset():
     (lambda: masks.reach(torch.ones(2, 2, dtype=torch.bool), 0), "layers must be a positive integer"),
 ])
 def test_bad_window_input(call, fragment):
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ValueError, match=re.escape(fragment)):
         call()
-    assert fragment in str(err.value)
 
 
 def test_window_with_sinks_on_device(device):

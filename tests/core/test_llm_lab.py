@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -51,10 +53,15 @@ def test_a_shift_breaks_every_kind_of_positions():
         assert c.max_diff > 1e-3, kind
 
 
-@pytest.mark.parametrize("kwargs", [{"kind": "nope"}, {"kind": "alibi", "slope": 0.0}, {"kind": "sinusoidal"},
-                                    {"perm": [0, 0, 1]}, {"W_k": np.eye(4)}])
-def test_bad_input_raises_value_error(kwargs):
+@pytest.mark.parametrize("kwargs, message", [
+    ({"kind": "nope"}, "unknown kind of positions 'nope'; choose one of none, sinusoidal, learned, rope, alibi"),
+    ({"kind": "alibi", "slope": 0.0}, "the ALiBi slope m must be positive, got 0.0"),
+    ({"kind": "sinusoidal"}, "added positions need a table of X's shape (3, 3)"),
+    ({"perm": [0, 0, 1]}, "[0, 0, 1] is not a permutation of 0..2"),
+    ({"W_k": np.eye(4)}, "X (3, 3) and W_k (4, 4) do not fit"),
+])
+def test_bad_input_raises_value_error(kwargs, message):
     X = np.eye(3)
     args = {"perm": [2, 1, 0], "W_q": X, "W_k": X, "W_v": X} | kwargs
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape(message)):
         llm_lab.permutation_check(X, args.pop("perm"), **args)

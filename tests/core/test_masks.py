@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -50,10 +52,15 @@ def test_additive_form_is_zero_or_neg_inf():
     assert a[0, 0] == 0 and torch.isneginf(a[0, 1]) and a[2, 0] == 0
 
 
-@pytest.mark.parametrize("call", [lambda: masks.causal(0), lambda: masks.window(3, 0), lambda: masks.causal(2, convention="x"),
-                                  lambda: masks.padding(np.ones((1, 1, 1)), 2), lambda: masks.padding([2, 1], 2)])
-def test_bad_mask_arguments(call):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("call, message", [
+    (lambda: masks.causal(0), "n_q must be a positive integer, got 0"),
+    (lambda: masks.window(3, 0), "size must be a positive integer, got 0"),
+    (lambda: masks.causal(2, convention="x"), "unknown convention 'x'; choose 'row' or 'column'"),
+    (lambda: masks.padding(np.ones((1, 1, 1)), 2), "key_valid must be (n_k,) or (B, n_k), got (1, 1, 1)"),
+    (lambda: masks.padding([2, 1], 2), "mask must be boolean (True = may attend) or contain only 0 and 1"),
+])
+def test_bad_mask_arguments(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         call()
 
 

@@ -66,7 +66,7 @@ def test_transpose_gap_is_zero_for_twins_and_sees_a_difference():
     other = core.attention(q.T, k.T, (v * 2).T, mask=masks.causal(4, 5, convention="column"), convention="column")
     gaps = core.transpose_gap(row, other)
     assert gaps["output"] > 0 and gaps["weights"] == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="give a row-convention trace and a column-convention trace"):
         core.transpose_gap(col, row)
 
 
@@ -87,7 +87,7 @@ def test_scaling_experiment_measures_var_d_and_the_saturation():
     torch.testing.assert_close(e.dots_scaled[2], e.dots[2] / 16)
     again = experiments.scaling_experiment(dims=(1, 16, 256), n_samples=4000, seed=1)
     assert torch.equal(again.var_dot, e.var_dot)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="dims must be positive"):
         experiments.scaling_experiment(dims=())
 
 

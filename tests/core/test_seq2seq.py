@@ -48,7 +48,7 @@ def test_trained_copy_model_reaches_95_percent():
 
 
 def test_unknown_task_and_attention():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown task 'poetry'; choose one of copy, reverse, translate"):
         seq2seq.get_task("poetry")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown attention 'psychic'; choose one of none, additive, dot"):
         seq2seq.train(seq2seq.Config(attention="psychic"))

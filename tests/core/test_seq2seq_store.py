@@ -5,6 +5,7 @@ curves against fresh measurements, and the reference answers against hand-writte
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def test_round_trip_gives_identical_model_and_predictions(tiny, tmp_path):
 
 
 def test_missing_file_raises_file_not_found(tmp_path):
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match=re.escape(f"no seq2seq checkpoint at {tmp_path / 'nope.pt'}")):
         store.load(tmp_path / "nope.pt")
 
 
@@ -55,7 +56,7 @@ def test_truncated_checkpoint_is_refused(tiny, tmp_path):
     data = store.save(tiny, tmp_path / "m.pt").read_bytes()
     cut = tmp_path / "cut.pt"
     cut.write_bytes(data[: len(data) // 2])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape(f"{cut}: not a valid seq2seq checkpoint (")):
         store.load(cut)
 
 
@@ -73,7 +74,7 @@ def test_arbitrary_pickle_is_refused_and_never_run(tmp_path):
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.pt"
     torch.save({"format": store.FORMAT, "params": _Touch(marker)}, path)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape(f"{path}: not a valid seq2seq checkpoint (UnpicklingError: ")):
         store.load(path)
     assert not marker.exists()
     torch.load(path, weights_only=False)  # control: the file really does run code when trusted
@@ -116,13 +117,41 @@ def _mutations():
     }
 
 
+DICT_KEYS = "expected a dict with keys ['accuracy', 'config', 'format', 'losses', 'params', 'seconds', 'seed', 'version'], got "
+# each mutation → the start of the message it is refused with (after "<path>: ")
+REFUSED = {
+    "not a dict": DICT_KEYS + "list",
+    "missing key": DICT_KEYS + "['accuracy', 'config', 'format', 'params', 'seconds', 'seed', 'version']",
+    "extra key": DICT_KEYS + "['accuracy', 'config', 'extra', 'format', 'losses'",
+    "wrong format": "format 'something/else' v1 is not 'attention-lab/seq2seq-checkpoint' v1",
+    "wrong version": "format 'attention-lab/seq2seq-checkpoint' v99 is not 'attention-lab/seq2seq-checkpoint' v1",
+    "negative seed": "seed must be a non-negative int",
+    "unknown task": "unknown task/attention 'poetry'/'additive'",
+    "hidden as text": "config.hidden must be a int, got '64'",
+    "missing config field": "config must have exactly the fields ['attention', 'batch', ",
+    "param wrong shape": "param W_out must be a float tensor of shape (",
+    "param missing": "params must be exactly [",
+    "param integer": "param b_out must be a float tensor of shape (",
+    "param nan": "param enc.b has non-finite values",
+    "param not tensor": "param enc.c must be a float tensor of shape (",
+    "losses too short": "losses must be a list of 3 finite numbers",
+    "loss infinite": "losses must be a list of 3 finite numbers",
+    "accuracy > 1": "accuracy must be a number in [0, 1]",
+    "seconds negative": "seconds must be a non-negative number",
+}
+
+
+def test_every_mutation_has_its_message():
+    assert set(REFUSED) == set(_mutations())
+
+
 @pytest.mark.parametrize("name", list(_mutations()))
 def test_malformed_payload_is_refused(tiny, tmp_path, name):
     good = store.save(tiny, tmp_path / "good.pt")
     data = torch.load(good, weights_only=True)
     bad = tmp_path / "bad.pt"
     torch.save(_mutations()[name](data), bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape(f"{bad}: {REFUSED[name]}")):
         store.load(bad)
     store.load(good)  # the unmutated file is fine, so the mutation is what was refused
 
@@ -183,9 +212,9 @@ def test_shipped_curves_match_a_fresh_measurement(task):
 
 
 def test_shipped_rejects_unknown_names():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown task 'poetry'; choose one of copy, reverse, translate"):
         store.shipped("poetry", "none")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown attention 'psychic'; choose one of none, additive, dot"):
         store.shipped("copy", "psychic")
     with pytest.raises(ValueError, match="copy, reverse"):
         store.shipped_curves("translate")
@@ -195,13 +224,13 @@ def test_curves_file_round_trip_and_refusals(tmp_path):
     c = store.LengthCurves("copy", store.CURVE_LENGTHS, none=tuple([0.5] * 11), additive=tuple([1.0] * 11))
     path = store.write_curves([c], tmp_path / "c.json")
     assert store.read_curves(path, "copy") == c
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape(f"{path}: no curves for task 'reverse'")):
         store.read_curves(path, "reverse")  # not in the file
     path.write_text('{"format": "attention-lab/seq2seq-curves", "version": 1, "lengths": [1, 2]}')
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape(f"{path}: lengths must be {list(store.CURVE_LENGTHS)}")):
         store.read_curves(path, "copy")
     path.write_text("{not json")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape(f"{path}: not a curves file (")):
         store.read_curves(path, "copy")
 
 
@@ -230,9 +259,14 @@ def test_reference_matches_the_training_targets(task):
         assert store.reference(task, words) == t.tgt_words([i for i in y if i != seq2seq.PAD])
 
 
-@pytest.mark.parametrize("task,words", [("copy", ["a", "z"]), ("reverse", ["the"]), ("translate", ["a"]),
-                                         ("translate", "the car of dog sees the dog".split()),
-                                         ("translate", "the car sees the dog of".split())])
-def test_reference_refuses_words_it_cannot_answer(task, words):
-    with pytest.raises(ValueError):
+OF_THE = "'of' must be followed by 'the' (the toy translation turns 'of the' into 'du')"
+
+
+@pytest.mark.parametrize("task,words,message", [("copy", ["a", "z"], "not in the copy vocabulary: 'z'"),
+                                                 ("reverse", ["the"], "not in the reverse vocabulary: 'the'"),
+                                                 ("translate", ["a"], "not in the translate vocabulary: 'a'"),
+                                                 ("translate", "the car of dog sees the dog".split(), OF_THE),
+                                                 ("translate", "the car sees the dog of".split(), OF_THE)])
+def test_reference_refuses_words_it_cannot_answer(task, words, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         store.reference(task, words)

@@ -42,7 +42,7 @@ def test_one_hot_and_c18():
 def test_projection_is_seeded():
     assert torch.equal(tokens.projection(3, 2, seed=0, name="W_q"), tokens.projection(3, 2, seed=0, name="W_q"))
     assert not torch.equal(tokens.projection(3, 2, seed=0, name="W_q"), tokens.projection(3, 2, seed=0, name="W_k"))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="d_in must be a positive integer, got 0"):
         tokens.projection(0, 2, seed=0, name="W")
 
 

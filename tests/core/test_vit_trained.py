@@ -6,6 +6,7 @@ scaled_dot_product_attention as a second opinion), and the shipped checkpoint on
 
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +48,7 @@ def test_generator_is_deterministic_and_seeded():
     assert torch.equal(state, torch.random.get_rng_state())  # the global RNG is never touched
     forced = vt.make_shapes(6, 9, labels=[2, 1, 0, 0, 1, 2])
     assert forced.labels.tolist() == [2, 1, 0, 0, 1, 2]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("labels must be 2 class indices in 0..2")):
         vt.make_shapes(2, 0, labels=[0, 3])
 
 

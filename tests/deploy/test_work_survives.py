@@ -49,7 +49,7 @@ def test_the_largest_scenarios_link_opens_through_nginx(replicas, proxy):
 @pytest.mark.parametrize("lang, title", [("en", "This link is too long"), ("ko", "링크가 너무 깁니다")])
 def test_a_link_longer_than_nginx_accepts_gets_a_clear_page_in_both_languages(replicas, proxy, lang, title):
     link = f"{proxy.url}/Playground?tok=" + "a+" * 5_000
-    with pytest.raises(urllib.error.HTTPError) as err:
+    with pytest.raises(urllib.error.HTTPError, match="^HTTP Error 414") as err:
         urllib.request.urlopen(link, timeout=30)
     assert err.value.code == 414
     body = err.value.read().decode("utf-8")

@@ -66,7 +66,7 @@ def test_the_column_notation_and_an_attention_trace_alone():
     assert view.conv == "column" and view.panels[3]["shape"] == "softmax (4×4) → (4×4)"
     with pytest.raises(ValueError, match="one \\(n_q, n_k\\) map"):
         N.show(core.attention(torch.ones(2, 3, 4), torch.ones(2, 3, 4), torch.ones(2, 3, 4)))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"show\(\) draws core's traces .*, not str$"):
         N.show("not a trace")
 
 

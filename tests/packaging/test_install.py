@@ -10,6 +10,7 @@ from the install under test (its ``core`` must resolve to the install, not to th
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -121,7 +122,7 @@ def test_the_console_command_serves_the_app(editable):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    with pytest.raises(OSError):  # no server outlived the command
+    with pytest.raises(OSError, match=rf"\[Errno {errno.ECONNREFUSED}\]"):  # no server outlived the command: refused
         urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
 
 
