@@ -324,6 +324,86 @@ def test_tests_wait_for_facts_not_for_the_clock():
     assert not offenders, offenders
 
 
+_CLOCKS = {"monotonic", "perf_counter", "time"}  # time.monotonic() … : a loop that reads one has a deadline
+
+
+def _is_sleep(node: ast.AST, bare: set[str]) -> bool:
+    """``time.sleep(…)`` / ``asyncio.sleep(…)``, or ``sleep(…)`` where ``from time import sleep`` made it a name."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    if isinstance(f, ast.Attribute):
+        return f.attr == "sleep" and isinstance(f.value, ast.Name) and f.value.id in {"time", "asyncio"}
+    return isinstance(f, ast.Name) and f.id in bare
+
+
+def _has_deadline(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+    """The loop's condition, iterable or body reads a clock (``time.monotonic()``) or something named *deadline*."""
+    parts = [loop.test] if isinstance(loop, ast.While) else [loop.iter]
+    for node in (n for part in [*parts, *loop.body] for n in ast.walk(part)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CLOCKS \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "time":
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"monotonic", "perf_counter"}:
+            return True
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        if "deadline" in name.lower():
+            return True
+    return False
+
+
+def _fixed_sleeps(tree: ast.AST) -> list[int]:
+    """Lines of sleeps not inside a polling loop: the nearest enclosing ``while``/``for`` (in the same function)
+    must check a deadline, so the sleep only paces a wait for a fact."""
+    bare = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module in {"time", "asyncio"}
+            for a in n.names if a.name == "sleep"}
+    out = []
+
+    def visit(node: ast.AST, loop) -> None:
+        for child in ast.iter_child_nodes(node):
+            if _is_sleep(child, bare) and (loop is None or not _has_deadline(loop)):
+                out.append(child.lineno)
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, None)  # a function's body runs where it is called, not in this loop
+            elif isinstance(child, (ast.For, ast.AsyncFor, ast.While)):
+                visit(child, child)
+            else:
+                visit(child, loop)
+
+    visit(tree, None)
+    return sorted(out)
+
+
+def test_fixed_sleeps_checker():
+    """What the sleep checker flags and what it lets through."""
+    flagged = [
+        "import time\ntime.sleep(1)\n",  # bare
+        "import time\nfor _ in range(3):\n    time.sleep(1)\n",  # a loop, but no deadline: 3 s, fixed
+        "import time\nwhile not done():\n    time.sleep(0.1)\n",  # no deadline: may never end
+        "from time import sleep\nsleep(2)\n",
+        "import asyncio\nasync def f():\n    await asyncio.sleep(1)\n",
+        "import time\nwhile time.monotonic() < deadline:\n    def f():\n        time.sleep(1)\n",  # runs where f is called
+    ]
+    for code in flagged:
+        assert _fixed_sleeps(ast.parse(code)), code
+    allowed = [
+        "import time\nend = time.monotonic() + 5\nwhile not ok():\n    assert time.monotonic() < end\n    time.sleep(0.1)\n",
+        "import time\ndeadline = time.monotonic() + 5\nwhile not ok() and time.monotonic() < deadline:\n    time.sleep(0.1)\n",
+        "import time\nfor _ in range(50):\n    if ok() or self.deadline_passed():\n        break\n    time.sleep(0.1)\n",
+        "import time\nmonkeypatch.setattr(time, 'sleep', lambda s: None)\n",  # not a call of sleep
+    ]
+    for code in allowed:
+        assert _fixed_sleeps(ast.parse(code)) == [], code
+
+
+def test_tests_sleep_only_while_polling_for_a_fact():
+    """A test may sleep only inside a loop that checks a deadline (polling for the fact it needs);
+    a fixed sleep passes or fails with the machine's load."""
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "tests").rglob("*.py"))
+                 for n in _fixed_sleeps(ast.parse(p.read_text(encoding="utf-8")))]
+    assert not offenders, offenders
+
+
 def test_every_browser_test_is_marked_browser():
     """`-m "not browser"` selects no test under tests/browser (so it never starts Chromium)."""
     import subprocess
