@@ -40,7 +40,22 @@ from .kv_cache import MODEL_PRESETS, KVCache, ModelShape, attend_with_cache, cac
 from .linear import LinearAttentionTrace, linear_attention
 from .modern import DifferentialTrace, ModernAttentionTrace, differential_attention, lambda_init, modern_attention, rms_norm
 from .modern_delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
+from .modern_layers import (
+    GEMMA3_27B,
+    GPT_OSS_120B,
+    LLAMA4_SCOUT,
+    SCHEDULE_PRESETS,
+    LayerKind,
+    LayerSchedule,
+    ScheduleReach,
+    chunk_layer,
+    global_layer,
+    repeat_pattern,
+    schedule_reach,
+    window_layer,
+)
 from .modern_mla import MLACacheSize, MLATrace, mla, mla_cache_values
+from .modern_paged import PagedKVCache, PagedMemory
 from .modern_sparse import IndexerTrace, SparseTopKTrace, lightning_indexer, sparse_topk_attention, topk_mask
 from .multihead import (
     MultiHeadTrace,
@@ -73,6 +88,9 @@ __all__ += [
     "MLACacheSize", "MLATrace", "mla", "mla_cache_values",
     "ChunkedDeltaTrace", "DeltaRuleTrace", "gated_delta_rule", "gated_delta_rule_chunked",
     "IndexerTrace", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "topk_mask",
+    "GEMMA3_27B", "GPT_OSS_120B", "LLAMA4_SCOUT", "SCHEDULE_PRESETS", "LayerKind", "LayerSchedule", "ScheduleReach",
+    "chunk_layer", "global_layer", "repeat_pattern", "schedule_reach", "window_layer",
+    "PagedKVCache", "PagedMemory",
 ]
 
 
