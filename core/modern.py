@@ -124,6 +124,14 @@ def self_mask(n: int, *, causal: bool, window: int | None, mask: TensorLike | No
     return m
 
 
+def expand_mask(m: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """The mask broadcast to the weights' shape, or ValueError naming both shapes."""
+    try:
+        return m.expand(shape)
+    except RuntimeError:
+        raise ValueError(f"mask {shape_str(m.shape)} does not broadcast to the weights {shape_str(shape)}") from None
+
+
 def project(t: dict, xname: str, wname: str, bname: str | None = None) -> torch.Tensor:
     """x @ W (+ b) with shape checks naming the arguments: (B, n, d_in) @ (d_in, d_out) → (B, n, d_out)."""
     x, W = t[xname], t[wname]
@@ -279,10 +287,7 @@ def modern_attention(
     capped = scaled if cap is None else cap * torch.tanh(scaled / cap)  # (B, H, n, n), in (−c, c)
     m = self_mask(n, causal=causal, window=window, mask=mask, device=X.device)
     if m is not None:
-        try:
-            m = m.expand(capped.shape)  # (B, H, n, n)
-        except RuntimeError:
-            raise ValueError(f"mask {shape_str(m.shape)} does not broadcast to the weights {shape_str(capped.shape)}") from None
+        m = expand_mask(m, capped.shape)  # (B, H, n, n)
     logits = capped if m is None else capped.masked_fill(~m, float("-inf"))
     if "sinks" in t:
         z = t["sinks"]
@@ -426,7 +431,7 @@ def differential_attention(
 
     def softmax_map(qa, ka):
         logits = qa @ ka.transpose(-1, -2) * s  # (B, D, n, n)
-        mm = None if m is None else m.expand(logits.shape)
+        mm = None if m is None else expand_mask(m, logits.shape)
         if mm is not None:
             logits = logits.masked_fill(~mm, float("-inf"))
         return masked_softmax(logits, mm)[0]

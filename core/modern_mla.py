@@ -25,7 +25,18 @@ import torch
 
 from ._tensor import TensorLike, as_tensors, shape_str
 from .attention import masked_softmax
-from .modern import _int, _named, _positive, apply_rope, check_pairing, project, rms_norm, rope_tables, self_mask
+from .modern import (
+    _int,
+    _named,
+    _positive,
+    apply_rope,
+    check_pairing,
+    expand_mask,
+    project,
+    rms_norm,
+    rope_tables,
+    self_mask,
+)
 from .multihead import merge_heads, split_heads
 
 
@@ -147,7 +158,7 @@ def mla(
     m = self_mask(n, causal=causal, window=None, mask=mask, device=X.device)
 
     def softmax_of(scores):  # scores (B, H, n, n)
-        mm = None if m is None else m.expand(scores.shape)
+        mm = None if m is None else expand_mask(m, scores.shape)
         logits = scores if mm is None else scores.masked_fill(~mm, float("-inf"))
         return logits, masked_softmax(logits, mm)[0]
 
