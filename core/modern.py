@@ -61,10 +61,11 @@ def _positive(name: str, value) -> float:
     return v
 
 
-def rope_tables(rope, n: int, d: int, *, rope_dims: int | None = None, positions: TensorLike | None = None,
-                device=None, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor] | None:
+def rope_tables(rope, n: int, d: int, *, rope_dims: int | None = None, device=None,
+                dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(cos, sin) of shape (..., n, r/2) for ``rope`` (None, a base θ, or (cos, sin) tables), checked against
-    n positions and head width d; r = rotated dims (≤ d, even). None when ``rope`` is None."""
+    positions 0 … n − 1 and head width d; r = rotated dims (≤ d, even; ``rope_dims`` counts only with a base θ).
+    None when ``rope`` is None."""
     if rope is None:
         return None
     if isinstance(rope, (tuple, list)):
@@ -80,8 +81,7 @@ def rope_tables(rope, n: int, d: int, *, rope_dims: int | None = None, positions
     r = d if rope_dims is None else _int("rope_dims", rope_dims)
     if r % 2 or r > d:
         raise ValueError(f"rope_dims must be even and ≤ the head width {d}, got {r}")
-    pos = torch.arange(n) if positions is None else positions
-    return rope_cos_sin(pos, r, base=base, device=device, dtype=dtype)
+    return rope_cos_sin(torch.arange(n), r, base=base, device=device, dtype=dtype)
 
 
 def apply_rope(x: torch.Tensor, tables: tuple[torch.Tensor, torch.Tensor] | None, pairing: str) -> torch.Tensor:
