@@ -2,7 +2,8 @@
 projections) and every lesson's. nbclient runs them in a python3 kernel started in the repository
 (as "start Jupyter from the Attention Lab folder" says; an installed copy is tests/packaging's
 subject); their outputs must hold the maps — the widget's state and the static SVG — with the
-numbers the page shows (AppTest reads the page's weights map, at the page's precision).
+numbers the page shows (AppTest reads the page's weights map, at the page's precision) and the
+numbers of softmax(QKᵀ/√d_k)V written here in numpy for the scenario (not core's code, which made both).
 The Korean notebooks are checked for English prose and comments."""
 
 from __future__ import annotations
@@ -114,6 +115,45 @@ def _maps(nb, step: str) -> tuple[np.ndarray, list[list[str]]]:
     return z, values_in(html_out["data"]["text/html"], step)
 
 
+def by_hand(args: dict) -> dict[str, np.ndarray]:
+    """Every step of the scenario's attention in float64 numpy, from the notebook's own arguments (its
+    tokens' vectors, Q/K/V mode, weights, mask): Q, K, V; scores QKᵀ; scaled by 1/√d_k; masked (−∞ where
+    the mask forbids); weights softmax by row; output weights·V. Every case is plain scaled dot-product
+    attention at temperature 1 (asserted)."""
+    assert (args["score"], args["temperature"], args["params"], args["convention"]) == ("scaled_dot", 1.0, {}, "row")
+    f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+    X_q, X_kv = f64(args["X_q"]), f64(args["X_kv"])
+    if args["qkv"] == "identity":
+        Q, K, V = X_q, X_kv, X_kv
+    elif args["qkv"] == "direct":
+        Q, K, V = f64(args["Q"]), f64(args["K"]), f64(args["V"])
+    else:
+        assert args["qkv"] == "projection"
+        Q, K, V = X_q @ f64(args["W_q"]), X_kv @ f64(args["W_k"]), X_kv @ f64(args["W_v"])
+    d_k = Q.shape[1]
+    assert abs(args["scale"] - 1 / np.sqrt(d_k)) < 1e-12
+    scores = Q @ K.T  # (n_q, n_k)
+    scaled = scores / np.sqrt(d_k)
+    allowed = np.ones(scaled.shape, dtype=bool) if args["mask"] is None else np.asarray(args["mask"], dtype=bool)
+    assert allowed.any(axis=1).all()  # every query sees a key
+    masked = np.where(allowed, scaled, -np.inf)
+    e = np.exp(masked - masked.max(axis=1, keepdims=True))
+    weights = e / e.sum(axis=1, keepdims=True)
+    return {"scores": scores, "scaled": scaled, "masked": masked, "weights": weights, "output": weights @ V}
+
+
+def _holds(nb, step: str, want: np.ndarray, kind: str) -> None:
+    """The step's map (widget values and printed SVG values, both rounded to DEC) is ``want`` rounded; −∞ shows as
+    no value in the widget and as "−∞" in the SVG."""
+    z, printed = _maps(nb, step)
+    tol = 0.5 * 10 ** -DEC + 1e-6  # rounding to DEC places, and core's float32
+    assert z.shape == want.shape, f"{kind}: {step} {z.shape} != {want.shape}"
+    inf = np.isneginf(want)
+    assert (np.isnan(z) == inf).all() and np.abs(z[~inf] - want[~inf]).max() <= tol, f"{kind}: the widget's {step}"
+    shown = np.array([[-np.inf if v == "−∞" else float(v) for v in row] for row in printed])
+    assert (np.isneginf(shown) == inf).all() and np.abs(shown[~inf] - want[~inf]).max() <= tol, f"{kind}: the SVG's {step}"
+
+
 @pytest.mark.parametrize("name", [c[0] for c in _cases()])
 def test_the_notebook_executes_and_its_maps_hold_the_pages_numbers(executed, name):
     case = next(c for c in _cases() if c[0] == name)
@@ -127,8 +167,8 @@ def test_the_notebook_executes_and_its_maps_hold_the_pages_numbers(executed, nam
         z, printed = _maps(nb, "weights")
         np.testing.assert_allclose(z, page_w, atol=1e-12, err_msg=f"{kind}: the widget's weights")
         assert printed == [[f"{v:.{DEC}f}" for v in row] for row in page_w], f"{kind}: the SVG's weights"
-        for step in ("scores", "scaled", "masked", "output"):
-            assert _maps(nb, step)[1], f"{kind}: {step} has no map"
+        for step, want in by_hand(args_of(tut.scenario_trace(case[1]))).items():  # independent of core
+            _holds(nb, step, want, kind)
         markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
         assert markdown.count("$$") >= 12 and markdown.count("`") >= 10  # five formulas and five shapes at least
     assert case[2] in ("en", "ko")
