@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui.i18n import current_lang, labeller, t
 from ui.pipeline import pipeline
 from ui.text import md, shorts
@@ -44,8 +44,23 @@ def _on_text() -> None:
     st.session_state[KEYS.n_new] = 0
 
 
+def preset_from_link() -> None:
+    """A link's ``preset=<example>`` (the model-writing lesson opens the page so) loads that example on arrival;
+    the parameter then leaves the link, so the learner's own text is never overwritten again."""
+    name = st.query_params.get("preset")
+    if name is None:
+        return
+    link.add({"preset": None})
+    if name in PRESETS:
+        st.session_state[KEYS.prompt] = PRESETS[name]
+        st.session_state[KEYS.n_new] = 0
+    else:
+        st.warning(t("lm.preset.bad", name=md(name[:40])))
+
+
 def prompt_box() -> str:
     """The prompt, kept in plain session state so that it survives a visit to another page."""
+    preset_from_link()
     st.session_state[KEYS.text] = st.session_state.setdefault(KEYS.prompt, DEFAULT)
     c1, c2 = st.columns([3, 1])
     with c1:

@@ -12,9 +12,9 @@ from ui import compute, page, settings, state
 from ui.i18n import labeller, t
 from ui.inputs import numbers_panel
 from ui.text import md, shorts
-from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import fits_one_element, heatmap, show_heatmap, show_maps
 from ui.widgets.layout import dim_labels, token_labels
+from ui.widgets.rope import rope_views
 
 KEYS = state.LLM_POSITIONS
 KINDS = ("sinusoidal", "learned", "rope", "alibi")
@@ -51,34 +51,6 @@ def rope_controls(problems: page.Problems) -> tuple[float, str, int]:
     with c3:
         st.selectbox(t("lp.pair"), tuple(range(D // 2)), key=KEYS.pair_dim, help=t("lp.pair.help"))
     return float(base), st.session_state[KEYS.pairing], int(st.session_state[KEYS.pair_dim])
-
-
-def rope_panel(r: dict, pair: int, base: float) -> None:
-    """One pair of q as it turns with the position, and the score against the relative distance."""
-    st.latex(r"\begin{pmatrix} q'_a \\ q'_b \end{pmatrix} = \begin{pmatrix} \cos m\theta_i & -\sin m\theta_i \\ "
-             r"\sin m\theta_i & \cos m\theta_i \end{pmatrix} \begin{pmatrix} q_a \\ q_b \end{pmatrix},\quad "
-             r"\theta_i = b^{-2i/d}")
-    c1, c2 = st.columns(2)
-    track = r["track"]  # (positions, 2)
-    with c1:
-        lines = [{"type": "scatter", "mode": "lines", "x": [0, float(a)], "y": [0, float(b)], "showlegend": False,
-                  "line": {"width": 1, "color": "#94a3b8"}} for a, b in track]
-        pts = {"type": "scatter", "mode": "markers+text", "x": track[:, 0].tolist(), "y": track[:, 1].tolist(),
-               "text": [str(m) for m in range(len(track))], "textposition": "top center", "name": t("lp.track.pos")}
-        fig = line_figure([*lines, pts], {"xaxis": {"title": {"text": f"q_{r['dims'][0]}"}, "zeroline": True},
-                                          "yaxis": {"title": {"text": f"q_{r['dims'][1]}"}, "scaleanchor": "x"}})
-        show_chart(fig, key=KEYS.rotation, title=t("lp.track.title", i=pair, theta=f"{r['theta']:.4g}"))
-        st.caption(t("lp.track.caption", i=pair, a=r["dims"][0], b=r["dims"][1], theta=f"{r['theta']:.4g}",
-                     norm=f"{r['norm_gap']:.2g}"))
-    with c2:
-        x = r["offsets"].tolist()
-        fig = line_figure([{"type": "scatter", "mode": "lines+markers", "x": x, "y": r["scores"][s].tolist(),
-                            "name": t("lp.dist.start", s=s)} for s in r["scores"]],
-                          {"xaxis": {"title": {"text": t("lp.dist.x")}}, "yaxis": {"title": {"text": t("lp.dist.y")}}})
-        show_chart(fig, key=KEYS.distance, title=t("lp.dist.title"))
-        page.check_box(r["shift_gap"] < 1e-4, t("lp.dist.check", gap=f"{r['shift_gap']:.2g}"))
-    page.check_box(r["pairing_gap"] < 1e-5, t("lp.pairing.check", gap=f"{r['pairing_gap']:.2g}"))
-    st.caption(t("lp.random"))
 
 
 def alibi_panel(r: dict, dec: int) -> None:
@@ -141,7 +113,7 @@ def main() -> None:
     page.show_problems(problems)
     if panel is not None:
         if kind == "rope":
-            rope_panel(panel, pair, base)
+            rope_views(panel, pair, rotation_key=KEYS.rotation, distance_key=KEYS.distance)
         elif kind == "alibi":
             alibi_panel(panel, dec)
         else:

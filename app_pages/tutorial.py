@@ -24,6 +24,7 @@ from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import fill, md, shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
+from ui.widgets.rope import rope_views
 
 KEYS = state.TUTORIAL
 URL_LESSON, URL_DONE = "lesson", "done"
@@ -151,10 +152,12 @@ def lesson_tools(lesson: tut.Lesson) -> None:
               icon=":material/restart_alt:")
     st.page_link(nav.PAGE_BY_NAME["playground"].file, label=t("tu.open_playground"), icon=":material/tune:",
                  query_params=scenario.to_query(values, matrices) | settings.query())
-    other = {"multihead": "multi_head", "position": "position"}.get(lesson.panel)
+    other = {"multihead": "multi_head", "position": "position", "rope": "llm_positions"}.get(lesson.panel)
+    other = "language_model" if lesson.id == "model-writing" else other  # its exercises are read off the model's page
     if other:
+        extra = {"preset": tut.L12_PRESET} if other == "language_model" else {}  # the lesson's prompt, loaded once
         st.page_link(nav.PAGE_BY_NAME[other].file, label=t("tu.open_page", page=t(f"page.{other}.title")),
-                     icon=nav.PAGE_BY_NAME[other].icon, query_params=settings.query())
+                     icon=nav.PAGE_BY_NAME[other].icon, query_params=settings.query() | extra)
     if lesson.id in progress():
         st.success(t("tu.lesson_done"))
         i = IDS.index(lesson.id)
@@ -241,7 +244,7 @@ def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
     trace = page.guarded(problems, lambda: ss.run(inp, "row"))
     page.show_problems(problems)
     hidden = open_prediction(lesson) if lesson.panel in MAPS else None
-    if trace is None or lesson.panel in ("multihead", "position"):
+    if trace is None or lesson.panel in ("multihead", "position", "rope"):
         pass
     elif hidden is not None:
         st.info(t("tu.hidden", n=hidden))
@@ -297,6 +300,16 @@ def position_panel(tokens: list[str], dec: int) -> None:
     X, W = permutation_inputs(tokens, d)
     permutation_experiment(X, W, perm, shorts([f"{i} {tokens[i]}" for i in perm]), d, min(dec, 2),
                            keys=(KEYS.sa_px, KEYS.p_sa_x), explain=False, narrow=True)
+
+
+def rope_panel(problems: list) -> None:
+    """The positions page's RoPE views for the lesson's own q and k (seed 0, d = ROPE_D, base ROPE_BASE, pair
+    ROPE_PAIR: the vectors its exercises ask about), one under the other in the panel's column."""
+    r = page.guarded(problems, lambda: compute.position_panel("rope", 8, tut.ROPE_D, 0, tut.ROPE_BASE, "adjacent",
+                                                              tut.ROPE_PAIR, 4))
+    page.show_problems(problems)
+    if r is not None:
+        rope_views(r, tut.ROPE_PAIR, rotation_key=KEYS.rope_rotation, distance_key=KEYS.rope_distance, stacked=True)
 
 
 # ---------------------------------------------------------------------------- exercises
@@ -448,6 +461,8 @@ def body() -> None:
             multihead_panel(inp.tq, dec)
         elif lesson.panel == "position":
             position_panel(inp.tq, dec)
+        elif lesson.panel == "rope":
+            rope_panel(problems)
     with c_exercises:
         st.markdown(f"#### {t('tu.exercises')}")
         for n, ex in enumerate(lesson.exercises, 1):

@@ -29,7 +29,8 @@ KINDS = ("number", "predict", "choice", "make_it_so")
 #   masks     the mask controls (causal, padding, clicked cells) with logits and weights
 #   multihead the multi-head panel (d_model, H, every head's weights, the shapes)
 #   position  the permutation experiment with and without positions, the positional table
-PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position")
+#   rope      RoPE: one pair of a query turning with its position, the score against the relative distance
+PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position", "rope")
 TEMPERATURE_GRID = _scenario.TEMPERATURES  # the Playground's slider: 0.1 … 5.0
 _TIE = 1e-6  # weights closer than this count as tied
 # What a lesson's state may carry besides the scenario: the multi-head panel's d_model and H, the position

@@ -499,14 +499,35 @@ L11: dict = {}
 ROPE_D, ROPE_BASE, ROPE_PAIR = 8, 10000.0, 1
 
 
-def _l11_shift():
-    """Move the query and the key by 10 positions together: does their score change?"""
+
+
+ROPE_KEY_AT, ROPE_QUERY_AT, ROPE_SHIFT = 3, 5, 7  # the prediction: the score at (3, 5), then at (10, 12)
+
+
+def _rope_qk():
     q = _tokens.projection(1, ROPE_D, seed=0, name="lp.q")[0]
     k = _tokens.projection(1, ROPE_D, seed=0, name="lp.k")[0]
-    before = _positional.rope_scores_by_offset(q, k, [3], base=ROPE_BASE, start=2.0)
-    after = _positional.rope_scores_by_offset(q, k, [3], base=ROPE_BASE, start=12.0)
-    gap = float((before - after).abs().max())
-    return ("same" if gap < 1e-4 else "changes"), {"before": float(before[0]), "after": float(after[0]), "gap": gap}
+    return q, k
+
+
+def _l11_shift_score():
+    """The score q·k after RoPE with the key at 3 and the query at 5 is given; predict it with both 7 later."""
+    q, k = _rope_qk()
+    gap = [ROPE_QUERY_AT - ROPE_KEY_AT]
+    before = float(_positional.rope_scores_by_offset(q, k, gap, base=ROPE_BASE, start=float(ROPE_KEY_AT))[0])
+    moved = ROPE_KEY_AT + ROPE_SHIFT
+    after = float(_positional.rope_scores_by_offset(q, k, gap, base=ROPE_BASE, start=float(moved))[0])
+    vals = {"before": before, "k0": ROPE_KEY_AT, "q0": ROPE_QUERY_AT, "k1": moved, "q1": moved + gap[0],
+            "gap": abs(after - before)}
+    return after, vals, {"no_rope": float(q @ k)}
+
+
+def _l11_length_value():
+    """‖q‖ is given; predict ‖R(100)q‖, RoPE's rotation of q to position 100."""
+    q, _ = _rope_qk()
+    at = _positional.rope(q.expand(101, -1), base=ROPE_BASE)[100]  # row m is q turned to position m
+    norm = float(q.norm())
+    return float(at.norm()), {"norm": norm, "pos": 100}, {"grows": norm * 100 ** 0.5}
 
 
 def _l11_angle():
@@ -516,17 +537,13 @@ def _l11_angle():
     return float(theta[ROPE_PAIR]), vals, wrong
 
 
-def _l11_length():
-    x = _tokens.projection(16, ROPE_D, seed=0, name="lp.x")  # (16, d): 16 positions
-    rotated = _positional.rope(x, base=ROPE_BASE)
-    gap = float((rotated.norm(dim=-1) - x.norm(dim=-1)).abs().max())
-    return ("same" if gap < 1e-5 else "grows"), {"gap": gap}
 
 
 # ---- 12. a real language model writing (SmolLM2-135M, core.decoder) -------------------------------
 # The panel shows the causal mask on the worked example; the exercises are checked against the real model.
 L12 = {"causal": True, "query": ONEUL}
 L12_PROMPT = "The capital of France is"
+L12_PRESET = "france"  # the language-model page's example with this prompt (its link opens the page on it)
 
 
 def _lm():
@@ -557,18 +574,21 @@ def _l12_temperature():
     return ("no" if len(tops) == 1 else "yes"), {"token": top, "cold": cold, "hot": hot}
 
 
-def _l12_sink():
-    """Where the last token of L12_PROMPT looks in the model's strongest sink head (largest share on the first token)."""
+def _l12_previous():
+    """In the model's strongest previous-token head for L12_PROMPT (largest mean share on the token just before),
+    the share, in percent, of the last token's attention on the token just before it: read off that head's map."""
     from core.decoder import head_stats
 
     tr = _lm().trace(L12_PROMPT)
     hs = head_stats(tr.attentions)
-    l, h = divmod(int(hs.sink.argmax()), hs.sink.shape[1])
+    l, h = divmod(int(hs.previous.argmax()), hs.previous.shape[1])
     row = tr.attentions[l, h, -1]  # (n,): the last query's weights
-    n = row.shape[0]
-    j = int(row.argmax())
-    where = "first" if j == 0 else "itself" if j == n - 1 else "previous" if j == n - 2 else "other"
-    return where, {"l": l, "h": h, "share": float(row[0]), "first": tr.tokens[0], "last": tr.tokens[-1]}
+    vals = {"l": l, "h": h, "prompt": L12_PROMPT, "last": tr.tokens[-1], "before": tr.tokens[-2],
+            "first": tr.tokens[0], "lo": 0.0, "hi": 100.0}
+    # rounded to 0.01 %: the model's float32 sums differ in the last bits between thread counts
+    return round(100.0 * float(row[-2]), 2), vals, {"first": round(100.0 * float(row[0]), 2)}
+
+
 
 
 # --------------------------------------------------------------------------- the registry
@@ -717,19 +737,26 @@ def _build() -> tuple[Lesson, ...]:
             N_(_number("kv-cache.keys", _l10_keys, tolerance=0.0, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
                        diagnoses=("all", "before"), prompt_values=_pv(token=C18[SAGWA], t=SAGWA)), "kv_cache", "causal_mask"),
         ]),
-        _lesson("rope", "position", L11, [
-            N_(_choice_ex("rope.shift", ("same", "changes", "grows"), _l11_shift), "rope", "dot_product"),
+        _lesson("rope", "rope", L11, [
+            # predictions the panel's numbers then check (the text says why; the learner applies it to numbers)
+            N_(_number("rope.shift-score", _l11_shift_score, tolerance=0.01, lo=-100.0, hi=100.0, diagnoses=("no_rope",),
+                       decimals=4,
+                       prompt_values=_pv(before=f"{_l11_shift_score()[1]['before']:.4f}", k0=ROPE_KEY_AT,
+                                         q0=ROPE_QUERY_AT, k1=ROPE_KEY_AT + ROPE_SHIFT,
+                                         q1=ROPE_QUERY_AT + ROPE_SHIFT, tol=0.01)), "rope", "dot_product"),
             N_(_number("rope.angle", _l11_angle, tolerance=0.005, lo=0.0, hi=1.0, diagnoses=("pair0", "odd", "last"),
                        decimals=3, prompt_values=_pv(i=ROPE_PAIR, d=ROPE_D, base=int(ROPE_BASE), tol=0.005)), "rope"),
-            N_(_choice_ex("rope.length", ("same", "grows", "shrinks"), _l11_length), "rope"),
+            N_(_number("rope.length-value", _l11_length_value, tolerance=0.01, lo=0.0, hi=100.0, diagnoses=("grows",), decimals=3,
+                       prompt_values=_pv(norm=f"{_l11_length_value()[1]['norm']:.3f}", pos=100, tol=0.01)), "rope"),
         ]),
         _lesson("model-writing", "masks", L12, [
             N_(_number("model-writing.paris", _l12_paris, tolerance=3.0, lo=0.0, hi=100.0, decimals=1,
                        prompt_values=_pv(prompt=L12_PROMPT, tol=3)), "next_token", "softmax"),
             N_(_choice_ex("model-writing.temperature", ("no", "yes"), _l12_temperature, prompt_values=_pv(prompt=L12_PROMPT)),
                "temperature", "next_token"),
-            N_(_choice_ex("model-writing.sink", ("first", "previous", "itself", "other"), _l12_sink,
-                          prompt_values=_pv(prompt=L12_PROMPT)), "attention_sink", "heads", "causal_mask"),
+            N_(_number("model-writing.previous", _l12_previous, tolerance=3.0, lo=0.0, hi=100.0, decimals=1,
+                       diagnoses=("first",), prompt_values=_pv(prompt=L12_PROMPT, tol=3)),
+               "attention_sink", "heads", "causal_mask"),
         ]),
     )
 

@@ -11,6 +11,7 @@ from functools import cache
 
 from core._paths import ASSETS as _ASSETS
 
+from ..korean import names
 from .lessons import _BY_ID
 
 LANGS = ("en", "ko")
@@ -26,9 +27,10 @@ def _table(lang: str) -> dict[str, str]:
 
 def text(key: str, lang: str = "en", /, **values) -> str:
     """An exercise string in ``lang`` (English fallback, then the key itself), formatted with
-    ``values``; a string whose placeholders do not fit the values comes back unformatted."""
+    ``values``; a string whose placeholders do not fit the values comes back unformatted. A two-way
+    particle after a name with a digit ("SmolLM2이(가)") is chosen from the name (:func:`attention_lab.korean.names`)."""
     lang = lang if lang in LANGS else "en"
-    s = _table(lang).get(key) or _table("en").get(key) or key
+    s = names(_table(lang).get(key) or _table("en").get(key) or key)
     if not values:
         return s
     try:
@@ -78,7 +80,11 @@ PROGRESS_ORDER: tuple[str, ...] = (
     "kv-cache", "kv-cache.bytes", "kv-cache.group", "kv-cache.keys",
     "rope", "rope.shift", "rope.angle", "rope.length",
     "model-writing", "model-writing.paris", "model-writing.temperature", "model-writing.sink",
+    # issue 34: predictions and a measurement replace rope.shift, rope.length and model-writing.sink, whose
+    # answers the lesson text gave; those three keep their places above (RETIRED), so old links still decode
+    "rope.shift-score", "rope.length-value", "model-writing.previous",
 )
+RETIRED: frozenset[str] = frozenset({"rope.shift", "rope.length", "model-writing.sink"})
 _PROGRESS_VERSION = "1"
 MAX_PROGRESS_CHARS = 64
 
@@ -89,7 +95,7 @@ def encode_progress(done) -> str:
     :data:`PROGRESS_ORDER`."""
     bits = 0
     for i, name in enumerate(PROGRESS_ORDER):
-        if name in done:
+        if name in done and name not in RETIRED:
             bits |= 1 << i
     if not bits:
         return ""
@@ -110,4 +116,4 @@ def decode_progress(code) -> set[str]:
     except (ValueError, TypeError):
         return set()
     bits = int.from_bytes(raw, "little")
-    return {name for i, name in enumerate(PROGRESS_ORDER) if bits >> i & 1}
+    return {name for i, name in enumerate(PROGRESS_ORDER) if bits >> i & 1 and name not in RETIRED}

@@ -9,7 +9,7 @@ import pytest
 
 from core import decoder, pretrained
 from ui import compute, state
-from ui.i18n import table
+from ui.i18n import t, table
 from ui.widgets.model_views import model_view_weights
 
 from .helpers import no_errors, page, spec
@@ -92,7 +92,7 @@ def test_korean_is_shown_as_byte_tokens_and_why(lang):
     _run_with(at, **{state.setting("lang"): lang, KEYS.prompt: "나는 오늘 사과를"})
     no_errors(at)
     n = sum(decoder_model_bytes("나는 오늘 사과를"))
-    assert any(table(lang)["lm.bytes_note"].format(n=n) == i.value for i in at.info)
+    assert any(t("lm.bytes_note", lang, n=n) == i.value for i in at.info)  # t: "UTF-8(으)로" read as UTF-8로
     assert any(r"\<EB\>" in m.value for m in at.markdown)  # the byte pieces, escaped as text
 
 
@@ -166,6 +166,32 @@ def test_the_model_loads_once_per_server(monkeypatch):
     assert len(calls) == 1
     assert pretrained._cached_smollm2.cache_info().misses <= 1
     assert compute.language_model() is real()
+
+
+def test_a_links_preset_loads_its_example_once_and_leaves_the_link(model):
+    from attention_lab import tutorial as tut
+
+    at = page(LM, run=False)
+    at.session_state[KEYS.prompt] = "my own words"
+    at.query_params["preset"] = tut.L12_PRESET  # the model-writing lesson's link
+    at.run()
+    no_errors(at)
+    assert at.session_state[KEYS.prompt] == tut.L12_PROMPT and "preset" not in at.query_params
+    at.session_state[KEYS.prompt] = "typed after arriving"
+    at.run()
+    assert at.session_state[KEYS.prompt] == "typed after arriving"  # the link's example is not loaded again
+
+
+@pytest.mark.parametrize("bad", ["<script>alert(1)</script>", "nope", ""])
+def test_a_tampered_preset_gets_a_message_and_keeps_the_text(bad):
+    at = page(LM, run=False)
+    at.session_state[KEYS.prompt] = "my own words"
+    at.query_params["preset"] = bad
+    at.run()
+    assert not at.exception
+    assert at.session_state[KEYS.prompt] == "my own words"
+    assert any("does not have" in w.value for w in at.warning)
+    assert not any("<script>" in m.value for m in at.markdown)
 
 
 def test_missing_model_package_shows_the_install_command(monkeypatch):

@@ -19,6 +19,7 @@ from attention_lab import codegen, scenario
 from attention_lab import tutorial as tut
 from attention_lab.tutorial.lessons import MEOK, NANEUN, ONEUL, SAGWA  # the example sentence's tokens
 from core import pretrained
+from core import tokens as core_tokens
 from ui import state
 from ui.i18n import table
 from ui.text import fill, md
@@ -45,6 +46,27 @@ def weights(Q, K_, *, T=1.0, scale=None, mask=None):
 
 CAUSAL = np.tril(np.ones((4, 4), dtype=bool))
 # the right answers, computed here from the lessons' numbers
+def _rot(x: np.ndarray, m: float) -> np.ndarray:
+    """RoPE in numpy: each pair (2i, 2i + 1) turned by m · 10000^(−2i/d)."""
+    theta = 10000.0 ** (-np.arange(0, len(x), 2) / len(x))
+    c, s = np.cos(m * theta), np.sin(m * theta)
+    out = x.copy()
+    out[0::2], out[1::2] = x[0::2] * c - x[1::2] * s, x[0::2] * s + x[1::2] * c
+    return out
+
+
+_ROPE_Q, _ROPE_K = (core_tokens.projection(1, 8, seed=0, name=f"lp.{n}")[0].numpy().astype(np.float64) for n in "qk")
+
+
+def _previous_share() -> float:
+    """The last token's weight (%) on the token before it in the model's strongest previous-token head."""
+    A = pretrained.smollm2().trace(tut.L12_PROMPT).attentions.numpy()  # (30, 9, n, n)
+    n = A.shape[-1]
+    previous = np.stack([A[:, :, i, i - 1] for i in range(1, n)], -1).mean(-1)
+    l, h = np.unravel_index(np.argmax(previous), previous.shape)
+    return round(100 * float(A[l, h, -1, -2]), 2)
+
+
 NUMBERS = {
     "weighted-average.weight": weights(X, X)[MEOK, SAGWA],
     "dot-product.score": X[MEOK] @ X[NANEUN],
@@ -56,9 +78,12 @@ NUMBERS = {
     "position.pe-value": math.sin(1.0),
     "cross-attention.outputs": L9_X.shape[0],
     "kv-cache.bytes": 2 * 32 * 8 * 128 * 2 / 1024,  # Llama-3-8B, bfloat16: KiB per token
-    "kv-cache.keys": 3,  # the third token attends to tokens 1 … 3 (itself included)
+    "kv-cache.keys": 3,  # token 2 (counted from 0) attends to tokens 0 … 2, itself included
     "rope.angle": 10000 ** (-2 * 1 / 8),
     "model-writing.paris": round(100 * float(pretrained.smollm2().next_token(tut.L12_PROMPT).top_probs[0]), 2),
+    "rope.shift-score": float(_rot(_ROPE_Q, 12) @ _rot(_ROPE_K, 10)),  # key at 10, query at 12
+    "rope.length-value": float(np.linalg.norm(_ROPE_Q)),  # a rotation keeps the length
+    "model-writing.previous": _previous_share(),
 }
 PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
     "weighted-average.top": weights(X, X)[NANEUN],
@@ -79,10 +104,7 @@ CHOICES = {
     "position.shuffle": "same",  # permutation equivariance: the token's output only moves
     "cross-attention.shape": "x".join(map(str, weights(L9_X, L9_SRC).shape)),
     "kv-cache.group": str(5 // (8 // 2)),  # H = 8, G = 2: groups of 4 consecutive query heads
-    "rope.shift": "same",  # R(m)ᵀR(n) = R(n − m): the score depends on the distance only
-    "rope.length": "same",  # rotations keep lengths
     "model-writing.temperature": "no",  # softmax(z / T) keeps the order of z for every T > 0
-    "model-writing.sink": "first",  # the strongest sink head looks at the first token (tests/core/test_tutorial.py)
 }
 EXERCISES = [(lesson, ex) for lesson in tut.LESSONS for ex in lesson.exercises]
 
@@ -166,6 +188,18 @@ def test_every_lesson_opens_without_error(lang):
         carried = {k: v[0] for k, v in parse_qs(link.query_string).items()}
         assert "Playground" in link.page and scenario.to_query(values, matrices).items() <= carried.items()
     assert at.session_state[KEYS.lesson] == tut.LESSONS[-1].id
+
+
+def test_the_model_writing_lesson_links_the_model_page_on_its_prompt():
+    at = open_lesson("model-writing")
+    links = [x.proto for x in at.get("page_link")]
+    lm = next(link for link in links if "language_model" in link.page.lower())
+    assert parse_qs(lm.query_string)["preset"] == [tut.L12_PRESET]  # the page loads it: test_language_model_page
+
+
+def test_the_rope_lesson_links_the_positions_page():
+    at = open_lesson("rope")
+    assert any("llm_positions" in x.proto.page.lower() for x in at.get("page_link"))
 
 
 def test_a_lesson_loads_its_scenario_into_the_shared_scenario():
@@ -483,6 +517,14 @@ def test_the_checkers_grade_the_numbers_the_page_draws(lesson):
             c = tut.lessons._ps(st_, perm, tut.PS_D, with_pe)
             np.testing.assert_allclose(heat(at, state.item(KEYS.sa_px, with_pe)), c.sa_px.numpy(), atol=0.006)
             np.testing.assert_allclose(heat(at, state.item(KEYS.p_sa_x, with_pe)), c.p_sa_x.numpy(), atol=0.006)
+    elif lesson.panel == "rope":
+        # the RoPE panel draws the score against the distance for the very q and k the exercises ask about:
+        # at distance q0 − k0 = 2 it reads the score the prediction is checked against
+        fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(KEYS.rope_distance))
+        for trace in fig["data"]:
+            y_at = dict(zip(trace["x"], trace["y"], strict=True))
+            assert abs(y_at[2] - NUMBERS["rope.shift-score"]) < 1e-6
+        assert any(c.proto.id.endswith(KEYS.rope_rotation) for c in at.get("plotly_chart"))
     else:
         np.testing.assert_allclose(_drawn_weights(at), tut.scenario_trace(st_).weights.numpy(), atol=2e-6)
         # the lesson's own scenario is the panel's state (the checkers' truths are computed on it)

@@ -55,10 +55,10 @@ def _playground_weights(changes: dict) -> np.ndarray:
 
 
 def _lesson_weights(lesson) -> np.ndarray:
-    """The lesson's weights map as the page shows it; a lesson whose panel is the multi-head or the
-    position panel draws no map of its scenario's weights: there, core's numbers for the scenario
+    """The lesson's weights map as the page shows it; a lesson whose panel is the multi-head, the
+    position or the RoPE panel draws no map of its scenario's weights: there, core's numbers for the scenario
     (tests/app/test_tutorial_page.py holds them equal to the page's snippets), rounded as shown."""
-    if lesson.panel in ("multihead", "position"):
+    if lesson.panel in ("multihead", "position", "rope"):
         return tut.scenario_trace(lesson.scenario_dict()).weights.numpy().astype(float).round(DEC)
     at = page("app_pages/tutorial.py", query={"lesson": lesson.id}, precision=DEC)
     for ex in lesson.exercises:  # a prediction hides the weights until it is revealed
