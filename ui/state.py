@@ -43,7 +43,7 @@ def setting_widget(name: str) -> str:
 
 # ------------------------------------------------------------------ the frame (app.py): every page
 # a11y: the document-wide accessibility element (ui/widgets/a11y.py)
-FRAME = _room("frame", "a11y session_id guard cpu_spent link link_alone link_own")
+FRAME = _room("frame", "a11y session_id guard cpu_spent link link_alone link_own kept kept_loaded resume")
 
 # ------------------------------------------------------------------ the scenario every page shares
 SCENARIO_NAMES = ("tokens source mode embedding d_model qkv d_k d_v score d_a scale temperature causal pad blocked "
@@ -116,4 +116,4 @@ TILED_ATTENTION = _room("tiled_attention", "n block_q block_k step step_prev ste
 LINEAR_ATTENTION = _room("linear_attention", "causal quadratic associative softmax linear cost")
 LANGUAGE_MODEL = _room("language_model", "prompt text preset temperature top_k top_p seed n_new max_new one run reset keys "
                        "layer head grid heatmap pipeline heads sort open_top clicks gen_layer gen_maps bars_model "
-                       "bars_sampled off_heads off_layers window sinks bars_before bars_after measure lens running")
+                       "bars_sampled off_heads off_layers window sinks bars_before bars_after measure lens running tab tab_id")
