@@ -31,6 +31,65 @@ PRESETS = {
 DEFAULT = PRESETS["france"]
 
 
+TABS = ("write", "heads", "mechanism")
+MAX_PROMPT_CHARS = 4000
+MAX_INDEX = 64  # layers, heads: bounds for a link's numbers (the model's own are checked where they are drawn)
+
+
+def _pairs(value: str) -> list[tuple[int, int]]:
+    """Heads off in a link: "18.6,3.0" → [(18, 6), (3, 0)]."""
+    out = []
+    for part in value.split(",") if value else []:
+        a, _, b = part.partition(".")
+        out.append((link.whole(0, MAX_INDEX)(a), link.whole(0, MAX_INDEX)(b)))
+    if len(out) > 64:
+        raise ValueError("too many")
+    return out
+
+
+def _wholes(value: str) -> list[int]:
+    out = [link.whole(0, MAX_INDEX)(p) for p in value.split(",")] if value else []
+    if len(out) > MAX_INDEX:
+        raise ValueError("too many")
+    return out
+
+
+def _show_list(value) -> str:
+    return ",".join(f"{v[0]}.{v[1]}" if isinstance(v, tuple | list) else str(v) for v in value)
+
+
+# What the page keeps in its link (issue 35): the prompt, the sampling settings, how many tokens are written,
+# the open tab, layer and head, and the mechanism changes. The continuation itself is written again from the seed.
+KEPT = (
+    link.Kept(KEYS.prompt, "prompt", link.text(MAX_PROMPT_CHARS), DEFAULT),
+    link.Kept(KEYS.temperature, "T", link.number(0.0, 2.0), 0.7),
+    link.Kept(KEYS.top_k, "topk", link.whole(0, 100), 0),
+    link.Kept(KEYS.top_p, "topp", link.number(0.05, 1.0), 1.0),
+    link.Kept(KEYS.seed, "lmseed", link.whole(0, 10_000), 0),
+    link.Kept(KEYS.n_new, "written", link.whole(0, compute.LM_MAX_NEW), 0),
+    link.Kept(KEYS.max_new, "upto", link.whole(1, compute.LM_MAX_NEW), 16),
+    link.Kept(KEYS.tab_id, "tab", link.one_of(TABS), TABS[0]),
+    link.Kept(KEYS.gen_layer, "block", link.whole(0, MAX_INDEX), 15),
+    link.Kept(KEYS.layer, "layer", link.whole(0, MAX_INDEX), 0),
+    link.Kept(KEYS.head, "head", link.whole(0, MAX_INDEX), 0),
+    link.Kept(KEYS.off_heads, "off", _pairs, [], _show_list),
+    link.Kept(KEYS.off_layers, "offblocks", _wholes, [], _show_list),
+    link.Kept(KEYS.window, "window", link.whole(0, compute.LM_MAX_TOKENS), 0),
+    link.Kept(KEYS.sinks, "sinks", link.whole(0, 8), 0),
+    link.Kept(KEYS.measure, "loss", link.flag, False, link.show_flag),
+    link.Kept(KEYS.running, "induction", link.flag, False, link.show_flag),
+)
+
+
+def kept_values() -> None:
+    """The link's values on arrival (a restart reopens the link), and a word when some cannot be used or kept."""
+    refused = link.keep("language_model", KEPT)
+    if refused:
+        st.warning(t("lm.link.refused", names=", ".join(refused)))
+    if "prompt" in link.left_out(KEPT):
+        st.info(t("lm.link.too_long", n=len(st.session_state.get(KEYS.prompt, ""))))
+
+
 def _on_preset() -> None:
     choice = st.session_state.get(KEYS.preset)
     st.session_state[KEYS.preset] = ""
@@ -103,15 +162,17 @@ def token_line(tr: dict) -> None:
 
 
 def sampling_controls() -> tuple[float, int | None, float | None, int]:
+    for k in KEPT[1:5]:
+        st.session_state.setdefault(k.key, k.default)
     c1, c2, c3, c4 = st.columns(4)
     with c1:
-        T = st.slider(t("lm.temperature"), 0.0, 2.0, 0.7, 0.05, key=KEYS.temperature, help=t("lm.temperature.help"))
+        T = st.slider(t("lm.temperature"), 0.0, 2.0, step=0.05, key=KEYS.temperature, help=t("lm.temperature.help"))
     with c2:
-        k = st.slider(t("lm.top_k"), 0, 100, 0, 1, key=KEYS.top_k, help=t("lm.top_k.help"))
+        k = st.slider(t("lm.top_k"), 0, 100, step=1, key=KEYS.top_k, help=t("lm.top_k.help"))
     with c3:
-        p = st.slider(t("lm.top_p"), 0.05, 1.0, 1.0, 0.05, key=KEYS.top_p, help=t("lm.top_p.help"))
+        p = st.slider(t("lm.top_p"), 0.05, 1.0, step=0.05, key=KEYS.top_p, help=t("lm.top_p.help"))
     with c4:
-        seed = st.number_input(t("lm.seed"), 0, 10_000, 0, 1, key=KEYS.seed)
+        seed = st.number_input(t("lm.seed"), 0, 10_000, step=1, key=KEYS.seed)
     return float(T), (int(k) or None), (None if p >= 1.0 else float(p)), int(seed)
 
 
@@ -148,7 +209,8 @@ def writing_buttons() -> int:
         st.button(t("lm.one"), key=KEYS.one, on_click=_step, args=(n + 1,), type="primary",
                   disabled=n >= compute.LM_MAX_NEW, help=t("lm.one.help"))
     with c4:
-        goal = st.slider(t("lm.max_new"), 1, compute.LM_MAX_NEW, 16, key=KEYS.max_new)
+        st.session_state.setdefault(KEYS.max_new, 16)
+        goal = st.slider(t("lm.max_new"), 1, compute.LM_MAX_NEW, key=KEYS.max_new)
     with c2:
         st.button(t("lm.run", n=goal), key=KEYS.run, on_click=_step, args=(max(n, goal),))
     with c3:
@@ -189,7 +251,9 @@ def new_token_heads(g: dict) -> None:
     L, H, c = A.shape
     st.subheader(t("lm.new_attention", tok=md(g["steps"][-1]["token"])))
     st.caption(t("lm.new_attention.caption"))
-    layer = st.slider(t("lm.layer"), 0, L - 1, min(L - 1, 15), key=KEYS.gen_layer)
+    if st.session_state.get(KEYS.gen_layer) not in range(L):
+        st.session_state[KEYS.gen_layer] = min(L - 1, 15)
+    layer = st.slider(t("lm.layer"), 0, L - 1, key=KEYS.gen_layer)
     labels = shorts(token_labels(g["context"]))
     panels = []
     for grp in range(3):
@@ -303,6 +367,12 @@ def _head_label(x: tuple[int, int]) -> str:
 
 
 def mechanism_controls(L: int, H: int) -> tuple[tuple, tuple, int | None, int]:
+    # a link's choices that this model does not have are dropped before the widgets draw them
+    st.session_state[KEYS.off_heads] = [tuple(x) for x in st.session_state.get(KEYS.off_heads, [])
+                                        if 0 <= x[0] < L and 0 <= x[1] < H]
+    st.session_state[KEYS.off_layers] = [x for x in st.session_state.get(KEYS.off_layers, []) if 0 <= x < L]
+    for k in (KEYS.window, KEYS.sinks):
+        st.session_state.setdefault(k, 0)
     c1, c2 = st.columns(2)
     with c1:
         heads = st.multiselect(t("lm.off_heads"), [(l, h) for l in range(L) for h in range(H)], key=KEYS.off_heads,
@@ -311,9 +381,9 @@ def mechanism_controls(L: int, H: int) -> tuple[tuple, tuple, int | None, int]:
         layers = st.multiselect(t("lm.off_layers"), list(range(L)), key=KEYS.off_layers, help=t("lm.off_layers.help"))
     c3, c4 = st.columns(2)
     with c3:
-        w = st.slider(t("lm.window"), 0, compute.LM_MAX_TOKENS, 0, 1, key=KEYS.window, help=t("lm.window.help"))
+        w = st.slider(t("lm.window"), 0, compute.LM_MAX_TOKENS, step=1, key=KEYS.window, help=t("lm.window.help"))
     with c4:
-        s = st.slider(t("lm.sinks"), 0, 8, 0, 1, key=KEYS.sinks, help=t("lm.sinks.help"), disabled=w == 0)
+        s = st.slider(t("lm.sinks"), 0, 8, step=1, key=KEYS.sinks, help=t("lm.sinks.help"), disabled=w == 0)
     return tuple(sorted(heads)), tuple(sorted(layers)), (w or None), (int(s) if w else 0)
 
 
@@ -378,17 +448,32 @@ def mechanism_tab(text: str, tr: dict, dec: int) -> None:
     lens_table(tr)
 
 
+def _on_tab(key: str, labels: list[str]) -> None:
+    st.session_state[KEYS.tab_id] = TABS[labels.index(st.session_state[key])]
+
+
+def open_tabs():
+    """The three tabs, opened on the kept one; a switch is remembered (by id: the labels follow the language)."""
+    labels = [t(f"lm.tab.{name}") for name in TABS]
+    if st.session_state.get(KEYS.tab_id) not in TABS:
+        st.session_state[KEYS.tab_id] = TABS[0]
+    key = state.item(KEYS.tab, current_lang())
+    return st.tabs(labels, default=labels[TABS.index(st.session_state[KEYS.tab_id])], key=key, on_change=_on_tab,
+                   args=(key, labels))
+
+
 def main() -> None:
     dec = settings.get("precision")
     from core.decoder import NAME, QUANT
 
     st.markdown(t("lm.intro", model=NAME, quant=QUANT))
+    kept_values()
     text = prompt_box()
     tr = load(text)
     if tr is None:
         return
     token_line(tr)
-    tabs = st.tabs([t("lm.tab.write"), t("lm.tab.heads"), t("lm.tab.mechanism")])
+    tabs = open_tabs()
     with tabs[0]:
         writing_tab(text, tr, dec)
     with tabs[1]:

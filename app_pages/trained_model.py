@@ -29,6 +29,15 @@ PRESETS = {
 DEFAULT = PRESETS["tired"]
 
 
+MAX_INDEX = 64  # a link's layer and head at most (the model's own range is checked where they are drawn)
+# What the page keeps in its link (issue 35): the sentence and the open head (?layer=1&head=8, as before).
+KEPT = (
+    link.Kept(KEYS.sentence, "sentence", link.text(4000), DEFAULT),
+    link.Kept(KEYS.layer, "layer", link.whole(0, MAX_INDEX), 0),
+    link.Kept(KEYS.head, "head", link.whole(0, MAX_INDEX), 0),
+)
+
+
 def _on_preset() -> None:
     """Load an example into the sentence box, then reset the menu."""
     choice = st.session_state.get(KEYS.preset)
@@ -65,18 +74,12 @@ def token_line(tokens: list[str]) -> None:
         st.info(t("tm.empty"))
 
 
-URL_KEYS = ("layer", "head")  # the open head in the page's link: ?layer=1&head=8
-
-
 def chosen_head(L: int, H: int) -> tuple[int, int]:
     """The open head, kept in plain session state (so a new sentence, a page switch or a rerun
-    never resets it) and mirrored into the link: a click on the model view (queued by its
-    callback), the two pickers (their callbacks), "open this head", or the link on arrival."""
-    if not st.session_state.get(KEYS.url_loaded):
-        st.session_state[KEYS.url_loaded] = True
-        raw = [st.query_params.get(k) for k in URL_KEYS]
-        if all(isinstance(v, str) and v.isdigit() and len(v) <= 3 for v in raw):
-            st.session_state[KEYS.chosen] = (int(raw[0]), int(raw[1]))
+    never resets it) and, through the pickers' keys, in the link (:data:`KEPT`): a click on the model view
+    (queued by its callback), the two pickers (their callbacks), "open this head", or the link on arrival."""
+    if KEYS.chosen not in st.session_state:
+        st.session_state[KEYS.chosen] = (int(st.session_state.get(KEYS.layer, 0)), int(st.session_state.get(KEYS.head, 0)))
     for _, (layer, head) in st.session_state.pop(KEYS.clicks, []) or []:
         if 0 <= layer < L and 0 <= head < H:
             st.session_state[KEYS.chosen] = (int(layer), int(head))
@@ -84,7 +87,6 @@ def chosen_head(L: int, H: int) -> tuple[int, int]:
     layer, head = (layer if 0 <= layer < L else 0), (head if 0 <= head < H else 0)
     st.session_state[KEYS.chosen] = (layer, head)
     st.session_state[KEYS.layer], st.session_state[KEYS.head] = layer, head  # the pickers show the kept choice
-    link.add(dict(zip(URL_KEYS, (str(layer), str(head)), strict=True)))
     return layer, head
 
 
@@ -199,6 +201,8 @@ def caution(experiment: bool = True) -> None:
 def main() -> None:
     dec = settings.get("precision")
     st.markdown(t("tm.intro", model=MODEL))
+    if link.keep("trained_model", KEPT):
+        st.warning(t("tm.link.refused"))
     text = sentence_box()
     tr = load_trace(text)
     if tr is None:

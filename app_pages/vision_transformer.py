@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from core import vit
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.images import IMAGES, MAX_SIDE, MAX_UPLOAD, SIZE, load, png_uri
@@ -21,6 +21,27 @@ KEYS = state.VISION_TRANSFORMER
 SAMPLES = ("house", "face", "checkerboard")
 MODES = ("trained", "random")  # the weights: the shipped ViT trained on generated shapes, or seeded random
 N_SHAPES = 6  # generated sample images offered in trained mode
+
+
+def _patch(value: str) -> int:
+    """A link's patch: −1 (the class token) or a patch number."""
+    if value == "-1":
+        return -1
+    return link.whole(0, 4096)(value)
+
+
+# What the page keeps in its link (issue 35): the weights, the chosen image and patch size, the class token,
+# the layer and the patch looked at. An uploaded image is not kept: the page says so beside the uploader.
+KEPT = (
+    link.Kept(KEYS.weights, "weights", link.one_of(MODES), MODES[0]),
+    link.Kept(KEYS.gen_choice, "shape", link.one_of((*range(N_SHAPES), "upload")), 0),
+    link.Kept(KEYS.gen_seed, "images", link.whole(0, 10_000), 0),
+    link.Kept(KEYS.choice, "sample", link.one_of((*SAMPLES, "upload")), SAMPLES[0]),
+    link.Kept(KEYS.P, "P", link.whole(1, SIZE), 16),
+    link.Kept(KEYS.cls, "cls", link.flag, True, link.show_flag),
+    link.Kept(KEYS.layer, "vitlayer", link.whole(0, 64), None),
+    link.Kept(KEYS.query, "patch", _patch, None),
+)
 
 
 def on_upload() -> None:
@@ -42,6 +63,7 @@ def choose_image(problems: list) -> np.ndarray:
     with c2:
         file_uploader(t("vt.upload"), types=["png", "jpg", "jpeg"], key=KEYS.upload, limit_kb=MAX_UPLOAD // 1024,
                       on_change=on_upload, help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
+        st.caption(t("vt.upload.not_kept"))
     if st.session_state.get(KEYS.error):
         problems.append(("error", t(st.session_state[KEYS.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
     choice = st.session_state[KEYS.choice]
@@ -60,7 +82,8 @@ def patch_controls() -> tuple[int, bool]:
     with a:
         st.select_slider(t("vt.P"), options=sizes, key=KEYS.P, help=t("vt.P.help"))
     with b:
-        st.toggle(t("vt.cls"), key=KEYS.cls, value=st.session_state.get(KEYS.cls, True), help=t("vt.cls.help"))
+        st.session_state.setdefault(KEYS.cls, True)
+        st.toggle(t("vt.cls"), key=KEYS.cls, help=t("vt.cls.help"))
     return int(st.session_state[KEYS.P]), bool(st.session_state[KEYS.cls])
 
 
@@ -160,6 +183,7 @@ def choose_shape(problems: list) -> tuple[np.ndarray, int | None]:
     with c2:
         file_uploader(t("vt.upload"), types=["png", "jpg", "jpeg"], key=KEYS.upload, limit_kb=MAX_UPLOAD // 1024,
                       on_change=on_upload, help=t("vt.upload.help", kb=MAX_UPLOAD // 1024))
+        st.caption(t("vt.upload.not_kept"))
     if st.session_state.get(KEYS.error):
         problems.append(("error", t(st.session_state[KEYS.error], kb=MAX_UPLOAD // 1024, side=MAX_SIDE)))
     choice = st.session_state.get(KEYS.gen_choice, 0)
@@ -201,7 +225,8 @@ def trained_view(img, truth: int | None, dec: int) -> None:
     with c1:
         prediction(tr, truth, dec)
     with c2:
-        st.session_state.setdefault(KEYS.layer, layers - 1)
+        if st.session_state.get(KEYS.layer) not in range(layers):  # first visit, or a link's layer it does not have
+            st.session_state[KEYS.layer] = layers - 1
         st.select_slider(t("vt.trained.layer"), options=list(range(layers)), key=KEYS.layer, help=t("vt.trained.layer.help"))
     model_scores()
     shape_badge(t("vt.trained.shape", size=SIZE, P=P, n=tr["N"], dim=tr["dim"], d=tr["d"], heads=tr["heads"]))
@@ -216,6 +241,10 @@ def main() -> None:
     ss.start(problems)
     seed, dec = int(settings.get("seed")), min(settings.get("precision"), 3)
     st.markdown(t("vt.intro"))
+    if link.keep("vision_transformer", KEPT):
+        problems.append(("warning", t("vt.link.refused")))
+    if st.session_state.get(KEYS.gen_choice, 0) not in (*range(N_SHAPES), "upload"):
+        st.session_state[KEYS.gen_choice] = 0
     mode = weights_mode()
     if mode == "trained":
         img, truth = choose_shape(problems)
