@@ -18,6 +18,11 @@ MASKED_FG = "#334155"  # 9.4 : 1 on the masked grey
 DARK, LIGHT = "#000000", "#ffffff"  # a cell's number is whichever of the two contrasts more with the cell
 
 
+def scale(sequential: bool):
+    """A map's colour stops: :data:`SEQ` for weights and masks, :data:`DIV` for signed values."""
+    return SEQ if sequential else DIV
+
+
 def rgb_at(t: np.ndarray, stops) -> np.ndarray:
     """Colour of each value t ∈ [0, 1] by linear interpolation between the stops: (..., 3) ints."""
     xs = [p for p, _ in stops]
@@ -54,3 +59,10 @@ def text_on(rgb: np.ndarray) -> np.ndarray:
     chosen one is always ≥ 4.5 : 1 on any colour whatever the scale."""
     lum = luminance(rgb)
     return (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05)
+
+
+def text_colour(rgb: np.ndarray, masked: np.ndarray | bool = False) -> np.ndarray:
+    """The colour of a cell's number, as '#rrggbb' strings (...): :data:`DARK` or :data:`LIGHT` by
+    :func:`text_on`, :data:`MASKED_FG` on a masked cell (which is drawn in :data:`MASKED_RGB`)."""
+    black = text_on(rgb)
+    return np.where(masked, MASKED_FG, np.where(black, DARK, LIGHT))

@@ -20,9 +20,6 @@ TABLE_LIMIT = 64  # up to this many rows/columns a heatmap is an HTML table (or 
 SUMMARY_TOP = 3  # beyond TABLE_LIMIT the text alternative is a summary: each row's largest values …
 SUMMARY_ALL = CELL_TEXT_LIMIT  # … or every value of the row, when the map is at most this many columns wide
 # colour scales (display only) and the contrast rule for the numbers in cells: attention_lab/colours.py
-_SEQ, _DIV = colours.SEQ, colours.DIV
-_MASKED_RGB = colours.MASKED_RGB
-_rgb = colours.rgb_at
 
 
 def heatmap(
@@ -147,9 +144,9 @@ def map_csv(spec: dict) -> str:
 def _range(finite: np.ndarray, sequential: bool):
     """(lo, hi, colour stops): 0 … max for weights and masks, ±max|z| around white otherwise."""
     if sequential:
-        return 0.0, max(1e-12, float(finite.max()) if finite.size else 1.0), _SEQ
+        return 0.0, max(1e-12, float(finite.max()) if finite.size else 1.0), colours.SEQ
     lim = max(float(np.abs(finite).max()) if finite.size else 1.0, 1e-12)
-    return -lim, lim, _DIV
+    return -lim, lim, colours.DIV
 
 
 def _cells(shown, ninf, isnan, lo, hi, stops, decimals) -> dict:
@@ -161,7 +158,7 @@ def _cells(shown, ninf, isnan, lo, hi, stops, decimals) -> dict:
            "show_text": n_rows <= CELL_TEXT_LIMIT and n_cols <= CELL_TEXT_LIMIT}
     if max(n_rows, n_cols) > TABLE_LIMIT:
         return out
-    rgb = _rgb((np.nan_to_num(shown) - lo) / (hi - lo), stops).astype(int)
+    rgb = colours.rgb_at((np.nan_to_num(shown) - lo) / (hi - lo), stops).astype(int)
     if not out["show_text"]:  # too many cells to print: a canvas paints the colours, values show on hover
         rgb[ninf] = colours.MASKED_RGB
         # flat bytes as base64 text: one short string instead of up to 3 × 4096 numbers per map
@@ -169,12 +166,11 @@ def _cells(shown, ninf, isnan, lo, hi, stops, decimals) -> dict:
         masked = base64.b64encode(ninf.ravel().astype(np.uint8).tobytes()).decode("ascii") if ninf.any() else None
         return out | {"rgb": base64.b64encode(rgb.astype(np.uint8).tobytes()).decode("ascii"), "masked": masked}
     fmt = f"{{:.{decimals}f}}".format
-    black = colours.text_on(rgb).ravel().tolist()  # the number's colour by computed contrast: ≥ 4.5 : 1 on every cell
     masked = ninf.ravel().tolist()
     flat_t = ["−∞" if m else ("NaN" if n else fmt(v))
               for v, m, n in zip(shown.ravel().tolist(), masked, isnan.ravel().tolist(), strict=True)]
     flat_b = [colours.MASKED_BG if m else f"rgb({r},{g},{b})"
               for (r, g, b), m in zip(rgb.reshape(-1, 3).tolist(), masked, strict=True)]
-    flat_f = [colours.MASKED_FG if m else (colours.DARK if b else colours.LIGHT) for b, m in zip(black, masked, strict=True)]
+    flat_f = colours.text_colour(rgb, ninf).ravel().tolist()  # the number's colour by computed contrast: ≥ 4.5 : 1
     rows = lambda flat: [flat[i * n_cols:(i + 1) * n_cols] for i in range(n_rows)]  # noqa: E731
     return out | {"text": rows(flat_t), "bg": rows(flat_b), "fg": rows(flat_f)}

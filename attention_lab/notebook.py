@@ -31,8 +31,8 @@ import numpy as np
 
 from core._paths import ASSETS
 
+from . import colours
 from . import panels as P
-from .heatmap_spec import _DIV, _MASKED_RGB, _SEQ, _rgb
 from .strings import LANGS, translate
 
 COMPONENTS = ASSETS / "components"
@@ -294,9 +294,9 @@ def _cell_values(spec: dict) -> tuple[np.ndarray, np.ndarray]:
 
 def _colours(spec: dict, vals: np.ndarray, ninf: np.ndarray) -> np.ndarray:
     """The cells' r, g, b as the app colours them (the same stops and range as the spec)."""
-    stops = _SEQ if spec["sequential"] else _DIV
-    rgb = _rgb((np.nan_to_num(vals) - spec["lo"]) / (spec["hi"] - spec["lo"]), stops).astype(int)
-    rgb[ninf] = _MASKED_RGB
+    stops = colours.scale(spec["sequential"])
+    rgb = colours.rgb_at((np.nan_to_num(vals) - spec["lo"]) / (spec["hi"] - spec["lo"]), stops).astype(int)
+    rgb[ninf] = colours.MASKED_RGB
     return rgb
 
 
@@ -318,7 +318,7 @@ def map_svg(spec: dict, *, step: str, x0: float = 0, y0: float = 0) -> tuple[str
     top = 22 + max((_text_width(x, 12) for x in spec["xs"]), default=0) + 8
     side_w = (max(_text_width(s, 12) for s in spec["side"]) + 14) if spec.get("side") else 0
     rgb = _colours(spec, vals, ninf)
-    dark = rgb @ np.array([0.299, 0.587, 0.114]) < 140
+    fgs = colours.text_colour(rgb, ninf)  # the app's rule (colours.text_on): ≥ 4.5 : 1 on every cell
     out = [f'<g class="al-map" data-step="{_esc(step)}" transform="translate({x0:.1f},{y0:.1f})">',
            f'<text x="0" y="12" font-size="11" fill="#64748b">{_esc(spec["y_title"])} ↓  {_esc(spec["x_title"])} →</text>']
     for j, x in enumerate(spec["xs"]):
@@ -332,7 +332,7 @@ def map_svg(spec: dict, *, step: str, x0: float = 0, y0: float = 0) -> tuple[str
                    f'dominant-baseline="middle" fill="{"#b45309" if hl else "#334155"}">{_esc(y)}</text>')
         for j in range(m):
             r, g, b = rgb[i, j]
-            fg = "#475569" if ninf[i, j] else ("#ffffff" if dark[i, j] else "#0f172a")
+            fg = fgs[i, j]
             x = left + j * cell
             label = (f'<text x="{x + (cell - 2) / 2:.1f}" y="{cy:.1f}" font-size="12" text-anchor="middle" '
                      f'dominant-baseline="middle" fill="{fg}">{_esc(texts[i][j])}</text>') if show_text else ""

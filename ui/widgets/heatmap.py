@@ -12,7 +12,7 @@ import streamlit as st
 from attention_lab import colours
 
 # the display spec of a map is built without Streamlit (shared with the notebook views)
-from attention_lab.heatmap_spec import _DIV, _SEQ, CELL_TEXT_LIMIT, SUMMARY_TOP, TABLE_LIMIT, heatmap, map_csv  # noqa: F401
+from attention_lab.heatmap_spec import CELL_TEXT_LIMIT, SUMMARY_TOP, TABLE_LIMIT, heatmap, map_csv  # noqa: F401
 
 from .. import settings, state
 from ..i18n import t
@@ -89,7 +89,7 @@ def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> Non
     z = {"dtype": "f4", "shape": f"{n_rows},{n_cols}", "bdata": base64.b64encode(
         np.frombuffer(base64.b64decode(spec["z"]), dtype="<f8").astype("<f4").tobytes()).decode("ascii")}
     trace = {"type": "heatmap", "z": z, "zmin": spec["lo"], "zmax": spec["hi"], "showscale": False,
-             "colorscale": [[pos, f"rgb{c}"] for pos, c in (_SEQ if spec["sequential"] else _DIV)],
+             "colorscale": [[pos, f"rgb{c}"] for pos, c in colours.scale(spec["sequential"])],
              "hovertemplate": (f"{spec['y_title']} %{{y}}<br>{spec['x_title']} %{{x}}<br>"
                                f"%{{z:.{spec['decimals']}f}}<extra></extra>")}
     show_chart(PrebuiltFigure({"data": [trace], "layout": layout}), key=key, title=spec["title"] or None,
