@@ -46,3 +46,30 @@ def address(query: dict, *, key: str) -> None:
     """Put ``query`` (URL parameters) in the browser's address bar in place (``ui.link.address_bar``).
     Streamlit's ``st.query_params`` is not written: its update re-renders the whole app in the browser."""
     _ADDRESS(data={"url": "?" + urlencode(query)}, key=key)
+
+
+_MEMORY = st.components.v2.component("attention_lab_memory", js=(ASSETS / "memory.js").read_text(encoding="utf-8"),
+                                     css=(ASSETS / "memory.css").read_text(encoding="utf-8"))
+
+
+def memory(*, home: bool, tutorial: bool, pages: dict[str, str], lessons: dict[str, str]) -> None:
+    """Where the learner stopped, kept in this browser (assets/components/memory.js): saved after every run;
+    on a visit without parameters (the session's first run had none) the page offers to go back there.
+    The sidebar's "Forget my progress" clears it (a new nonce in ``data.forget``). ``pages`` and ``lessons``: the
+    offer's words for each page (by its URL path) and lesson (by its id), in this run's language."""
+    bare = st.session_state.setdefault(state.FRAME.resume, not list(st.query_params.keys()))
+    _MEMORY(data={"bare": bool(bare), "home": home, "tutorial": tutorial, "pages": pages, "lessons": lessons,
+                  "forget": st.session_state.get(state.FRAME.forget),
+                  "text": {k: t(f"mem.{k}") for k in ("title", "later", "forget", "note")}},
+            key=state.FRAME.memory)
+
+
+def forget_button() -> None:
+    """The sidebar's control: forget the progress kept in this browser (the tutorial's and the last page)."""
+    def _forget() -> None:
+        st.session_state[state.FRAME.forget] = uuid.uuid4().hex
+
+    st.button(t("mem.forget"), key=state.FRAME.forget_button, on_click=_forget, help=t("mem.note"),
+              icon=":material/delete_history:")
+    if st.session_state.get(state.FRAME.forget):
+        st.caption(t("mem.forgotten"))
