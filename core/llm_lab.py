@@ -35,12 +35,6 @@ class PositionPermutation:
     max_diff: float
 
 
-def _alibi_bias(n: int, slope: float, *, dtype, device) -> torch.Tensor:
-    """−m · |i − j| for one head, (n, n) (symmetric form: this is self-attention without a causal mask)."""
-    i = torch.arange(n, device=device, dtype=dtype)
-    return -slope * (i[:, None] - i[None, :]).abs()  # (n, n)
-
-
 def self_attention_with_positions(X: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor, kind: str,
                                   *, table: torch.Tensor | None = None, base: float = 10000.0,
                                   slope: float = 0.5) -> torch.Tensor:
@@ -53,7 +47,9 @@ def self_attention_with_positions(X: torch.Tensor, W_q: torch.Tensor, W_k: torch
     q, k, v = X @ W_q, X @ W_k, X @ W_v  # (n, d)
     if kind == "rope":
         q, k = positional.rope(q, base=base), positional.rope(k, base=base)  # rotated by slot 0 … n−1
-    bias = _alibi_bias(n, slope, dtype=q.dtype, device=q.device) if kind == "alibi" else None  # (n, n)
+    # ALiBi: −m·|i − j| for one head (symmetric: self-attention without a causal mask), (n, n)
+    bias = (positional.alibi_bias(1, n, symmetric=True, slope=slope, dtype=q.dtype, device=q.device)[0]
+            if kind == "alibi" else None)
     return attention(q, k, v, bias=bias).output  # (n, d_v): softmax(q kᵀ/√d + bias) v
 
 

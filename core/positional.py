@@ -211,13 +211,15 @@ def alibi_slopes(n_heads: int, *, dtype=torch.float32, device=None) -> torch.Ten
 
 
 def alibi_bias(n_heads: int, n_q: int, n_k: int | None = None, *, symmetric: bool = False,
-               dtype=torch.float32, device=None) -> torch.Tensor:
+               slope: float | None = None, dtype=torch.float32, device=None) -> torch.Tensor:
     """ALiBi's bias −m_h·(i − j) for every head, query i and key j, (H, n_q, n_k).
 
     Keys sit at positions 0 … n_k−1, queries at the last n_q of them (as :func:`core.masks.causal`
     and a KV cache count). Meant with a causal mask: keys after the query (j > i) get a positive
     bias that the mask removes. ``symmetric=True`` gives −m_h·|i − j| (the encoder variant).
-    Pass it as ``bias=`` to :func:`core.attention` or :func:`core.multi_head_attention`.
+    ``slope`` (> 0) gives every head that one slope m instead of :func:`alibi_slopes`' (the
+    position experiment's single head). Pass it as ``bias=`` to :func:`core.attention` or
+    :func:`core.multi_head_attention`.
     """
     n_k = n_q if n_k is None else n_k
     for name, val in (("n_q", n_q), ("n_k", n_k)):
@@ -225,7 +227,12 @@ def alibi_bias(n_heads: int, n_q: int, n_k: int | None = None, *, symmetric: boo
             raise ValueError(f"{name} must be a positive integer, got {val!r}")
     if n_k < n_q:
         raise ValueError(f"n_k={n_k} keys cannot be fewer than n_q={n_q} queries (queries are the last positions)")
-    m = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (H,)
+    if slope is None:
+        m = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (H,)
+    elif isinstance(slope, bool) or not float(slope) > 0:
+        raise ValueError(f"the ALiBi slope m must be positive, got {slope!r}")
+    else:
+        m = torch.full((n_heads,), float(slope), dtype=torch.float64, device=device)  # (H,)
     i = torch.arange(n_k - n_q, n_k, dtype=torch.float64, device=device).unsqueeze(1)  # (n_q, 1)
     j = torch.arange(n_k, dtype=torch.float64, device=device).unsqueeze(0)  # (1, n_k)
     dist = (i - j).abs() if symmetric else i - j  # (n_q, n_k)

