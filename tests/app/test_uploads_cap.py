@@ -77,3 +77,9 @@ def test_the_frame_sweeps_at_most_once_per_interval(mgr, monkeypatch):
 
 def test_install_without_a_server_changes_nothing():
     assert uploads.install() is False
+
+
+def test_the_server_gives_memory_back_with_cores_one_malloc_trim():
+    from core import plumbing
+
+    assert uploads.give_back_memory is plumbing.give_back_memory
