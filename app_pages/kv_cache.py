@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.lab import gap_text, within_rounding
 from ui import compute, page, settings, state
 from ui.i18n import t
 from ui.inputs import numbers_panel
@@ -119,8 +120,8 @@ def full_matrix(r: dict, step: int, labels: list[str], dec: int) -> None:
                          y_title=t("axis.query"), sequential=True, decimals=dec, highlight_row=step - 1), key=KEYS.full)
     gap = r["gaps"][step - 1]
     out = r["out_gaps"][step - 1]
-    same = max(gap, out) < 1e-5
-    page.check_box(same, t("kv.full.check" if same else "kv.full.differ", t=step - 1, gap=f"{gap:.2g}", out=f"{out:.2g}"))
+    same = within_rounding(max(gap, out))
+    page.check_box(same, t("kv.full.check" if same else "kv.full.differ", t=step - 1, gap=gap_text(gap), out=gap_text(out)))
 
 
 def cost(r: dict, step: int) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.lab import gap_text, within_rounding
 from ui import compute, page, settings, state
 from ui.i18n import t
 from ui.inputs import numbers_panel
@@ -31,7 +32,7 @@ def outputs(r: dict, labels: list[str], dec: int) -> None:
             st.latex(formula)
             show_heatmap(heatmap(r[name], x_labels=dim_labels(D, "v"), y_labels=labels, x_title=t("axis.dim"),
                                  y_title=t("axis.query"), decimals=dec), key=key)
-    page.check_box(r["form_gap"] < 1e-5, t("la.orders.check", gap=f"{r['form_gap']:.2g}"))
+    page.check_box(within_rounding(r["form_gap"]), t("la.orders.check", gap=gap_text(r["form_gap"])))
 
 
 def weights(r: dict, labels: list[str], dec: int) -> None:
@@ -45,7 +46,7 @@ def weights(r: dict, labels: list[str], dec: int) -> None:
             side = [f"{v:.2f}" for v in r["total_variation"]] if name == "linear_weights" else None
             show_heatmap(heatmap(r[name], x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
                                  sequential=True, decimals=dec, side_text=side, side_title="TV" if side else ""), key=key)
-    st.warning(t("la.weights.differ", gap=f"{r['weight_gap']:.3g}", tv=f"{max(r['total_variation']):.3g}"))
+    st.warning(t("la.weights.differ", gap=gap_text(r["weight_gap"]), tv=f"{max(r['total_variation']):.3g}"))
     st.caption(t("la.random"))
 
 

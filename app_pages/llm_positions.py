@@ -8,6 +8,7 @@ import math
 import numpy as np
 import streamlit as st
 
+from core.lab import gap_text, within_rounding
 from ui import compute, page, settings, state
 from ui.i18n import labeller, t
 from ui.inputs import numbers_panel
@@ -82,7 +83,7 @@ def added_panel(table: np.ndarray, kind: str, dec: int) -> None:
 def experiment(c: dict, base_gap: float, perm: tuple[int, ...], labels: list[str], kind: str, dec: int) -> None:
     """SA(PX) beside P·SA(X) with the chosen positions (and the gap without any, for comparison)."""
     st.subheader(t("lp.perm.title", kind=t("lp.kind." + kind)))
-    st.caption(t("lp.perm.none", gap=f"{base_gap:.3g}"))
+    st.caption(t("lp.perm.none", gap=gap_text(base_gap)))
     st.markdown(t("ps.perm.now", order=" · ".join(md(labels[i]) for i in perm)))
     permuted = [labels[i] for i in perm]
     for col, (name, key) in zip(st.columns(2), (("sa_px", KEYS.sa_px), ("p_sa_x", KEYS.p_sa_x)), strict=True):
@@ -90,8 +91,8 @@ def experiment(c: dict, base_gap: float, perm: tuple[int, ...], labels: list[str
             st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
             show_heatmap(heatmap(c[name], x_labels=dim_labels(c[name].shape[1], "v"), y_labels=permuted,
                                  x_title=t("axis.dim"), y_title=t("axis.query"), decimals=dec), key=key)
-    equal = c["max_diff"] < 1e-5
-    (st.success if not equal else st.warning)(t("ps.diff", gap=f"{c['max_diff']:.3g}") + " — "
+    equal = within_rounding(c["max_diff"])
+    (st.success if not equal else st.warning)(t("ps.diff", gap=gap_text(c["max_diff"])) + " — "
                                               + t("ps.equal" if equal else "ps.differ") + ". " + t("lp.perm." + kind))
 
 

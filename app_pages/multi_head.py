@@ -9,6 +9,7 @@ import streamlit as st
 
 import core
 from attention_lab import scenario
+from core.lab import gap_text, within_rounding
 from ui import compute, page, settings, state
 from ui import scenario_state as ss
 from ui.concept_panels import head_maps, head_sizes, seeded_inputs
@@ -142,7 +143,7 @@ def reshape_table(tr, H: int, d: int, n: int, checks: dict) -> None:
     st.dataframe(pd.DataFrame(rows, columns=[t("mh.col.step"), t("mh.col.shape"), t("mh.col.op")]), hide_index=True,
                  width="stretch")
     page.check_box(shapes_hold, t("mh.shapes.check"))
-    page.check_box(checks["fused_gap"] < 1e-5, t("mh.fused.check", gap=f"{checks['fused_gap']:.2g}"))
+    page.check_box(within_rounding(checks["fused_gap"]), t("mh.fused.check", gap=gap_text(checks["fused_gap"])))
     st.success(t("mh.residual", x=str((1, n, d)), y=str(tuple(tr.output.shape))))
 
 
@@ -170,7 +171,7 @@ def wrong_transpose(tr, H: int, labels, checks: dict, dec: int) -> None:
         show_heatmap(heatmap(checks["scrambled"].weights[0, 0].numpy(), x_labels=rows_l, y_labels=rows_l, **axes),
                      key=KEYS.wrong_wrong)
     gap = checks["wrong_output_gap"]
-    (st.warning if gap > 1e-6 else st.info)(t("mh.wrong.gap", gap=f"{gap:.3g}", H=H))
+    (st.info if within_rounding(gap) else st.warning)(t("mh.wrong.gap", gap=gap_text(gap), H=H))
 
 
 def paper_form(checks: dict, d: int, labels, dec: int, causal: bool) -> None:

@@ -58,11 +58,11 @@ def test_one_head_in_detail_and_the_checks():
     close(heat(at, state.item(state.MULTI_HEAD.pipeline, "output")), tr.heads.output[0, 0])
     ok = " ".join(s.value for s in at.success)
     fused_gap = core.multihead.fused_qkv_gap(X, W["W_q"], W["W_k"], W["W_v"])
-    assert f"max difference {fused_gap:.2g}" in ok and fused_gap < 1e-5
+    assert f"max difference {core.lab.gap_text(fused_gap)}" in ok and core.lab.within_rounding(fused_gap)
     assert "(1, 4, 8)" in ok and "the two forms agree" in ok
     # the wrong transpose really changes the output
     wrong = core.pitfalls.multi_head_without_transpose(X, n_heads=2, **W)
-    assert any(f"{core.max_abs_diff(wrong, tr.output):.3g}" in w.value for w in at.warning)
+    assert any(core.lab.gap_text(core.max_abs_diff(wrong, tr.output)) in w.value for w in at.warning)
     close(heat(at, state.MULTI_HEAD.paper_out), heat(at, state.MULTI_HEAD.paper_mha), tol=2e-4)
 
 
