@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.lab import gap_text, within_rounding
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui.i18n import t
 from ui.inputs import numbers_panel
 from ui.text import shorts
@@ -143,8 +143,17 @@ def cost(r: dict, step: int) -> None:
     st.caption(t("kv.cost.caption", total_c=f"{r['cum_cached'][-1]:,}", total_f=f"{r['cum_recompute'][-1]:,}"))
 
 
+# the page's own controls and the step shown (the tokens: the scenario's); checked again before they are drawn
+KEPT = (link.Kept(KEYS.d_model, "kv_d", link.one_of(D_MODELS), 8),
+        link.Kept(KEYS.heads, "kv_h", link.one_of(HEADS), 2),
+        link.Kept(KEYS.kv_heads, "kv_g", link.whole(1, max(HEADS)), None),
+        link.Kept(KEYS.rope, "kv_rope", link.flag, False, link.show_flag),
+        link.Kept(KEYS.step, "step", link.whole(1, MAX_DECODED_TOKENS), 1))
+
+
 def main() -> None:
     problems: page.Problems = []
+    link.keep("kv_cache", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("kv.intro"))
     st.latex(r"\alpha_t = \mathrm{softmax}\!\Big(\frac{q_t\,[k_0 \dots k_t]^\top}{\sqrt{d_{head}}}\Big),\quad "

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import core
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui.i18n import current_lang, t
 from ui.inputs import numbers_panel
 from ui.text import shorts
@@ -23,6 +23,16 @@ MAX_DRAWN_TOKENS = 64  # tokens this page draws (every head's map)
 TOKENS_MAX = 1_048_576  # the context length a learner may type for the cache table (2²⁰)
 BATCH_MAX = 4096
 DTYPES = {"bf16": 2, "fp32": 4, "int8": 1}
+
+
+# every control is kept in the page's link (issue 35); the controls check the values again before they draw
+KEPT = (
+    link.Kept(KEYS.heads, "H", link.one_of(HEADS), 4),
+    link.Kept(KEYS.kv_heads, "G", link.whole(1, max(HEADS)), None),
+    link.Kept(KEYS.tokens, "ctx", link.whole(1, TOKENS_MAX), 8192),
+    link.Kept(KEYS.batch, "batch", link.whole(1, BATCH_MAX), 1),
+    link.Kept(KEYS.dtype, "dtype", link.one_of(tuple(DTYPES)), "bf16"),
+)
 
 
 def heads_controls(problems: page.Problems) -> tuple[int, int]:
@@ -129,6 +139,7 @@ def intro() -> str:
 
 def main() -> None:
     problems: page.Problems = []
+    link.keep("kv_sharing", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(intro())
     st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\Big(\frac{Q_h K_{g(h)}^\top}{\sqrt{d_{head}}}\Big) V_{g(h)},\qquad "

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
 from ui.i18n import current_lang, labeller, t
 from ui.pipeline import pipeline
@@ -83,9 +84,7 @@ KEPT = (
 
 def kept_values() -> None:
     """The link's values on arrival (a restart reopens the link), and a word when some cannot be used or kept."""
-    refused = link.keep("language_model", KEPT)
-    if refused:
-        st.warning(t("lm.link.refused", names=", ".join(refused)))
+    link.keep("language_model", KEPT)
     if "prompt" in link.left_out(KEPT):
         st.info(t("lm.link.too_long", n=len(st.session_state.get(KEYS.prompt, ""))))
 
@@ -315,7 +314,7 @@ def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
                              settings.get("device"))
     pipeline(run, labels, labels, "row", dec, "scaled_dot", prefix=KEYS.pipeline)
     gap = float(np.abs(run.attn.weights.numpy() - tr["attentions"][layer, head]).max())
-    page.check_box(gap < 1e-5, t("lm.steps.check", gap=f"{gap:.1e}", l=layer, h=head))
+    page.check_box(within_rounding(gap), t("lm.steps.check", gap=gap_text(gap), l=layer, h=head))
 
 
 def _open_top(layer: int, head: int) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.lab import gap_text, within_rounding
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui.i18n import t
 from ui.inputs import numbers_panel
 from ui.text import shorts
@@ -61,8 +61,12 @@ def cost(c: dict) -> None:
                  d=D))
 
 
+KEPT = (link.Kept(KEYS.causal, "la_causal", link.flag, False, link.show_flag),)  # the page's own control
+
+
 def main() -> None:
     problems: page.Problems = []
+    link.keep("linear_attention", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("la.intro"))
     st.latex(r"\alpha_{ij} = \frac{\varphi(q_i)^\top \varphi(k_j)}{\sum_{j'} \varphi(q_i)^\top \varphi(k_{j'})},\qquad "

@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from core.lab import gap_text, within_rounding
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui.i18n import labeller, t
 from ui.inputs import numbers_panel
 from ui.text import md, shorts
@@ -34,7 +34,7 @@ def kind_control(problems: page.Problems) -> str:
 
 
 def rope_controls(problems: page.Problems) -> tuple[float, str, int]:
-    """The base θ (> 0, finite), the pairing, and which 2-D pair to draw."""
+    """The base b (> 0, finite), the pairing, and which 2-D pair to draw."""
     base = st.session_state.setdefault(KEYS.base, 10000.0)
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or not 0 < base <= BASE_MAX:
         problems.append(("error", t("lp.base.bad", value=str(base)[:40], max=f"{BASE_MAX:.0e}")))
@@ -96,8 +96,17 @@ def experiment(c: dict, base_gap: float, perm: tuple[int, ...], labels: list[str
                                               + t("ps.equal" if equal else "ps.differ") + ". " + t("lp.perm." + kind))
 
 
+# the page's own controls (the tokens: the scenario's); each is checked again before it is drawn
+KEPT = (link.Kept(KEYS.kind, "pos", link.one_of(KINDS), "rope"),
+        link.Kept(KEYS.base, "base", link.number(1e-9, BASE_MAX), 10000.0),
+        link.Kept(KEYS.pairing, "pairing", link.one_of(("adjacent", "half")), "adjacent"),
+        link.Kept(KEYS.pair_dim, "pair", link.whole(0, D // 2 - 1), 0),
+        link.Kept(KEYS.alibi_heads, "alibi_h", link.one_of(ALIBI_HEADS), 4))
+
+
 def main() -> None:
     problems: page.Problems = []
+    link.keep("llm_positions", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("lp.intro"))
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))[:MAX_DRAWN_TOKENS]

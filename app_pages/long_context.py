@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from ui import compute, page, state
+from ui import compute, link, page, state
 from ui.i18n import t
 from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
@@ -18,6 +18,11 @@ CONTEXTS = (4096, 32768, 131072)
 # (key, default, lowest, highest): every control is checked before its widget is drawn
 LIMITS = {"n": (24, 2, N_MAX), "window": (6, 1, N_MAX), "sinks": (2, 0, SINKS_MAX), "layers": (3, 1, LAYERS_MAX),
           "table_window": (4096, 1, WINDOW_MAX), "table_sinks": (4, 0, 1024)}
+
+
+# every control is kept in the page's link (issue 35): a restart or another replica shows the same page
+KEPT = tuple(link.Kept(getattr(KEYS, name), f"lc_{name}", link.whole(lo, top), default)
+             for name, (default, lo, top) in LIMITS.items())
 
 
 def checked(name: str, problems: page.Problems, hi: int | None = None) -> int:
@@ -95,6 +100,7 @@ def memory(rows: list[dict], window: int, sinks: int) -> None:
 
 def main() -> None:
     problems: page.Problems = []
+    link.keep("long_context", KEPT, problems)
     st.markdown(t("lc.intro"))
     st.latex(r"M_{ij} = [\,i - w < j \le i\,] \;\lor\; [\,j < s \,\wedge\, j \le i\,]")
     n, w, s, L = controls(problems)

@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 import core
-from ui import page, settings, state
+from ui import link, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import t
 from ui.inputs import mask_controls, notation_switch, numbers_panel, qk_view
@@ -35,6 +35,8 @@ def builder(inp, conv: str):
         mask_controls(inp, conv, chart_key=KEYS.chart, click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
     with c2:
         square = n_q == n_k
+        if not 0 <= st.session_state.get(KEYS.window, 0) <= max(1, n_k):  # a link's window past these tokens
+            st.session_state[KEYS.window] = 0
         st.slider(t("mk.window"), 0, max(1, n_k), key=KEYS.window, disabled=not square, help=t("mk.window.help"))
         size = int(st.session_state.get(KEYS.window, 0)) if square else 0
         if size:
@@ -127,9 +129,13 @@ def fully_masked(inp, mask, dec: int, ql, kl) -> None:
     st.caption(t("mk.full.caption"))
 
 
+KEPT = (link.Kept(KEYS.window, "mk_window", link.whole(0, 512), 0),)  # the page's own control (the rest: the scenario)
+
+
 def main() -> None:
     problems: page.Problems = []
     ss.start(problems)
+    link.keep("masks", KEPT, problems)
     dec = settings.get("precision")
     st.markdown(t("mk.intro"))
     inp = numbers_panel(problems)

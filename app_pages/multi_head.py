@@ -10,9 +10,9 @@ import streamlit as st
 import core
 from attention_lab import scenario
 from core.lab import gap_text, within_rounding
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui import scenario_state as ss
-from ui.concept_panels import head_maps, head_sizes, seeded_inputs
+from ui.concept_panels import MH_D_MODELS, head_maps, head_sizes, seeded_inputs
 from ui.i18n import current_lang, labeller, t
 from ui.inputs import causal_checkbox, numbers_panel
 from ui.pipeline import pipeline
@@ -47,6 +47,8 @@ def one_head(tr, H: int, tokens, causal: bool, dec: int) -> None:
     """The chosen head's own Q, K, V through the Playground's pipeline."""
     st.subheader(t("mh.detail"))
     lang = current_lang()  # bound now: the options' labels never depend on when they are formatted
+    if st.session_state.get(KEYS.pick) not in range(H):  # first visit, or a link's head these sizes do not have
+        st.session_state[KEYS.pick] = 0
     h = st.selectbox(t("mh.pick"), list(range(H)), key=KEYS.pick, format_func=lambda i: t("mh.head", lang, h=i))
     h = h if h < H else 0
     n = len(tokens)
@@ -95,6 +97,8 @@ def model_heads(tokens: list[str], dec: int) -> None:
     L, H = A.shape[:2]
     d_k = tr["q"].shape[-1]  # (L, H, n, d_k)
     shape_badge(f"{MODEL}: d_model = {H * d_k}, H = {H}, d_k = d_v = d_model / H = {d_k}, {t('class.mh.layers', L=L)}")
+    if st.session_state.get(KEYS.model_layer) not in range(L):
+        st.session_state[KEYS.model_layer] = 0
     layer = st.select_slider(t("mh.model.layer"), options=list(range(L)), key=KEYS.model_layer)
     st.info(t("mh.model.label", model=MODEL, l=layer, sentence=md(sentence), n=len(tr["tokens"])))
     if any(jamo_and_unk(tr["tokens"])):
@@ -113,6 +117,8 @@ def model_heads(tokens: list[str], dec: int) -> None:
     st.caption(model_caption(tr["patterns"], layer))
     st.subheader(t("mh.detail"))
     lang = current_lang()  # bound now: AppTest formats the options after the run
+    if st.session_state.get(KEYS.model_pick) not in range(H):
+        st.session_state[KEYS.model_pick] = 0
     h = st.selectbox(t("mh.pick"), list(range(H)), key=KEYS.model_pick, format_func=lambda i: t("mh.head", lang, h=i))
     q, k, v = (tr[name][layer, h] for name in ("q", "k", "v"))
     shape_badge(t("mh.model.shape", l=layer, h=h, n=q.shape[0], d=q.shape[1]))
@@ -196,9 +202,19 @@ def paper_form(checks: dict, d: int, labels, dec: int, causal: bool) -> None:
         st.caption(t("mh.paper.nomask"))
 
 
+# the page's own controls (the rest: the scenario); each is checked again where it is drawn
+KEPT = (link.Kept(KEYS.source, "heads_from", link.one_of(SOURCES), SOURCES[0]),
+        link.Kept(KEYS.d_model, "mh_d", link.one_of(MH_D_MODELS), 8),
+        link.Kept(KEYS.heads, "mh_h", link.whole(1, max(MH_D_MODELS)), 2),
+        link.Kept(KEYS.pick, "mh_head", link.whole(0, max(MH_D_MODELS)), 0),
+        link.Kept(KEYS.model_layer, "mh_layer", link.whole(0, 64), 0),
+        link.Kept(KEYS.model_pick, "mh_model_head", link.whole(0, 64), 0))
+
+
 def main() -> None:
     problems: page.Problems = []
     ss.start(problems)
+    link.keep("multi_head", KEPT, problems)
     dec = settings.get("precision")
     st.markdown(t("mh.intro"))
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("mh.numbers.help"))

@@ -8,7 +8,7 @@ import streamlit as st
 
 import core
 from attention_lab.labels import parse_perm
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui import scenario_state as ss
 from ui.concept_panels import PS_DIMS, permutation_experiment, permutation_inputs
 from ui.i18n import t
@@ -97,9 +97,14 @@ def same_token(tokens, d: int, dec: int, seed: int) -> None:
             st.caption(t("ps.diff", gap=f"{core.max_abs_diff(M[i], M[j]):.3g}"))
 
 
+# the page's own controls (the rest: the scenario); the order is parsed again where it is used
+KEPT = (link.Kept(KEYS.d, "ps_d", link.one_of(PS_DIMS), 8), link.Kept(KEYS.perm, "perm", link.text(4000), None))
+
+
 def main() -> None:
     problems: page.Problems = []
     ss.start(problems)
+    link.keep("position", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("ps.intro"))
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))

@@ -7,7 +7,8 @@ import numpy as np
 import streamlit as st
 
 import core
-from ui import compute, page, settings, state
+from core.lab import gap_text, within_rounding
+from ui import compute, link, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import t
 from ui.inputs import notation_switch, numbers_panel, qk_view, score_params
@@ -63,7 +64,7 @@ def cosine_vs_dot(traces: dict, conv: str, ql, kl, dec: int) -> None:
             zz, lab = qk_view(z, conv, ql, kl)
             show_heatmap(heatmap(zz, decimals=dec, **lab), key=key)
     gap = core.max_abs_diff(dot_n, traces["cosine"].scores)
-    page.check_box(gap < 1e-5, t("sc.cos.check", gap=f"{gap:.2g}"))
+    page.check_box(within_rounding(gap), t("sc.cos.check", gap=gap_text(gap)))
     st.caption(t("sc.cos.why"))
 
 
@@ -83,7 +84,9 @@ def sqrt_dk_experiment() -> None:
         ], log_d | {"yaxis": {"type": "log", "title": {"text": "Var(qᵀk)"}}}), key=KEYS.exp_var,
                    title=t("sc.exp.var"))
     with c2:
-        i = dims.index(st.select_slider(t("sc.exp.pick_d"), options=dims, value=64, key=KEYS.exp_d))
+        if st.session_state.get(KEYS.exp_d) not in dims:  # first visit, or a link's d the experiment does not have
+            st.session_state[KEYS.exp_d] = 64 if 64 in dims else dims[-1]
+        i = dims.index(st.select_slider(t("sc.exp.pick_d"), options=dims, key=KEYS.exp_d))
         show_chart(line_figure([
             {"type": "histogram", "x": np.round(e["dots"][i], 3).tolist(), "name": "qᵀk", "opacity": 0.6, "nbinsx": 40},
             {"type": "histogram", "x": np.round(e["dots_scaled"][i], 3).tolist(), "name": "qᵀk / √d", "opacity": 0.6,
@@ -139,9 +142,13 @@ def softmax_slip() -> None:
     st.caption(t("sc.c40.caption"))
 
 
+KEPT = (link.Kept(KEYS.exp_d, "exp_d", link.whole(1, 4096), 64),)  # the page's own control (the rest: the scenario)
+
+
 def main() -> None:
     problems: page.Problems = []
     ss.start(problems)
+    link.keep("score_functions", KEPT, problems)
     dec = settings.get("precision")
     st.markdown(t("sc.intro"))
     inp = numbers_panel(problems)

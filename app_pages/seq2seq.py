@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from core import seq2seq, seq2seq_store
-from ui import compute, page, settings, state, training
+from ui import compute, link, page, settings, state, training
 from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.text import md
@@ -123,6 +123,8 @@ def pattern_caption(task_name: str, run: dict, words: list[str], seed: int) -> s
 def decoder_steps(steps: list[dict], att: str, in_labels, dec: int) -> None:
     """One decoder step t: e_{t,i}, α_{t,i}, s_{t−1} and c_t."""
     st.subheader(t("s2.stepper"))
+    if not 1 <= st.session_state.get(KEYS.t_slider, 1) <= len(steps):  # a link's step past this output
+        st.session_state[KEYS.t_slider] = 1
     step = st.slider(t("s2.t"), 1, len(steps), key=KEYS.t_slider) - 1 if len(steps) > 1 else 0
     step = min(step, len(steps) - 1)
     s = steps[step]
@@ -182,9 +184,20 @@ def curve_caption(f, task_name: str, cfg) -> str:
     return " ".join(parts)
 
 
+# the page's own controls (the rest: the scenario): the task, the attention, the input and the decoder's step
+KEPT = (link.Kept(KEYS.task, "task", link.one_of(seq2seq.TASKS), seq2seq.TASKS[0]),
+        link.Kept(KEYS.att, "att", link.one_of(seq2seq.ATTENTIONS), "additive"),
+        link.Kept(KEYS.input, "words", link.text(400), None),
+        link.Kept(KEYS.t_slider, "t", link.whole(1, 64), None))
+
+
 def main() -> None:
     problems: page.Problems = []
     ss.start(problems)
+    link.keep("seq2seq", KEPT, problems)
+    if KEYS.input in st.session_state:
+        # the link's input belongs to its task: not replaced by the task's example on this first run
+        st.session_state.setdefault(KEYS.task_of_input, st.session_state.get(KEYS.task, seq2seq.TASKS[0]))
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("s2.intro"))
     st.latex(r"h_i = \mathrm{GRU}(x_i, h_{i-1}),\quad e_{t,i} = f_{att}(s_{t-1}, h_i),\quad "

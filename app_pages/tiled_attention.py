@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from ui import compute, page, settings, state
+from core.lab import gap_text, within_rounding
+from ui import compute, link, page, settings, state
 from ui.i18n import t
 from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
@@ -17,6 +18,12 @@ from ui.widgets.layout import dim_labels
 KEYS = state.TILED_ATTENTION
 N_MAX, D = 16, 4
 LIMITS = {"n": (8, 2, N_MAX), "block_q": (4, 1, N_MAX), "block_k": (3, 1, N_MAX)}
+
+
+# every control is kept in the page's link (issue 35), the tile shown too; checked again before they draw
+KEPT = (*(link.Kept(getattr(KEYS, name), f"ta_{name}", link.whole(lo, top), default)
+          for name, (default, lo, top) in LIMITS.items()),
+        link.Kept(KEYS.step, "tile", link.whole(1, N_MAX ** 2), 1))
 
 
 def checked(name: str, hi: int, problems: page.Problems) -> int:
@@ -53,7 +60,7 @@ def step_controls(count: int, problems: page.Problems) -> int:
     raw = st.session_state.get(KEYS.step, 1)
     step = raw if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= count else 1
     if step != raw:
-        problems.append(("warning", t("kv.step.bad", n=count)))
+        problems.append(("warning", t("ta.step.bad", n=count)))
     st.session_state[KEYS.step] = step
     c1, c2, c3 = st.columns([1, 1, 4])
     with c1:
@@ -92,7 +99,8 @@ def tile_view(r: dict, step: int, dec: int) -> None:
     st.markdown(t("ta.partial.title", k1=tile["k_stop"] - 1))
     show_heatmap(heatmap(tile["partial_output"], x_labels=dim_labels(D, "v"), y_labels=rows, x_title=t("axis.dim"),
                          y_title=t("axis.query"), decimals=dec), key=KEYS.partial)
-    page.check_box(tile["seen_gap"] < 1e-5, t("ta.partial.check", gap=f"{tile['seen_gap']:.2g}", k1=tile["k_stop"] - 1))
+    page.check_box(within_rounding(tile["seen_gap"]), t("ta.partial.check", gap=gap_text(tile["seen_gap"]),
+                                                        k1=tile["k_stop"] - 1))
 
 
 def result(r: dict, dec: int) -> None:
@@ -104,7 +112,8 @@ def result(r: dict, dec: int) -> None:
             st.markdown(f"**{t(title)}**")
             show_heatmap(heatmap(r[name], x_labels=dim_labels(D, "v"), y_labels=[str(i) for i in range(r[name].shape[0])],
                                  x_title=t("axis.dim"), y_title=t("axis.query"), decimals=dec), key=key)
-    page.check_box(r["gap"] < 1e-5, t("ta.result.check", gap=f"{r['gap']:.2g}", largest=r["largest"], full=r["full"]))
+    page.check_box(within_rounding(r["gap"]), t("ta.result.check", gap=gap_text(r["gap"]), largest=r["largest"],
+                                                full=r["full"]))
     st.caption(t("ta.random"))
 
 
@@ -120,6 +129,7 @@ def memory(m: dict) -> None:
 
 def main() -> None:
     problems: page.Problems = []
+    link.keep("tiled_attention", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("ta.intro"))
     st.latex(r"m' = \max(m, \max_j s_j),\quad \ell' = e^{m - m'}\ell + \sum_j e^{s_j - m'},\quad "

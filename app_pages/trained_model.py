@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core.lab import gap_text, within_rounding
 from core.pretrained import PATTERNS
 from ui import compute, link, page, settings, state
 from ui.i18n import current_lang, labeller, t
@@ -150,7 +151,7 @@ def step_by_step(tr: dict, layer: int, head: int, dec: int) -> None:
                              settings.get("device"))
     pipeline(run, labels, labels, "row", dec, "scaled_dot", prefix=KEYS.pipeline)
     gap = float(np.abs(run.attn.weights.numpy() - tr["attentions"][layer, head]).max())
-    page.check_box(gap < 1e-5, t("tm.steps.check", gap=f"{gap:.1e}", l=layer, h=head))
+    page.check_box(within_rounding(gap), t("tm.steps.check", gap=gap_text(gap), l=layer, h=head))
 
 
 def _open_top(layer: int, head: int) -> None:
@@ -201,8 +202,7 @@ def caution(experiment: bool = True) -> None:
 def main() -> None:
     dec = settings.get("precision")
     st.markdown(t("tm.intro", model=MODEL))
-    if link.keep("trained_model", KEPT):
-        st.warning(t("tm.link.refused"))
+    link.keep("trained_model", KEPT)
     text = sentence_box()
     tr = load_trace(text)
     if tr is None:

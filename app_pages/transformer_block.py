@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core import block
-from ui import compute, page, settings, state
+from ui import compute, link, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.inputs import numbers_panel
@@ -101,9 +101,13 @@ def cost() -> None:
     st.caption(t("tb.table.source"))
 
 
+KEPT = (link.Kept(KEYS.act, "act", link.one_of(block.ACTIVATIONS), block.ACTIVATIONS[0]),)  # the page's own control
+
+
 def main() -> None:
     problems: page.Problems = []
     ss.start(problems)
+    link.keep("transformer_block", KEPT, problems)
     dec, seed = min(settings.get("precision"), 2), int(settings.get("seed"))
     st.markdown(t("tb.intro"))
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("tb.numbers.help", d=D, H=H, f=D_FF))

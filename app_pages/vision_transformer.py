@@ -241,8 +241,7 @@ def main() -> None:
     ss.start(problems)
     seed, dec = int(settings.get("seed")), min(settings.get("precision"), 3)
     st.markdown(t("vt.intro"))
-    if link.keep("vision_transformer", KEPT):
-        problems.append(("warning", t("vt.link.refused")))
+    link.keep("vision_transformer", KEPT, problems)
     if st.session_state.get(KEYS.gen_choice, 0) not in (*range(N_SHAPES), "upload"):
         st.session_state[KEYS.gen_choice] = 0
     mode = weights_mode()

@@ -31,6 +31,7 @@ import streamlit as st
 from attention_lab import scenario as _scenario
 
 from . import scenario_state, settings, state
+from .i18n import t
 from .widgets.guard import address
 
 PAGE_PACKED = "pz"  # a page's kept values, packed (the scenario's own packed parameter is "z")
@@ -94,10 +95,11 @@ def show_flag(value) -> str:
     return "1" if value else "0"
 
 
-def keep(page_name: str, kept: Sequence[Kept]) -> list[str]:
+def keep(page_name: str, kept: Sequence[Kept], problems: list | None = None) -> list[str]:
     """At the top of a page's run, before its widgets: on the session's first run of the page, the values its
     link carries go into session state; this run's values go into the link when the run ends (:func:`write`).
-    Returns the names of the link's values the page could not take (the page names them in a message)."""
+    The link's values the page could not take are named in a warning (added to ``problems``, or shown) and
+    returned."""
     refused: list[str] = []
     loaded = st.session_state.setdefault(state.FRAME.kept_loaded, set())
     if page_name not in loaded:
@@ -116,6 +118,12 @@ def keep(page_name: str, kept: Sequence[Kept]) -> list[str]:
                 except (ValueError, TypeError):
                     refused.append(k.name)
     st.session_state[state.FRAME.kept] = tuple(kept)
+    if refused:
+        message = ("warning", t("link.refused", names=", ".join(refused)))
+        if problems is None:
+            st.warning(message[1])
+        else:
+            problems.append(message)
     return refused
 
 
