@@ -596,3 +596,124 @@ def linear_costs(ns: tuple[int, ...], d: int) -> dict:
     """Multiply-adds of the quadratic and the associative order for n = ns (core.linear.linear_attention_macs)."""
     macs = [core.linear.linear_attention_macs(n, n, d, d) for n in ns]
     return {"ns": list(ns), "quadratic": [q for q, _ in macs], "associative": [a for _, a in macs]}
+
+
+# ------------------------------------------------------------------ latent attention, sinks/gates/caps, the delta rule (issue 33)
+MLA_ROPE_BASE = 10000.0  # RoPE's θ on the d_R rotary dims of the MLA page's small example
+# Published MLA shapes (d_h = qk_nope_head_dim; the cache per token and layer is d_c + d_R):
+# DeepSeek-V3: deepseek-ai/DeepSeek-V3 config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
+#   num_attention_heads 128, qk_nope_head_dim 128 (DeepSeek-V3 Technical Report, arXiv 2412.19437, §2.1.1).
+# Kimi K2: moonshotai/Kimi-K2-Instruct config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
+#   num_attention_heads 64, qk_nope_head_dim 128 (the DeepSeek-V3 architecture with half the heads).
+MLA_MODELS = (("DeepSeek-V3", 61, 512, 64, 128, 128), ("Kimi K2", 61, 512, 64, 64, 128))
+MLA_COMPARED = ("llama-3-8b", "gpt2")  # a GQA and an MHA model of core.MODEL_PRESETS (their sources are there)
+SG_HEADS = 2  # the sinks/gates/caps page's heads
+DELTA_D_MODEL, DELTA_D = 8, 4  # the delta-rule page: embedding width, d_k = d_v
+DELTA_CHUNK = 2  # tokens per chunk of the chunked form
+DELTA_RULES = ("gated", "delta", "linear")
+# Qwen3-Next-80B-A3B, a 3:1 hybrid (Qwen/Qwen3-Next-80B-A3B-Instruct model card and config.json): 48 layers laid out
+# as 12 × (3 Gated DeltaNet + 1 gated attention) (full_attention_interval 4); gated attention: 2 KV heads of head_dim
+# 256; Gated DeltaNet: 32 value heads (16 query/key heads) of head dim 128, so one state of 128 × 128 per value head.
+HYBRID = {"name": "Qwen3-Next-80B-A3B", "layers": 48, "every": 4, "kv_heads": 2, "d_head": 256, "v_heads": 32,
+          "d_k": 128, "d_v": 128}
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def mla(tokens: tuple[str, ...], d_model: int, heads: int, d_c: int, d_r: int, seed: int) -> dict:
+    """core.mla (causal, RoPE θ 10000 on the d_R rotary dims, d_h = d_model / H) on seeded, untrained projections of
+    the tokens' embeddings: the cached latent c_KV (n, d_c) and rotary key k_R (n, d_R), the explicit and absorbed
+    outputs (n, d_model) with their gap, and the cache per token and layer (core.mla_cache_values)."""
+    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    d_h = d_model // heads
+    shapes = (("W_DKV", d_model, d_c), ("W_KR", d_model, d_r), ("W_UK", d_c, heads * d_h), ("W_UV", d_c, heads * d_h),
+              ("W_UQ", d_model, heads * d_h), ("W_QR", d_model, heads * d_r), ("W_o", heads * d_h, d_model))
+    W = {name: core.tokens.projection(rows, cols, seed=seed, name=f"mla.{name}") for name, rows, cols in shapes}
+    tr = core.mla(X, **W, n_heads=heads, rope=MLA_ROPE_BASE, causal=True)
+    size = core.mla_cache_values(kv_rank=d_c, rope_dim=d_r, n_heads=heads, head_dim=d_h)
+    return {"c_kv": tr.c_kv.numpy(), "k_rope": tr.k_rope.numpy(), "explicit": tr.output.numpy(),
+            "absorbed": tr.output_absorbed.numpy(), "form_gap": tr.form_gap, "d_h": d_h, "mla": size.mla,
+            "mha": size.mha, "ratio": size.ratio}
+
+
+@memo.cached(max_entries=2)  # no ttl: published numbers
+def mla_published() -> list[dict]:
+    """Cached values per token of DeepSeek-V3 and Kimi K2 (MLA: core.mla_cache_values) beside a GQA and an MHA model
+    (core.kv_cache_bytes at one byte a value = values), per layer and over all layers, and as MHA with the same heads."""
+    rows = []
+    for name, layers, d_c, d_r, heads, d_h in MLA_MODELS:
+        size = core.mla_cache_values(kv_rank=d_c, rope_dim=d_r, n_heads=heads, head_dim=d_h)
+        rows.append({"name": name, "kind": "MLA", "layers": layers, "heads": heads, "per_layer": size.mla,
+                     "as_mha": size.mha})
+    for key in MLA_COMPARED:
+        p = core.MODEL_PRESETS[key]
+        per_layer = core.kv_cache_bytes(layers=1, n_kv_heads=p.n_kv_heads, d_head=p.d_head, tokens=1, batch=1,
+                                        bytes_per_value=1)
+        as_mha = core.kv_cache_bytes(layers=1, n_kv_heads=p.n_heads, d_head=p.d_head, tokens=1, batch=1, bytes_per_value=1)
+        rows.append({"name": p.name, "kind": p.kind, "layers": p.layers, "heads": p.n_heads, "per_layer": per_layer,
+                     "as_mha": as_mha})
+    return [r | {"per_token": r["per_layer"] * r["layers"]} for r in rows]
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def sinks_gates(tokens: tuple[str, ...], d_model: int, sinks: tuple[float, ...], cap: float, seed: int) -> dict:
+    """core.modern_attention (causal, SG_HEADS heads) on seeded, untrained projections, five ways: plain softmax,
+    a learned sink logit per head, QK-norm (RMSNorm weight 1), soft-capping at ``cap``, and a sigmoid output gate
+    per head. Weights (H, n, n) of each; the sink's share (H, n); the logits before / after the cap (H, n, n);
+    the QK-normed logits; the gate (n, H)."""
+    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    W = {name: core.tokens.projection(d_model, d_model, seed=seed, name=f"sg.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
+    base = dict(W, n_heads=SG_HEADS, causal=True)
+    d_k = d_model // SG_HEADS
+    plain = core.modern_attention(X, **base)
+    sink = core.modern_attention(X, **base, sinks=torch.tensor(sinks, dtype=torch.float32))
+    normed = core.modern_attention(X, **base, q_norm=torch.ones(d_k), k_norm=torch.ones(d_k))
+    capped = core.modern_attention(X, **base, softcap=cap)
+    gated = core.modern_attention(X, **base, gate_W=core.tokens.projection(d_model, SG_HEADS, seed=seed, name="sg.W_gate"))
+    return {"plain": plain.weights.numpy(), "sink": sink.weights.numpy(), "sink_weight": sink.sink_weight.numpy(),
+            "qk_norm": normed.weights.numpy(), "softcap": capped.weights.numpy(), "scaled": capped.scaled.numpy(),
+            "capped": capped.capped.numpy(), "qk_scaled": normed.scaled.numpy(), "gate": gated.gate.numpy(),
+            "d_k": d_k, "cap": capped.softcap}
+
+
+def _delta_run(q, k, v, beta: float, g: float, delta: bool) -> dict:
+    """One rule of the delta-rule page: the recurrence (every state), the chunked form's gap, and per token what the
+    state predicted for k_t before the write (α_t S_{t−1}ᵀ k_t) and what was written (β_t(v_t − prediction), or β_t v_t)."""
+    n = q.shape[0]
+    B, G = torch.full((n,), float(beta)), torch.full((n,), float(g))
+    rec = core.gated_delta_rule(q, k, v, beta=B, g=G, l2_normalize_qk=True, delta=delta)
+    chunked = core.gated_delta_rule_chunked(q, k, v, beta=B, g=G, chunk_size=DELTA_CHUNK, l2_normalize_qk=True, delta=delta)
+    before = torch.cat([torch.zeros_like(rec.states[:1]), rec.states[:-1]]) * rec.decay[:, None, None]  # α_t S_{t−1}
+    pred = (before * rec.k[:, :, None]).sum(-2)  # (n, d_v)
+    write = (rec.v - pred if delta else rec.v) * rec.beta[:, None]
+    return {"states": rec.states.numpy(), "output": rec.output.numpy(), "chunked": chunked.output.numpy(),
+            "chunk_gap": float((rec.output - chunked.output).abs().max()), "pred": pred.numpy(), "write": write.numpy(),
+            "k": rec.k.numpy(), "v": rec.v.numpy(), "q": rec.q.numpy(), "decay": float(rec.decay[0]), "scale": rec.scale}
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def delta_rule(tokens: tuple[str, ...], beta: float, g: float, seed: int) -> dict:
+    """core.gated_delta_rule (q, k L2-normalised as in Qwen3-Next) on seeded, untrained projections of the tokens'
+    embeddings, d_k = d_v = DELTA_D, under the three rules: gated (β, g), the plain delta rule (β, g = 0) and
+    linear attention (no delta, g = 0, β = 1); each with the chunked form's gap (core.gated_delta_rule_chunked)."""
+    X = core.tokens.embed(list(tokens), DELTA_D_MODEL, seed=seed)
+    q, k, v = (X @ core.tokens.projection(DELTA_D_MODEL, DELTA_D, seed=seed, name=f"dr.{w}") for w in ("W_q", "W_k", "W_v"))
+    return {"gated": _delta_run(q, k, v, beta, g, True), "delta": _delta_run(q, k, v, beta, 0.0, True),
+            "linear": _delta_run(q, k, v, 1.0, 0.0, False)}
+
+
+@memo.cached(max_entries=8, ttl=HOUR)
+def hybrid_cache(ns: tuple[int, ...]) -> list[dict]:
+    """What a 3:1 hybrid (HYBRID) keeps per sequence at n tokens, in numbers: the KV cache of its attention layers
+    (core.kv_cache_bytes at one byte a value) and the fixed d_k × d_v states of its Gated DeltaNet layers, beside the
+    same model with every layer full attention."""
+    h = HYBRID
+    attn = h["layers"] // h["every"]
+    state = (h["layers"] - attn) * h["v_heads"] * h["d_k"] * h["d_v"]
+    out = []
+    for n in ns:
+        kv = core.kv_cache_bytes(layers=attn, n_kv_heads=h["kv_heads"], d_head=h["d_head"], tokens=n, batch=1,
+                                 bytes_per_value=1)
+        full = core.kv_cache_bytes(layers=h["layers"], n_kv_heads=h["kv_heads"], d_head=h["d_head"], tokens=n, batch=1,
+                                   bytes_per_value=1)
+        out.append({"n": n, "kv": kv, "state": state, "hybrid": kv + state, "full": full})
+    return out

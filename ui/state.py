@@ -118,3 +118,7 @@ LINEAR_ATTENTION = _room("linear_attention", "causal quadratic associative softm
 LANGUAGE_MODEL = _room("language_model", "prompt text preset temperature top_k top_p seed n_new max_new one run reset keys "
                        "layer head grid heatmap pipeline heads sort open_top clicks gen_layer gen_maps bars_model "
                        "bars_sampled off_heads off_layers window sinks bars_before bars_after measure lens running tab tab_id")
+MLA = _room("mla", "d_model heads d_c d_r latent rope_key explicit absorbed table last")
+SINKS_GATES = _room("sinks_gates", "query sink cap rows logits cap_chart gate")
+DELTA_RULE = _room("delta_rule", "rule beta g step step_prev step_next arrow_keys n state write retrieval outputs hybrid "
+                   "last")
