@@ -1,0 +1,176 @@
+"""Memory in a matrix: the gated delta rule (Gated DeltaNet; Qwen3-Next's linear layers). A d_k × d_v state is
+written token by token — decayed, corrected where it already predicts the value — and read with the query; the
+recurrent and chunked forms agree; the plain delta rule and linear attention are its special cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from core.lab import gap_text, within_rounding
+from ui import compute, link, page, settings, state
+from ui.i18n import t
+from ui.inputs import numbers_panel
+from ui.text import shorts
+from ui.widgets.heatmap import heatmap, show_heatmap
+from ui.widgets.keys import arrow_keys
+from ui.widgets.layout import dim_labels, shape_badge, token_labels
+
+KEYS = state.DELTA_RULE
+RULES = compute.DELTA_RULES
+D = compute.DELTA_D
+MAX_TOKENS = 32  # the page steps through at most this many tokens
+G_MIN = -3.0  # the decay slider's lowest log decay (α = e^g ≈ 0.05)
+BETA_DEFAULT, G_DEFAULT = 0.5, -0.2
+HYBRID_NS = (4096, 32768, 262144)
+
+KEPT = (link.Kept(KEYS.rule, "rule", link.one_of(RULES), "gated"),
+        link.Kept(KEYS.beta, "beta", link.number(0.0, 1.0), BETA_DEFAULT),
+        link.Kept(KEYS.g, "g", link.number(G_MIN, 0.0), G_DEFAULT),
+        link.Kept(KEYS.step, "step", link.whole(1, MAX_TOKENS), 1))
+
+
+def number(key: str, lo: float, hi: float, default: float, message: str, problems: page.Problems) -> float:
+    """A number lo … hi from session state; anything else (a tampered state) is named and the default used."""
+    v = st.session_state.setdefault(key, default)
+    if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi):
+        problems.append(("error", t(message, value=str(v)[:40], default=default)))
+        v = default
+    st.session_state[key] = float(v)
+    return float(v)
+
+
+def controls(problems: page.Problems) -> tuple[str, float, float]:
+    """The rule, β and g (each checked before its widget draws; g and β are fixed by the special cases)."""
+    if st.session_state.setdefault(KEYS.rule, "gated") not in RULES:
+        problems.append(("error", t("dr.rule.bad")))
+        st.session_state[KEYS.rule] = "gated"
+    beta = number(KEYS.beta, 0.0, 1.0, BETA_DEFAULT, "dr.beta.bad", problems)
+    g = number(KEYS.g, G_MIN, 0.0, G_DEFAULT, "dr.g.bad", problems)
+    st.radio(t("dr.rule"), RULES, key=KEYS.rule, format_func=lambda r: t("dr.rule." + r), horizontal=True)
+    rule = st.session_state[KEYS.rule]
+    c1, c2 = st.columns(2)
+    with c1:
+        st.slider(t("dr.beta"), 0.0, 1.0, step=0.05, key=KEYS.beta, help=t("dr.beta.help"), disabled=rule == "linear")
+    with c2:
+        st.slider(t("dr.g", alpha=f"{math.exp(g):.3f}"), G_MIN, 0.0, step=0.05, key=KEYS.g, help=t("dr.g.help"),
+                  disabled=rule != "gated")
+    return rule, beta, g
+
+
+def on_step_key(direction: str) -> None:
+    n = st.session_state.get(KEYS.n, 1)
+    step = st.session_state.get(KEYS.step, 1)
+    step = step if isinstance(step, int) and not isinstance(step, bool) else 1
+    st.session_state[KEYS.step] = min(n, step + 1) if direction == "next" else max(1, step - 1)
+
+
+def step_controls(n: int, problems: page.Problems) -> int:
+    """◀ / ▶ (or the ← → keys) move through the tokens; returns how many are written (1 … n): token t = that − 1."""
+    st.session_state[KEYS.n] = n
+    raw = st.session_state.get(KEYS.step, 1)
+    step = raw if isinstance(raw, int) and not isinstance(raw, bool) else 1
+    if not 1 <= step <= n:
+        if raw != 1:
+            problems.append(("warning", t("kv.step.bad", last=n - 1)))
+        step = min(max(step, 1), n)
+    st.session_state[KEYS.step] = step
+    c1, c2, c3 = st.columns([1, 1, 4])
+    with c1:
+        st.button("◀", key=KEYS.step_prev, disabled=step <= 1, on_click=on_step_key, args=("prev",), width="stretch",
+                  help=t("kv.step.prev"))
+    with c2:
+        st.button("▶", key=KEYS.step_next, disabled=step >= n, on_click=on_step_key, args=("next",), width="stretch",
+                  help=t("kv.step.next"))
+    with c3:
+        st.markdown(t("dr.step.now", t=step - 1, last=n - 1))
+    arrow_keys(key=KEYS.arrow_keys, on_key=on_step_key)
+    return step
+
+
+def this_step(r: dict, rule: str, step: int, labels: list[str], dec: int) -> None:
+    """Token t's write and read: the state S_t (d_k × d_v) beside k_t, v_t, what S predicted for k_t, what was
+    written, q_t and what it retrieves."""
+    i = step - 1
+    st.subheader(t("dr.step.title", tok=labels[i], t=i))
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown(f"**{t('dr.state', t=i)}**")
+        show_heatmap(heatmap(r["states"][i], x_labels=dim_labels(D, "v"), y_labels=dim_labels(D, "k"),
+                             x_title=t("dr.axis.v"), y_title=t("dr.axis.k"), decimals=dec), key=KEYS.state)
+        shape_badge(t("dr.state.shape", d=D))
+    names = ["k", "v", "pred", "write", "q", "out"] if rule != "linear" else ["k", "v", "write", "q", "out"]
+    source = {"k": r["k"], "v": r["v"], "pred": r["pred"], "write": r["write"], "q": r["q"], "out": r["output"]}
+    with c2:
+        st.markdown(f"**{t('dr.write.title', t=i)}**")
+        show_heatmap(heatmap(np.stack([source[k][i] for k in names]), x_labels=dim_labels(D, "d"),
+                             y_labels=[t("dr.vec." + k, t=i) for k in names], x_title=t("axis.dim"),
+                             y_title=t("dr.axis.vector"), decimals=dec), key=KEYS.write)
+    st.markdown(t("dr.read.now", t=i, scale=f"{r['scale']:g}"))
+
+
+def forms_check(r: dict) -> None:
+    """The recurrence and the chunked form (DELTA_CHUNK tokens at a time) give the same outputs."""
+    ok = within_rounding(r["chunk_gap"])
+    page.check_box(ok, t("dr.chunk.check" if ok else "dr.chunk.differ", c=compute.DELTA_CHUNK, gap=gap_text(r["chunk_gap"])))
+
+
+def special_cases(rs: dict, labels: list[str], dec: int) -> None:
+    """Every token's output under the three rules side by side (the current β and g where a rule uses them)."""
+    st.subheader(t("dr.cases.title"))
+    cols = st.columns(len(RULES))
+    for col, rule in zip(cols, RULES, strict=True):
+        with col:
+            st.markdown(f"**{t('dr.rule.' + rule)}**")
+            st.latex({"gated": r"S_t = e^{g}(I - \beta k_t k_t^\top) S_{t-1} + \beta k_t v_t^\top",
+                      "delta": r"S_t = (I - \beta k_t k_t^\top) S_{t-1} + \beta k_t v_t^\top",
+                      "linear": r"S_t = S_{t-1} + k_t v_t^\top"}[rule])
+            show_heatmap(heatmap(rs[rule]["output"], x_labels=dim_labels(D, "o"), y_labels=labels, x_title=t("axis.dim"),
+                                 y_title=t("axis.query"), decimals=dec), key=state.item(KEYS.outputs, rule))
+    st.caption(t("dr.cases.caption"))
+
+
+def hybrid() -> None:
+    """A 3:1 hybrid's memory per sequence beside the same model with attention in every layer."""
+    h = compute.HYBRID
+    st.subheader(t("dr.hybrid.title"))
+    st.markdown(t("dr.hybrid.intro", model=h["name"], layers=h["layers"], attn=h["layers"] // h["every"],
+                  lin=h["layers"] - h["layers"] // h["every"], g=h["kv_heads"], dh=h["d_head"], heads=h["v_heads"],
+                  dk=h["d_k"], dv=h["d_v"]))
+    million = lambda x: f"{x / 1e6:,.1f} M"  # noqa: E731
+    df = pd.DataFrame([{t("dr.hybrid.n"): f"{r['n']:,}", t("dr.hybrid.full"): million(r["full"]),
+                        t("dr.hybrid.kv"): million(r["kv"]), t("dr.hybrid.state"): million(r["state"]),
+                        t("dr.hybrid.total"): million(r["hybrid"])} for r in compute.hybrid_cache(HYBRID_NS)])
+    st.dataframe(df, hide_index=True, width="stretch", key=KEYS.hybrid)
+    st.caption(t("dr.hybrid.caption"))
+
+
+def main() -> None:
+    problems: page.Problems = []
+    link.keep("delta_rule", KEPT, problems)
+    dec, seed = settings.get("precision"), int(settings.get("seed"))
+    st.markdown(t("dr.intro"))
+    st.latex(r"S_t = \alpha_t\,(I - \beta_t k_t k_t^\top)\,S_{t-1} + \beta_t\,k_t v_t^\top,\quad \alpha_t = e^{g_t},"
+             r"\qquad o_t^\top = \frac{q_t^\top S_t}{\sqrt{d_k}}")
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
+    if len(tokens) > MAX_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))
+        tokens = tokens[:MAX_TOKENS]
+    rule, beta, g = controls(problems)
+    rs = page.guarded(problems, lambda: compute.delta_rule(tuple(tokens), beta, g, seed))
+    step = step_controls(len(tokens), problems) if rs else 1
+    page.show_problems(problems)
+    if rs is None:
+        return
+    labels = shorts(token_labels(tokens))
+    st.caption(t("dr.random"))
+    this_step(rs[rule], rule, step, labels, dec)
+    forms_check(rs[rule])
+    special_cases(rs, labels, dec)
+    hybrid()
+
+
+main()

@@ -1,0 +1,157 @@
+"""Compressing the cache: multi-head latent attention (MLA, DeepSeek-V2/V3). Every token is cached as one latent
+c_KV and one rotary key k_R shared by all heads; the explicit and the absorbed forms give the same output; what
+the cache holds per token, here and in published models."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.lab import gap_text, within_rounding
+from ui import compute, link, page, settings, state
+from ui.i18n import t
+from ui.inputs import numbers_panel
+from ui.text import shorts
+from ui.widgets.heatmap import heatmap, show_heatmap
+from ui.widgets.layout import dim_labels, shape_badge, token_labels
+
+KEYS = state.MLA
+D_MODELS = (8, 16, 32)
+HEADS = (1, 2, 4, 8)
+D_C_MAX = 32  # the latent's slider goes this far (past d_model on purpose: the page says why that cannot be)
+D_RS = (2, 4, 8)  # rotary dims come in pairs
+DEFAULTS = {KEYS.d_model: 16, KEYS.heads: 4, KEYS.d_c: 6, KEYS.d_r: 4}
+MAX_DRAWN_TOKENS = 64  # tokens this page draws (every map has one row per token)
+
+KEPT = (link.Kept(KEYS.d_model, "mla_d", link.one_of(D_MODELS), DEFAULTS[KEYS.d_model]),
+        link.Kept(KEYS.heads, "mla_h", link.one_of(HEADS), DEFAULTS[KEYS.heads]),
+        link.Kept(KEYS.d_c, "mla_c", link.whole(1, D_C_MAX), DEFAULTS[KEYS.d_c]),
+        link.Kept(KEYS.d_r, "mla_r", link.one_of(D_RS), DEFAULTS[KEYS.d_r]))
+
+
+def usable(key: str, options, problems: page.Problems) -> None:
+    """A value the widget can draw (a tampered or stale one is named and replaced by the default)."""
+    v = st.session_state.setdefault(key, DEFAULTS[key])
+    if isinstance(v, bool) or v not in options:
+        problems.append(("error", t("mla.bad", value=str(v)[:40], name=t(key_label(key)), default=DEFAULTS[key])))
+        st.session_state[key] = DEFAULTS[key]
+
+
+def key_label(key: str) -> str:
+    return {KEYS.d_model: "mla.d_model", KEYS.heads: "mla.heads", KEYS.d_c: "mla.d_c", KEYS.d_r: "mla.d_r"}[key]
+
+
+def shape_controls(problems: page.Problems) -> tuple[int, int, int, int]:
+    """d_model, H, d_c and d_R from their sliders (every value checked before its widget draws)."""
+    for key, options in ((KEYS.d_model, D_MODELS), (KEYS.heads, HEADS), (KEYS.d_c, range(1, D_C_MAX + 1)), (KEYS.d_r, D_RS)):
+        usable(key, options, problems)
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        st.select_slider(t("mla.d_model"), options=D_MODELS, key=KEYS.d_model)
+    with c2:
+        st.select_slider(t("mla.heads"), options=HEADS, key=KEYS.heads, help=t("mla.heads.help"))
+    with c3:
+        st.slider(t("mla.d_c"), 1, D_C_MAX, key=KEYS.d_c, help=t("mla.d_c.help"))
+    with c4:
+        st.select_slider(t("mla.d_r"), options=D_RS, key=KEYS.d_r, help=t("mla.d_r.help"))
+    return tuple(int(st.session_state[k]) for k in (KEYS.d_model, KEYS.heads, KEYS.d_c, KEYS.d_r))
+
+
+def impossible(d: int, H: int, d_c: int, d_r: int) -> str | None:
+    """Why a shape cannot be an MLA layer here (a message in the learner's language), or None."""
+    if d_c > d:
+        return t("mla.dc.big", dc=d_c, d=d)
+    if d % H:
+        return t("mla.h.bad", h=H, d=d)
+    return None
+
+
+def latent_maps(r: dict, labels: list[str], dec: int) -> None:
+    """What the cache holds: c_KV (n × d_c) and k_R (n × d_R)."""
+    st.subheader(t("mla.cache.title"))
+    c1, c2 = st.columns(2)
+    for col, (name, key, title, prefix) in zip((c1, c2), (("c_kv", KEYS.latent, "mla.latent", "c"),
+                                                          ("k_rope", KEYS.rope_key, "mla.rope_key", "r")), strict=True):
+        with col:
+            st.markdown(f"**{t(title)}**")
+            z = r[name]
+            show_heatmap(heatmap(z, x_labels=dim_labels(z.shape[1], prefix), y_labels=labels, x_title=t("axis.dim"),
+                                 y_title=t("mla.axis.token"), decimals=dec), key=key)
+    shape_badge(t("mla.cache.shape", n=len(labels), dc=r["c_kv"].shape[1], dr=r["k_rope"].shape[1]))
+    st.caption(t("mla.random"))
+
+
+def forms(r: dict, labels: list[str], dec: int) -> None:
+    """The explicit form (keys and values expanded per head) beside the absorbed one (scores read the latent)."""
+    st.subheader(t("mla.forms.title"))
+    c1, c2 = st.columns(2)
+    d = r["explicit"].shape[1]
+    for col, (name, key, title, formula) in zip((c1, c2), (
+            ("explicit", KEYS.explicit, "mla.explicit",
+             r"k_{t,h} = [\,c^{KV}_t W^{UK}_h \,;\, k^R_t\,],\quad v_{t,h} = c^{KV}_t W^{UV}_h"),
+            ("absorbed", KEYS.absorbed, "mla.absorbed",
+             r"q_{t,h}k_{s,h}^\top = (q^C_{t,h} W^{UK\top}_h)\,c^{KV\top}_s + q^R_{t,h} k^{R\top}_s")), strict=True):
+        with col:
+            st.markdown(f"**{t(title)}**")
+            st.latex(formula)
+            show_heatmap(heatmap(r[name], x_labels=dim_labels(d, "o"), y_labels=labels, x_title=t("axis.dim"),
+                                 y_title=t("axis.query"), decimals=dec), key=key)
+    page.check_box(within_rounding(r["form_gap"]), t("mla.forms.check" if within_rounding(r["form_gap"]) else
+                                                     "mla.forms.differ", gap=gap_text(r["form_gap"])))
+
+
+def cache_now(r: dict, H: int) -> None:
+    """The cache per token and layer of this small layer: d_c + d_R against multi-head attention's 2·H·d_h."""
+    st.subheader(t("mla.size.title"))
+    dc, dr, dh = r["c_kv"].shape[1], r["k_rope"].shape[1], r["d_h"]
+    st.latex(rf"d_c + d_R = {dc} + {dr} = {r['mla']}"
+             rf"\qquad\longleftrightarrow\qquad 2 \cdot H \cdot d_h = 2 \cdot {H} \cdot {dh} = {r['mha']}")
+    st.markdown(t("mla.size.now" if r["mla"] < r["mha"] else "mla.size.none", mla=r["mla"], mha=r["mha"],
+                  ratio=f"{r['ratio']:.2f}"))
+
+
+def published() -> None:
+    """DeepSeek-V3 and Kimi K2 beside a GQA and an MHA model, from their published configurations."""
+    st.subheader(t("mla.models.title"))
+    st.latex(r"L\,(d_c + d_R) \qquad\longleftrightarrow\qquad L \cdot 2\,G\,d_h")
+    rows = compute.mla_published()
+    df = pd.DataFrame([{t("mla.col.model"): r["name"], t("mla.col.kind"): r["kind"], "L": r["layers"], "H": r["heads"],
+                        t("mla.col.layer"): f"{r['per_layer']:,}", t("mla.col.token"): f"{r['per_token']:,}",
+                        t("mla.col.kib"): f"{r['per_token'] * 2 / 1024:,.1f}", t("mla.col.mha"): f"{r['as_mha']:,}"}
+                       for r in rows])
+    st.dataframe(df, hide_index=True, width="stretch", key=KEYS.table)
+    ds = rows[0]
+    st.markdown(t("mla.models.note", model=ds["name"], mla=f"{ds['per_layer']:,}", mha=f"{ds['as_mha']:,}",
+                  ratio=f"{ds['as_mha'] / ds['per_layer']:.0f}"))
+    st.caption(t("mla.models.caption"))
+
+
+def main() -> None:
+    problems: page.Problems = []
+    link.keep("mla", KEPT, problems)
+    dec, seed = settings.get("precision"), int(settings.get("seed"))
+    st.markdown(t("mla.intro"))
+    st.latex(r"c^{KV}_t = \frac{u_t}{\sqrt{\tfrac{1}{d_c}\sum_i u_{t,i}^2}},\quad u_t = x_t W^{DKV} \in \mathbb{R}^{d_c},"
+             r"\qquad k^R_t = R_t\, x_t W^{KR} \in \mathbb{R}^{d_R}")
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
+    if len(tokens) > MAX_DRAWN_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
+        tokens = tokens[:MAX_DRAWN_TOKENS]
+    d, H, d_c, d_r = shape_controls(problems)
+    why = impossible(d, H, d_c, d_r)
+    if why:
+        problems.append(("error", why))
+        kept = st.session_state.get(KEYS.last)
+    else:
+        kept = page.guarded(problems, lambda: {"r": compute.mla(tuple(tokens), d, H, d_c, d_r, seed), "H": H,
+                                               "tokens": list(tokens)}, keep=KEYS.last)
+    page.show_problems(problems)
+    if kept:
+        labels = shorts(token_labels(kept["tokens"]))
+        latent_maps(kept["r"], labels, dec)
+        forms(kept["r"], labels, dec)
+        cache_now(kept["r"], kept["H"])
+    published()
+
+
+main()
