@@ -129,8 +129,8 @@ def caps(r: dict, i: int, labels: list[str], dec: int) -> None:
 def qk_norm(r: dict, i: int, dec: int) -> None:
     """QK-norm bounds every logit by √d_k: the row's largest |logit| with and without it."""
     st.subheader(t("sg.qk.title"))
-    st.latex(r"q \leftarrow \frac{q}{\sqrt{\tfrac{1}{d_k}\sum_i q_i^2}},\; k \leftarrow \frac{k}{\sqrt{\tfrac{1}{d_k}\sum_i k_i^2}}"
-             r"\;\Rightarrow\; "
+    st.latex(r"q \leftarrow \frac{q}{\sqrt{\tfrac{1}{d_k}\sum_i q_i^2}},\; "
+             r"k \leftarrow \frac{k}{\sqrt{\tfrac{1}{d_k}\sum_i k_i^2}}\;\Rightarrow\; "
              r"\|q\| = \|k\| = \sqrt{d_k},\quad \frac{|q^\top k|}{\sqrt{d_k}} \le \sqrt{d_k}")
     plain, normed = r["scaled"][:, i, : i + 1], r["qk_scaled"][:, i, : i + 1]
     st.markdown(t("sg.qk.now", plain=f"{abs(plain).max():.{dec}f}", normed=f"{abs(normed).max():.{dec}f}",
