@@ -209,8 +209,9 @@ def within_rounding(diff: float) -> bool:
 
 
 def gap_text(diff: float) -> str:
-    """A max |difference| as every page and exercise prints it: "< 1e-05" within rounding, else 3 digits."""
-    return f"< {EQUAL_TOL:g}" if within_rounding(diff) else f"{float(diff):.3g}"
+    """A max |difference| as every page and exercise prints it, two significant digits ("4.8e-07", "0", "0.012"):
+    the sentence around it says "max |a − b| = {gap}", and :func:`within_rounding` says whether that is equal."""
+    return f"{float(diff):.2g}"
 
 
 def rank_keys(trace: AttentionTrace, query: int) -> torch.Tensor:

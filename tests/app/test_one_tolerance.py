@@ -34,5 +34,5 @@ def test_pages_use_the_one_tolerance():
 
 
 def test_the_gap_format():
-    assert lab.gap_text(3e-8) == f"< {lab.EQUAL_TOL:g}" == "< 1e-05"
-    assert lab.gap_text(0.012345) == "0.0123" and not lab.within_rounding(lab.EQUAL_TOL)
+    assert lab.gap_text(3e-8) == "3e-08" and lab.gap_text(0.0) == "0" and lab.gap_text(4.76e-7) == "4.8e-07"
+    assert lab.gap_text(0.012345) == "0.012" and not lab.within_rounding(lab.EQUAL_TOL)
