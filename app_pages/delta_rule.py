@@ -95,7 +95,7 @@ def this_step(r: dict, rule: str, step: int, labels: list[str], dec: int) -> Non
     """Token t's write and read: the state S_t (d_k × d_v) beside k_t, v_t, what S predicted for k_t, what was
     written, q_t and what it retrieves."""
     i = step - 1
-    st.subheader(t("dr.step.title", tok=labels[i], t=i))
+    st.subheader(t("dr.step.title", tok=labels[i]))
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**{t('dr.state', t=i)}**")
@@ -153,8 +153,8 @@ def main() -> None:
     link.keep("delta_rule", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("dr.intro"))
-    st.latex(r"S_t = \alpha_t\,(I - \beta_t k_t k_t^\top)\,S_{t-1} + \beta_t\,k_t v_t^\top,\quad \alpha_t = e^{g_t},"
-             r"\qquad o_t^\top = \frac{q_t^\top S_t}{\sqrt{d_k}}")
+    st.latex(r"\begin{gathered}S_t = \alpha_t\,(I - \beta_t k_t k_t^\top)\,S_{t-1} + \beta_t\,k_t v_t^\top,\quad "
+             r"\alpha_t = e^{g_t}\\ o_t^\top = \frac{q_t^\top S_t}{\sqrt{d_k}}\end{gathered}")
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
     if len(tokens) > MAX_TOKENS:
         problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))

@@ -20,7 +20,7 @@ D_MODELS = (8, 16, 32)
 HEADS = (1, 2, 4, 8)
 D_C_MAX = 32  # the latent's slider goes this far (past d_model on purpose: the page says why that cannot be)
 D_RS = (2, 4, 8)  # rotary dims come in pairs
-DEFAULTS = {KEYS.d_model: 16, KEYS.heads: 4, KEYS.d_c: 6, KEYS.d_r: 4}
+DEFAULTS = {KEYS.d_model: 8, KEYS.heads: 2, KEYS.d_c: 4, KEYS.d_r: 2}  # 8 output columns fit half a page
 MAX_DRAWN_TOKENS = 64  # tokens this page draws (every map has one row per token)
 
 KEPT = (link.Kept(KEYS.d_model, "mla_d", link.one_of(D_MODELS), DEFAULTS[KEYS.d_model]),
@@ -104,8 +104,8 @@ def cache_now(r: dict, H: int) -> None:
     """The cache per token and layer of this small layer: d_c + d_R against multi-head attention's 2·H·d_h."""
     st.subheader(t("mla.size.title"))
     dc, dr, dh = r["c_kv"].shape[1], r["k_rope"].shape[1], r["d_h"]
-    st.latex(rf"d_c + d_R = {dc} + {dr} = {r['mla']}"
-             rf"\qquad\longleftrightarrow\qquad 2 \cdot H \cdot d_h = 2 \cdot {H} \cdot {dh} = {r['mha']}")
+    st.latex(rf"\begin{{gathered}}d_c + d_R = {dc} + {dr} = {r['mla']}\\"
+             rf"2 \cdot H \cdot d_h = 2 \cdot {H} \cdot {dh} = {r['mha']}\end{{gathered}}")
     st.markdown(t("mla.size.now" if r["mla"] < r["mha"] else "mla.size.none", mla=r["mla"], mha=r["mha"],
                   ratio=f"{r['ratio']:.2f}"))
 
@@ -131,8 +131,8 @@ def main() -> None:
     link.keep("mla", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("mla.intro"))
-    st.latex(r"c^{KV}_t = \frac{u_t}{\sqrt{\tfrac{1}{d_c}\sum_i u_{t,i}^2}},\quad u_t = x_t W^{DKV} \in \mathbb{R}^{d_c},"
-             r"\qquad k^R_t = R_t\, x_t W^{KR} \in \mathbb{R}^{d_R}")
+    st.latex(r"\begin{gathered}c^{KV}_t = \frac{u_t}{\sqrt{\tfrac{1}{d_c}\sum_i u_{t,i}^2}},\quad u_t = x_t W^{DKV} "
+             r"\in \mathbb{R}^{d_c}\\ k^R_t = R_t\, x_t W^{KR} \in \mathbb{R}^{d_R}\end{gathered}")
     tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
     if len(tokens) > MAX_DRAWN_TOKENS:
         problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))

@@ -77,8 +77,8 @@ def rows(r: dict, i: int, labels: list[str], dec: int) -> None:
     """Query i's row of weights under each variant, one map per head: rows are the variants, columns the keys it
     sees (j ≤ i); beside each row its sum Σα (below 1 with a sink: the sink took the rest)."""
     st.subheader(t("sg.rows.title", q=labels[i]))
-    st.latex(r"\alpha_{ij} = \frac{e^{s_{ij}}}{e^{z_h} + \sum_{j' \le i} e^{s_{ij'}}},\qquad "
-             r"1 - \sum_{j} \alpha_{ij} = \frac{e^{z_h}}{e^{z_h} + \sum_{j' \le i} e^{s_{ij'}}}")
+    st.latex(r"\begin{gathered}\alpha_{ij} = \frac{e^{s_{ij}}}{e^{z_h} + \sum_{j' \le i} e^{s_{ij'}}}\\"
+             r"1 - \sum_{j} \alpha_{ij} = \frac{e^{z_h}}{e^{z_h} + \sum_{j' \le i} e^{s_{ij'}}}\end{gathered}")
     names = [t(f"sg.variant.{v}", c=f"{r['cap']:g}") for v in VARIANTS]
     cols = st.columns(H)
     for h, col in enumerate(cols):
@@ -129,9 +129,9 @@ def caps(r: dict, i: int, labels: list[str], dec: int) -> None:
 def qk_norm(r: dict, i: int, dec: int) -> None:
     """QK-norm bounds every logit by √d_k: the row's largest |logit| with and without it."""
     st.subheader(t("sg.qk.title"))
-    st.latex(r"q \leftarrow \frac{q}{\sqrt{\tfrac{1}{d_k}\sum_i q_i^2}},\; "
-             r"k \leftarrow \frac{k}{\sqrt{\tfrac{1}{d_k}\sum_i k_i^2}}\;\Rightarrow\; "
-             r"\|q\| = \|k\| = \sqrt{d_k},\quad \frac{|q^\top k|}{\sqrt{d_k}} \le \sqrt{d_k}")
+    st.latex(r"\begin{gathered}q \leftarrow \frac{q}{\sqrt{\tfrac{1}{d_k}\sum_i q_i^2}},\quad "
+             r"k \leftarrow \frac{k}{\sqrt{\tfrac{1}{d_k}\sum_i k_i^2}}\\ "
+             r"\|q\| = \|k\| = \sqrt{d_k}\;\Rightarrow\; \frac{|q^\top k|}{\sqrt{d_k}} \le \sqrt{d_k}\end{gathered}")
     plain, normed = r["scaled"][:, i, : i + 1], r["qk_scaled"][:, i, : i + 1]
     st.markdown(t("sg.qk.now", plain=f"{abs(plain).max():.{dec}f}", normed=f"{abs(normed).max():.{dec}f}",
                   bound=f"{math.sqrt(r['d_k']):.{dec}f}", dk=r["d_k"]))
