@@ -45,7 +45,8 @@ def _latin_coda(word: str) -> str:
         return "ㅁ" if last == "m" else "ㄴ"
     if last == "l":
         return "ㄹ"
-    if last in "kpt" and len(w) >= 2 and w[-2] in "aeiouc" and w[-3:-1] not in ("oo", "ee", "ea", "ai", "oa"):
+    short = len(w) >= 2 and (w[-2] in "aeiou" or w[-2:] == "ck")  # a short vowel (or "ck") before it; not "ct": 팩트
+    if last in "kpt" and short and w[-3:-1] not in ("oo", "ee", "ea", "ai", "oa"):
         return {"k": "ㄱ", "p": "ㅂ", "t": "ㅅ"}[last]  # a short vowel before it: cat 캣, cup 컵, back 백
     return ""  # vowels, r (car 카) and the consonants Korean follows with 으 (dog 도그, bus 버스)
 
