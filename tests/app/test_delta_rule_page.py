@@ -118,3 +118,13 @@ def test_korean():
     assert not at.exception
     assert any("[0, 1] 밖입니다" in e.value for e in at.error), [e.value for e in at.error]
     assert "행렬" in texts(at) and "재귀 형태와 청크 형태가 같습니다" in texts(at)
+
+
+def test_rule_beta_g_and_step_come_back_from_the_link():
+    at = run(rule="delta", beta=0.35, g=-1.0, step=3)
+    params = {k: (v[0] if isinstance(v, list) else v) for k in at.query_params for v in [at.query_params[k]]}
+    assert (params["rule"], params["beta"], params["g"], params["step"]) == ("delta", "0.35", "-1.0", "3")
+    again = page(PAGE, query=params)
+    no_errors(again)
+    assert "**Token t = 2**" in texts(again)
+    close(heat(again, KEYS.state), by_hand(0.35, 0.0)[0][2], tol=3e-6)

@@ -99,3 +99,12 @@ def test_korean_opens_and_says_why_in_korean():
     assert not at.exception
     assert any("d_c = 20이 d_model = 8보다 큽니다" in e.value for e in at.error), [e.value for e in at.error]
     assert "멀티헤드 잠재 어텐션" in texts(at)
+
+
+def test_the_shape_comes_back_from_the_link():
+    at = run(d_model=32, heads=8, d_c=12, d_r=8)
+    params = {k: (v[0] if isinstance(v, list) else v) for k in at.query_params for v in [at.query_params[k]]}
+    assert (params["mla_d"], params["mla_h"], params["mla_c"], params["mla_r"]) == ("32", "8", "12", "8")
+    again = page(PAGE, query=params)
+    no_errors(again)
+    close(heat(again, KEYS.latent), reference(32, 8, 12, 8).c_kv)

@@ -102,3 +102,12 @@ def test_korean():
     assert not at.exception
     assert any("0.5부터 10.0까지의 수가 아닙니다" in e.value for e in at.error), [e.value for e in at.error]
     assert "싱크" in texts(at) and "출력 게이트" in texts(at)
+
+
+def test_query_sinks_and_cap_come_back_from_the_link():
+    at = run(1, (2.5, -1.0), 4.0)
+    params = {k: (v[0] if isinstance(v, list) else v) for k in at.query_params for v in [at.query_params[k]]}
+    assert (params["sg_q"], params["sink0"], params["sink1"], params["cap"]) == ("1", "2.5", "-1.0", "4.0")
+    again = page(PAGE, query=params)
+    no_errors(again)
+    close(heat(again, state.item(KEYS.rows, 0))[1], traces((2.5, -1.0), 4.0)["sink"].weights[0, 1, :2])
