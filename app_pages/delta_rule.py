@@ -20,6 +20,11 @@ from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
 KEYS = state.DELTA_RULE
+# Sources of what the intro (dr.intro) says: the delta rule — Schlag, Irie and Schmidhuber, "Linear Transformers Are
+# Secretly Fast Weight Programmers" (2021, DeltaNet); the gated delta rule and the authors' claim that gate and delta
+# rule together beat either alone — Yang, Kautz and Hatamizadeh, "Gated Delta Networks: Improving Mamba2 with Delta
+# Rule" (2024, arXiv 2412.06464); Qwen3-Next's 3:1 layout and L2-normalised q, k — see compute.HYBRID's comment and
+# transformers Qwen3NextGatedDeltaNet.
 RULES = compute.DELTA_RULES
 D = compute.DELTA_D
 MAX_TOKENS = 32  # the page steps through at most this many tokens

@@ -16,6 +16,9 @@ from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
 
 KEYS = state.MLA
+# Sources: DeepSeek-AI, "DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts Language Model" (2024,
+# arXiv 2405.04434) §2.1 (MLA, the decoupled RoPE key, the absorbed up-projections; the paper's claim that MLA performs
+# better than MHA with a far smaller KV cache); the published shapes in the table: compute.MLA_MODELS' comment.
 D_MODELS = (8, 16, 32)
 HEADS = (1, 2, 4, 8)
 D_C_MAX = 32  # the latent's slider goes this far (past d_model on purpose: the page says why that cannot be)

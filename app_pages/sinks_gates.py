@@ -18,6 +18,15 @@ from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import token_labels
 
 KEYS = state.SINKS_GATES
+# Sources of what the intro (sg.intro) says and of its one number:
+# sinks — OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card" (2025, arXiv 2508.10925): a learned bias per head in the
+#   softmax's denominator (transformers GptOssAttention: the `sinks` logit concatenated, dropped after the softmax);
+# QK-norm — "Qwen3 Technical Report" (2025, arXiv 2505.09388) §2: QK-Norm introduced "to ensure stable training";
+# soft-capping — Gemma Team, "Gemma 2: Improving Open Language Models at a Practical Size" (2024, arXiv 2408.00118) §2:
+#   attention logits capped at 50.0 (google/gemma-2-9b config.json: attn_logit_softcapping 50.0);
+# output gate — Qiu et al., "Gated Attention for Large Language Models: Non-linearity, Sparsity, and Attention-Sink-Free"
+#   (2025, arXiv 2505.06708): a head-specific sigmoid gate after attention, reported to train more stably and to
+#   remove the attention sink; Qwen3-Next uses it (transformers Qwen3NextAttention).
 D_MODEL = 16
 H = compute.SG_HEADS
 MAX_DRAWN_TOKENS = 64  # tokens this page draws (the row of the chosen query)
