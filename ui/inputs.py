@@ -324,7 +324,11 @@ def _qkv_shapes(num: scenario.Numbers, conv: str) -> None:
 
 def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str | None = None):
     """The shared scenario's controls, folded away on the concept pages: the full inputs
-    (returns ``attention_lab.scenario.Numbers``) or just the token box (returns the tokens)."""
+    (returns ``attention_lab.scenario.Numbers``) or just the token box (returns the tokens). A page that shows
+    them uses the scenario: it is started here if the page has not (so the frame keeps it in the page's link,
+    and a restart brings the tokens back)."""
+    if not st.session_state.get(state.SCENARIO.started):
+        ss.start(problems)
     with st.expander(t("shared.numbers"), expanded=False):
         st.caption(help_text or t("shared.numbers.help"))
         if tokens_only:

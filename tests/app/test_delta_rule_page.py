@@ -117,7 +117,7 @@ def test_korean():
     at = run(lang="ko", beta=3.0)
     assert not at.exception
     assert any("[0, 1] 밖입니다" in e.value for e in at.error), [e.value for e in at.error]
-    assert "행렬" in texts(at) and "재귀 형태와 청크 형태가 같습니다" in texts(at)
+    assert "행렬" in texts(at) and "순환 형태와 청크 형태가 같습니다" in texts(at)
 
 
 def test_rule_beta_g_and_step_come_back_from_the_link():

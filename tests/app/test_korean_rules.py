@@ -23,7 +23,8 @@ from .korean_rules import bare_particles, context, ko_strings, templates
     ("9", ""), ("10", "ㅂ"), ("20", "ㅂ"), ("100", "ㄱ"), ("1000", "ㄴ"), ("10000", "ㄴ"), ("21", "ㄹ"),
     ("0.360", "ㅇ"), ("0.5", ""), ("1.2e-07", "ㄹ"), ("−3", "ㅁ"), ("50%", ""),
     ("L", "ㄹ"), ("M", "ㅁ"), ("N", "ㄴ"), ("R", "ㄹ"), ("Q", ""), ("K", ""), ("V", ""), ("[CLS]", ""),
-    ("cat", "ㅅ"), ("cup", "ㅂ"), ("back", "ㄱ"), ("Instruct", ""), ("fact", ""), ("SmolLM2-135M-Instruct", ""), ("sky", ""), ("dog", ""), ("the", ""), ("animal", "ㄹ"),
+    ("cat", "ㅅ"), ("cup", "ㅂ"), ("back", "ㄱ"), ("Instruct", ""), ("fact", ""),
+    ("SmolLM2-135M-Instruct", ""), ("sky", ""), ("dog", ""), ("the", ""), ("animal", "ㄹ"),
     ("name", "ㅁ"), ("line", "ㄴ"), ("king", "ㅇ"), ("il", "ㄹ"), ("cielo", ""), ("**사과**", ""), ("“먹었다”", ""),
 ])
 def test_the_final_consonant_is_read_as_spoken(value, final):
