@@ -16,8 +16,8 @@ from ui.i18n import t
 from ui.inputs import numbers_panel
 from ui.text import shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
-from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
+from ui.widgets.steps import stepper
 
 KEYS = state.DELTA_RULE
 # Sources of what the intro (dr.intro) says: the delta rule — Schlag, Irie and Schmidhuber, "Linear Transformers Are
@@ -66,34 +66,11 @@ def controls(problems: page.Problems) -> tuple[str, float, float]:
     return rule, beta, g
 
 
-def on_step_key(direction: str) -> None:
-    n = st.session_state.get(KEYS.n, 1)
-    step = st.session_state.get(KEYS.step, 1)
-    step = step if isinstance(step, int) and not isinstance(step, bool) else 1
-    st.session_state[KEYS.step] = min(n, step + 1) if direction == "next" else max(1, step - 1)
-
-
 def step_controls(n: int, problems: page.Problems) -> int:
     """◀ / ▶ (or the ← → keys) move through the tokens; returns how many are written (1 … n): token t = that − 1."""
-    st.session_state[KEYS.n] = n
-    raw = st.session_state.get(KEYS.step, 1)
-    step = raw if isinstance(raw, int) and not isinstance(raw, bool) else 1
-    if not 1 <= step <= n:
-        if raw != 1:
-            problems.append(("warning", t("kv.step.bad", last=n - 1)))
-        step = min(max(step, 1), n)
-    st.session_state[KEYS.step] = step
-    c1, c2, c3 = st.columns([1, 1, 4])
-    with c1:
-        st.button("◀", key=KEYS.step_prev, disabled=step <= 1, on_click=on_step_key, args=("prev",), width="stretch",
-                  help=t("kv.step.prev"))
-    with c2:
-        st.button("▶", key=KEYS.step_next, disabled=step >= n, on_click=on_step_key, args=("next",), width="stretch",
-                  help=t("kv.step.next"))
-    with c3:
-        st.markdown(t("dr.step.now", t=step - 1, last=n - 1))
-    arrow_keys(key=KEYS.arrow_keys, on_key=on_step_key)
-    return step
+    return stepper(n, problems, step_key=KEYS.step, prev_key=KEYS.step_prev, next_key=KEYS.step_next,
+                   keys_key=KEYS.arrow_keys, bad=t("kv.step.bad", last=n - 1),
+                   now=lambda step: t("dr.step.now", t=step - 1, last=n - 1))
 
 
 def this_step(r: dict, rule: str, step: int, labels: list[str], dec: int) -> None:

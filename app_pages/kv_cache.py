@@ -12,8 +12,8 @@ from ui.inputs import numbers_panel
 from ui.text import shorts
 from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
-from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import dim_labels, shape_badge, token_labels
+from ui.widgets.steps import stepper
 
 KEYS = state.KV_CACHE
 D_MODELS = (8, 16)
@@ -56,38 +56,12 @@ def kv_heads_control(key: str, H: int, problems: page.Problems) -> int:
     return int(current)
 
 
-def set_step(step: int) -> None:
-    st.session_state[KEYS.step] = step
-
-
-def on_step_key(direction: str) -> None:
-    n = st.session_state.get(KEYS.n, 1)
-    step = int(st.session_state.get(KEYS.step, 1) or 1)
-    set_step(min(n, step + 1) if direction == "next" else max(1, step - 1))
-
-
 def step_controls(n: int, problems: page.Problems) -> int:
     """◀ / ▶ (or the ← → keys) move the decoding step; returns how many tokens are fed in (1 … n), so the
     step shown is t = that − 1 (tokens and steps are counted from 0 everywhere in the app)."""
-    st.session_state[KEYS.n] = n
-    raw = st.session_state.get(KEYS.step, 1)
-    step = raw if isinstance(raw, int) and not isinstance(raw, bool) else 1
-    if not 1 <= step <= n:
-        if raw != 1:
-            problems.append(("warning", t("kv.step.bad", last=n - 1)))
-        step = min(max(step, 1), n)
-    st.session_state[KEYS.step] = step
-    c1, c2, c3 = st.columns([1, 1, 4])
-    with c1:
-        st.button("◀", key=KEYS.step_prev, disabled=step <= 1, on_click=on_step_key, args=("prev",), width="stretch",
-                  help=t("kv.step.prev"))
-    with c2:
-        st.button("▶", key=KEYS.step_next, disabled=step >= n, on_click=on_step_key, args=("next",), width="stretch",
-                  help=t("kv.step.next"))
-    with c3:
-        st.markdown(t("kv.step.now", t=step - 1, last=n - 1))
-    arrow_keys(key=KEYS.arrow_keys, on_key=on_step_key)
-    return step
+    return stepper(n, problems, step_key=KEYS.step, prev_key=KEYS.step_prev, next_key=KEYS.step_next,
+                   keys_key=KEYS.arrow_keys, bad=t("kv.step.bad", last=n - 1),
+                   now=lambda step: t("kv.step.now", t=step - 1, last=n - 1))
 
 
 def new_row(r: dict, step: int, labels: list[str], dec: int) -> None:

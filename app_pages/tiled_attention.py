@@ -12,8 +12,8 @@ from ui import compute, link, page, settings, state
 from ui.i18n import t
 from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
-from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import dim_labels
+from ui.widgets.steps import stepper
 
 KEYS = state.TILED_ATTENTION
 N_MAX, D = 16, 4
@@ -49,30 +49,10 @@ def controls(problems: page.Problems) -> tuple[int, int, int]:
     return n, bq, bk
 
 
-def on_step_key(direction: str) -> None:
-    last = st.session_state.get(KEYS.tiles, 1)
-    step = int(st.session_state.get(KEYS.step, 1) or 1)
-    st.session_state[KEYS.step] = min(last, step + 1) if direction == "next" else max(1, step - 1)
-
-
 def step_controls(count: int, problems: page.Problems) -> int:
-    st.session_state[KEYS.tiles] = count
-    raw = st.session_state.get(KEYS.step, 1)
-    step = raw if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= count else 1
-    if step != raw:
-        problems.append(("warning", t("ta.step.bad", n=count)))
-    st.session_state[KEYS.step] = step
-    c1, c2, c3 = st.columns([1, 1, 4])
-    with c1:
-        st.button("◀", key=KEYS.step_prev, disabled=step <= 1, on_click=on_step_key, args=("prev",), width="stretch",
-                  help=t("kv.step.prev"))
-    with c2:
-        st.button("▶", key=KEYS.step_next, disabled=step >= count, on_click=on_step_key, args=("next",), width="stretch",
-                  help=t("kv.step.next"))
-    with c3:
-        st.markdown(t("ta.step.now", k=step, n=count))
-    arrow_keys(key=KEYS.arrow_keys, on_key=on_step_key)
-    return step
+    """◀ / ▶ (or the ← → keys) move through the tiles 1 … count."""
+    return stepper(count, problems, step_key=KEYS.step, prev_key=KEYS.step_prev, next_key=KEYS.step_next,
+                   keys_key=KEYS.arrow_keys, bad=t("ta.step.bad", n=count), now=lambda step: t("ta.step.now", k=step, n=count))
 
 
 def tile_view(r: dict, step: int, dec: int) -> None:
