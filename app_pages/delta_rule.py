@@ -35,7 +35,7 @@ HYBRID_NS = (4096, 32768, 262144)
 KEPT = (link.Kept(KEYS.rule, "rule", link.one_of(RULES), "gated"),
         link.Kept(KEYS.beta, "beta", link.number(0.0, 1.0), BETA_DEFAULT),
         link.Kept(KEYS.g, "g", link.number(G_MIN, 0.0), G_DEFAULT),
-        link.Kept(KEYS.step, "step", link.whole(1, MAX_TOKENS), 1))
+        link.Kept(KEYS.step, "dr_step", link.whole(1, MAX_TOKENS), 1))
 
 
 def number(key: str, lo: float, hi: float, default: float, message: str, problems: page.Problems) -> float:

@@ -122,7 +122,7 @@ KEPT = (link.Kept(KEYS.d_model, "kv_d", link.one_of(D_MODELS), 8),
         link.Kept(KEYS.heads, "kv_h", link.one_of(HEADS), 2),
         link.Kept(KEYS.kv_heads, "kv_g", link.whole(1, max(HEADS)), None),
         link.Kept(KEYS.rope, "kv_rope", link.flag, False, link.show_flag),
-        link.Kept(KEYS.step, "step", link.whole(1, MAX_DECODED_TOKENS), 1))
+        link.Kept(KEYS.step, "kv_step", link.whole(1, MAX_DECODED_TOKENS), 1))  # not "step": the Playground's view
 
 
 def main() -> None:

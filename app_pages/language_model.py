@@ -63,7 +63,7 @@ def _show_list(value) -> str:
 # the open tab, layer and head, and the mechanism changes. The continuation itself is written again from the seed.
 KEPT = (
     link.Kept(KEYS.prompt, "prompt", link.text(MAX_PROMPT_CHARS), DEFAULT),
-    link.Kept(KEYS.temperature, "T", link.number(0.0, 2.0), 0.7),
+    link.Kept(KEYS.temperature, "temp", link.number(0.0, 2.0), 0.7),  # not "T": the scenario's temperature
     link.Kept(KEYS.top_k, "topk", link.whole(0, 100), 0),
     link.Kept(KEYS.top_p, "topp", link.number(0.05, 1.0), 1.0),
     link.Kept(KEYS.seed, "lmseed", link.whole(0, 10_000), 0),

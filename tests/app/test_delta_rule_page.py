@@ -123,7 +123,7 @@ def test_korean():
 def test_rule_beta_g_and_step_come_back_from_the_link():
     at = run(rule="delta", beta=0.35, g=-1.0, step=3)
     params = {k: (v[0] if isinstance(v, list) else v) for k in at.query_params for v in [at.query_params[k]]}
-    assert (params["rule"], params["beta"], params["g"], params["step"]) == ("delta", "0.35", "-1.0", "3")
+    assert (params["rule"], params["beta"], params["g"], params["dr_step"]) == ("delta", "0.35", "-1.0", "3")
     again = page(PAGE, query=params)
     no_errors(again)
     assert "**Token t = 2**" in texts(again)

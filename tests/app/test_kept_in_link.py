@@ -91,7 +91,7 @@ def test_a_long_prompt_is_packed_and_one_too_long_for_a_link_is_named():
 
 
 @needs_model
-@pytest.mark.parametrize("bad", [{"T": "nan"}, {"T": "9"}, {"topk": "-1"}, {"written": "1e9"}, {"tab": "<b>x</b>"},
+@pytest.mark.parametrize("bad", [{"temp": "nan"}, {"temp": "9"}, {"topk": "-1"}, {"written": "1e9"}, {"tab": "<b>x</b>"},
                                  {"off": "1.2,zz"}, {"pz": "%%%"}, {"prompt": "x" * 4001}])
 def test_a_tampered_link_gets_a_message_and_the_defaults(bad):
     at = page(LM, query=bad)
@@ -137,3 +137,23 @@ def test_the_trained_vit_keeps_its_shape_and_layer():
     again = _reopened(VT, at)
     no_errors(again)
     assert (again.session_state[VTK.gen_choice], again.session_state[VTK.layer]) == (4, 0)
+
+
+def test_no_page_names_a_kept_value_like_the_scenario_the_view_or_the_settings():
+    """A page's own names never shadow the shared scenario's (``T`` is its temperature), the Playground's view
+    (``step``) or the settings (``seed``): each page's KEPT is read from its module's source with ``ast``."""
+    import ast
+    from pathlib import Path
+
+    from ui import settings, view
+
+    taken = set(scenario.URL_NAMES.values()) | {scenario.PACKED} | set(view.URL.values()) | set(settings.URL_KEYS.values())
+    found = {}
+    for path in sorted((Path(__file__).resolve().parents[2] / "app_pages").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Kept" and len(node.args) >= 2:
+                name = node.args[1]
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    found.setdefault(name.value, set()).add(path.stem)
+    assert len(found) > 40
+    assert not {n: pages for n, pages in found.items() if n in taken}
