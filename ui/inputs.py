@@ -331,9 +331,12 @@ def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str |
         ss.start(problems)
     with st.expander(t("shared.numbers"), expanded=False):
         st.caption(help_text or t("shared.numbers.help"))
-        if tokens_only:
-            return token_controls(problems)[0]
-        return inputs(problems)
+        if not tokens_only:
+            return inputs(problems)
+        tokens = token_controls(problems)[0]
+    # a page of its own sizes takes only the tokens: it says so where the learner sees it, not only in the fold
+    st.caption(t("shared.tokens_only"))
+    return tokens
 
 
 # ------------------------------------------------------------------ score function, mask, notation
