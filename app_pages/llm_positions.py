@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
+from ui.concept_panels import permutation_inputs, permutation_maps
 from ui.i18n import labeller, t
 from ui.inputs import numbers_panel
 from ui.text import md, shorts
@@ -23,6 +24,7 @@ D = 8  # the width of the page's embeddings and heads
 ALIBI_HEADS = (1, 2, 4, 8)
 BASE_MAX = 1e9
 MAX_DRAWN_TOKENS = 32  # tokens this page draws (each position's map and vectors)
+ALIBI_SLOPE = 0.5  # the experiment's one head's slope m
 
 
 def kind_control(problems: page.Problems) -> str:
@@ -85,15 +87,9 @@ def experiment(c: dict, base_gap: float, perm: tuple[int, ...], labels: list[str
     st.subheader(t("lp.perm.title", kind=t("lp.kind." + kind)))
     st.caption(t("lp.perm.none", gap=gap_text(base_gap)))
     st.markdown(t("ps.perm.now", order=" · ".join(md(labels[i]) for i in perm)))
-    permuted = [labels[i] for i in perm]
-    for col, (name, key) in zip(st.columns(2), (("sa_px", KEYS.sa_px), ("p_sa_x", KEYS.p_sa_x)), strict=True):
-        with col:
-            st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
-            show_heatmap(heatmap(c[name], x_labels=dim_labels(c[name].shape[1], "v"), y_labels=permuted,
-                                 x_title=t("axis.dim"), y_title=t("axis.query"), decimals=dec), key=key)
-    equal = within_rounding(c["max_diff"])
-    (st.success if not equal else st.warning)(t("ps.diff", gap=gap_text(c["max_diff"])) + " — "
-                                              + t("ps.equal" if equal else "ps.differ") + ". " + t("lp.perm." + kind))
+    box = st.success if within_rounding(c["max_diff"]) else st.warning
+    permutation_maps(c, [labels[i] for i in perm], dec, keys=(KEYS.sa_px, KEYS.p_sa_x), box=box,
+                     why=t("lp.perm." + kind))
 
 
 # the page's own controls (the tokens: the scenario's); each is checked again before it is drawn
@@ -116,8 +112,12 @@ def main() -> None:
     if st.session_state[KEYS.alibi_heads] not in ALIBI_HEADS:
         st.session_state[KEYS.alibi_heads] = 4
     perm = (*range(1, len(tokens)), 0)  # the first token moved to the end (a reversal would leave |i − j| unchanged)
-    c = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, kind, D, seed, base))
-    none = page.guarded(problems, lambda: compute.position_permutation(tuple(tokens), perm, "none", D, seed, base))
+    X, W = permutation_inputs(tokens, D)  # the position page's numbers: the same X and W for the same tokens
+    how = {"rope": {"rope_base": base}, "alibi": {"alibi_slope": ALIBI_SLOPE}}.get(kind, {})
+    if kind in ("sinusoidal", "learned"):
+        how = {"positions": compute.position_table(kind, len(tokens), D, seed).numpy()}
+    c = page.guarded(problems, lambda: compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], **how))
+    none = page.guarded(problems, lambda: compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"]))
     panel = page.guarded(problems, lambda: compute.position_panel(kind, len(tokens), D, seed, base, pairing, pair,
                                                                   int(st.session_state[KEYS.alibi_heads])))
     page.show_problems(problems)

@@ -84,8 +84,8 @@ def same_token(tokens, d: int, dec: int, seed: int) -> None:
     if pair is None:
         tokens, pair = ["the", "cat", "saw", "the", "dog"], (0, 3)
         st.caption(t("ps.same.example"))
-    X = compute.embedding("random", tuple(tokens), d, seed)[0]
-    Xp = core.positional.add(core.tokens.embed(tokens, d, seed=seed), core.positional.sinusoidal(len(tokens), d)).numpy()
+    X = compute.embedding("random", tuple(tokens), d, seed)[0]  # (n, d): the experiment's X for these tokens
+    Xp = compute.added_positions(X, "sinusoidal", seed)  # (n, d): X + PE
     i, j = pair
     rows = [f"{i} {tokens[i]}", f"{j} {tokens[j]}"]
     for col, (key, title, M) in zip(st.columns(2), ((KEYS.same_x, "ps.same.x", X), (KEYS.same_xp, "ps.same.xp", Xp)),
@@ -94,7 +94,7 @@ def same_token(tokens, d: int, dec: int, seed: int) -> None:
             st.markdown(f"**{t(title)}**")
             show_heatmap(heatmap(M[[i, j]], x_labels=dim_labels(d), y_labels=rows, x_title=t("axis.dim"),
                                  y_title=t("ps.position"), decimals=dec), key=key)
-            st.caption(t("ps.diff", gap=f"{core.max_abs_diff(M[i], M[j]):.3g}"))
+            st.caption(t("ps.diff", gap=core.lab.gap_text(core.max_abs_diff(M[i], M[j]))))
 
 
 # the page's own controls (the rest: the scenario); the order is parsed again where it is used

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .attention import attention
 from .decoder_load import LlamaConfig, LlamaWeights
 from .kv_cache import KVCache, attend_with_cache, kv_cache_bytes
 from .masks import window
-from .multihead import merge_heads, repeat_kv
-from .positional import rope, rope_cos_sin
+from .multihead import grouped_query_attention, merge_heads
+from .positional import rope_cos_sin
 
 
 @dataclass(frozen=True)
@@ -88,9 +87,9 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | 
     """One block's attention for n new tokens: q (H, n, d_head), k, v (G, n, d_head), before RoPE.
 
     Plain causal attention goes through ``core.kv_cache.attend_with_cache`` (RoPE at the cache's
-    offset, GQA, the cache extended); a window (``mech.window``) through ``core.positional.rope``,
-    ``core.multihead.repeat_kv`` and ``core.attention`` with ``core.masks.window(causal_only=True, sinks=)``
-    (full passes only). cos_sin: RoPE's (cos, sin) (n, d_head/2) at the new positions, shared by the blocks.
+    offset, GQA, the cache extended); a window (``mech.window``, full passes only) through the same
+    ``core.multihead.grouped_query_attention`` with the mask ``core.masks.window(causal_only=True, sinks=)``.
+    cos_sin: RoPE's (cos, sin) (n, d_head/2) at the new positions, shared by the blocks.
     The tensors come from the model's own matmuls, so the NaN/∞ scans meant for typed input are skipped.
     Returns (weights (H, n, c + n), output (H, n, d_head), q rotated, cache after).
     """
@@ -99,11 +98,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | 
         return step.weights, step.output, step.q, step.cache
     if cache is not None:
         raise ValueError("a KV window is applied to a whole pass (the mask of a capped cache), not to cached decoding")
-    pos = torch.arange(q.shape[-2], device=q.device)  # (n,)
-    q = rope(q, positions=pos, base=c.rope_base, pairing="adjacent")  # (H, n, d_head)
-    k = rope(k, positions=pos, base=c.rope_base, pairing="adjacent")  # (G, n, d_head)
     mask = window(q.shape[-2], mech.window, causal_only=True, sinks=mech.sinks, device=q.device)  # (n, n)
-    heads = attention(q, repeat_kv(k, c.n_heads), repeat_kv(v, c.n_heads), mask=mask)  # (H, n, n)
+    q, k, v, heads = grouped_query_attention(q, k, v, cos_sin=cos_sin, mask=mask, check_finite=False)  # (H, n, n)
     return heads.weights, heads.output, q, KVCache(k=k, v=v)
 
 

@@ -33,10 +33,9 @@ from dataclasses import dataclass, replace
 import torch
 
 from ._tensor import TensorLike, as_tensors, shape_str
-from .attention import AttentionTrace, attention
+from .attention import AttentionTrace
 from .masks import causal
-from .multihead import kv_head_map, merge_heads, repeat_kv, split_heads
-from .positional import rope, rope_cos_sin, rotate
+from .multihead import grouped_query_attention, kv_head_map, merge_heads, project_heads, rope_tables, split_heads
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,11 +65,15 @@ class KVCache:
 
     def append(self, k_new: torch.Tensor, v_new: torch.Tensor) -> KVCache:
         """The cache with s more tokens: k_new (..., G, s, d_k), v_new (..., G, s, d_v) → length t + s."""
+        self.check_fits(k_new, v_new)
+        return KVCache(k=torch.cat([self.k, k_new], dim=-2), v=torch.cat([self.v, v_new], dim=-2))  # (..., G, t+s, d)
+
+    def check_fits(self, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
+        """ValueError unless new keys and values have the cache's leading dims, heads and widths."""
         if k_new.shape[:-2] != self.k.shape[:-2] or k_new.shape[-1] != self.k.shape[-1]:
             raise ValueError(f"new keys {shape_str(k_new.shape)} do not fit the cache's keys {shape_str(self.k.shape)}")
         if v_new.shape[:-2] != self.v.shape[:-2] or v_new.shape[-1] != self.v.shape[-1]:
             raise ValueError(f"new values {shape_str(v_new.shape)} do not fit the cache's values {shape_str(self.v.shape)}")
-        return KVCache(k=torch.cat([self.k, k_new], dim=-2), v=torch.cat([self.v, v_new], dim=-2))  # (..., G, t+s, d)
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,24 +148,27 @@ def attend_with_cache(
             raise ValueError(f"cos_sin must be ({s}, {Q.shape[-1] // 2}) for {s} new tokens, got "
                              f"{shape_str(cos_sin[0].shape)}")
     elif rope_base is not None:
-        rope(Q[..., :1, :1, :], base=rope_base, pairing=rope_pairing)  # checks base, pairing and an even d_k
-        cos_sin = rope_cos_sin(torch.arange(past, past + s), Q.shape[-1], base=rope_base, device=Q.device, dtype=Q.dtype)
+        cos_sin = rope_tables(s, Q.shape[-1], base=rope_base, pairing=rope_pairing, start=past, device=Q.device,
+                              dtype=Q.dtype)  # (s, d_k/2) each: positions t … t+s−1
     return _attend(Q, K, V, cache, cos_sin=cos_sin, pairing=rope_pairing, scale=scale, bias=bias,
                    check_finite=check_finite)
 
 
-def _attend(Q, K, V, cache, *, cos_sin, pairing, scale, bias, check_finite=True) -> CachedAttentionStep:
-    """attend_with_cache on checked tensors; cos_sin: RoPE's (cos, sin) (s, d_k/2) for the new positions, or None."""
+def _attend(Q, K, V, cache, *, cos_sin, pairing, scale=None, bias=None, mask=None,
+            check_finite=True) -> CachedAttentionStep:
+    """attend_with_cache on checked tensors; cos_sin: RoPE's (cos, sin) (s, d_k/2) for the new positions, or None;
+    ``mask`` (s, t+s), default causal (new token i sees keys ≤ t + i)."""
     H, s = Q.shape[-3], Q.shape[-2]
     past = 0 if cache is None else cache.length
-    if cos_sin is not None:  # RoPE at positions t … t+s−1
-        Q, K = rotate(Q, *cos_sin, pairing=pairing), rotate(K, *cos_sin, pairing=pairing)
-    new_cache = KVCache(k=K, v=V) if cache is None else cache.append(K, V)  # (..., G, t+s, d)
-    mask = None if s == 1 else causal(s, past + s, device=Q.device)  # (s, t+s): new token i sees keys ≤ t + i
-    trace = attention(Q, repeat_kv(new_cache.k, int(H)), repeat_kv(new_cache.v, int(H)), mask=mask,
-                      scale=scale, bias=bias, check_finite=check_finite)  # weights (..., H, s, t+s), output (..., H, s, d_v)
-    return CachedAttentionStep(q=Q, positions=torch.arange(past, past + s), cache=new_cache, attention=trace,
-                               kv_head_of=kv_head_map(int(H), int(K.shape[-3])))
+    if mask is None and s > 1:
+        mask = causal(s, past + s, device=Q.device)  # (s, t+s)
+    if cache is not None:
+        cache.check_fits(K, V)
+    Q, K_all, V_all, trace = grouped_query_attention(
+        Q, K, V, past=None if cache is None else (cache.k, cache.v), cos_sin=cos_sin, pairing=pairing, mask=mask,
+        scale=scale, bias=bias, check_finite=check_finite)  # weights (..., H, s, t+s), output (..., H, s, d_v)
+    return CachedAttentionStep(q=Q, positions=torch.arange(past, past + s), cache=KVCache(k=K_all, v=V_all),
+                               attention=trace, kv_head_of=kv_head_map(int(H), int(K.shape[-3])))
 
 
 # ---------------------------------------------------------------------------
@@ -272,19 +278,21 @@ def cached_decode(
     H = n_heads
     G = H if n_kv_heads is None else n_kv_heads
     head_of = kv_head_map(H, n_kv_heads)
-    d_k, d_v, d_out = _check_decode_weights(X, t, H, G)
+    if X.dim() < 2 or X.shape[-2] < 1:
+        raise ValueError(f"x must be (..., n, d_model) with n ≥ 1 but has shape {shape_str(X.shape)}")
+    # row t of X W is x_t W: every token's q, k, v, projected (and checked) at once, then taken one row per step
+    Q, K, V, d_k, d_v = project_heads(t, H, G)  # (..., n, H·d_k), (..., n, G·d_k), (..., n, G·d_v)
+    d_out = int(t["W_o"].shape[1])
     n = X.shape[-2]
-    cos, sin = None, None
-    if rope_base is not None:
-        rope(X.new_zeros(1, d_k), base=rope_base, pairing=rope_pairing)  # checks base, pairing and an even d_k
-        cos, sin = rope_cos_sin(torch.arange(n), d_k, base=rope_base, device=X.device, dtype=X.dtype)  # (n, d_k/2)
+    cos, sin = (None, None) if rope_base is None else rope_tables(n, d_k, base=rope_base, pairing=rope_pairing,
+                                                                 device=X.device, dtype=X.dtype)  # (n, d_k/2)
     steps, cache, rows = [], None, []
     for pos in range(n):
-        x_t = X[..., pos:pos + 1, :]  # (..., 1, d_model)
-        q = split_heads(x_t @ t["W_q"], H)  # (..., H, 1, d_k)
-        k, v = split_heads(x_t @ t["W_k"], G), split_heads(x_t @ t["W_v"], G)  # (..., G, 1, d)
-        cs = None if cos is None else (cos[pos:pos + 1], sin[pos:pos + 1])
-        step = _attend(q, k, v, cache, cos_sin=cs, pairing=rope_pairing, scale=None, bias=None)
+        at = slice(pos, pos + 1)
+        q = split_heads(Q[..., at, :], H)  # (..., H, 1, d_k)
+        k, v = split_heads(K[..., at, :], G), split_heads(V[..., at, :], G)  # (..., G, 1, d)
+        cs = None if cos is None else (cos[at], sin[at])
+        step = _attend(q, k, v, cache, cos_sin=cs, pairing=rope_pairing)
         cache = step.cache
         out = merge_heads(step.output) @ t["W_o"]  # (..., 1, d_out)
         rows.append(out)
@@ -295,28 +303,6 @@ def cached_decode(
         ))
     return DecodeTrace(x=X, output=torch.cat(rows, dim=-2), steps=tuple(steps), cache=cache, n_heads=H,
                        n_kv_heads=G, kv_head_of=head_of, rope_base=None if rope_base is None else float(rope_base))
-
-
-def _check_decode_weights(X: torch.Tensor, t: dict, H: int, G: int) -> tuple[int, int, int]:
-    """(d_k, d_v, d_out) after checking x (..., n, d_model) and the four weight matrices."""
-    if X.dim() < 2 or X.shape[-2] < 1:
-        raise ValueError(f"x must be (..., n, d_model) with n ≥ 1 but has shape {shape_str(X.shape)}")
-    for name in ("W_q", "W_k", "W_v", "W_o"):
-        if t[name].dim() != 2:
-            raise ValueError(f"{name} must be a matrix but has shape {shape_str(t[name].shape)}")
-    for name, heads in (("W_q", H), ("W_k", G), ("W_v", G)):
-        W = t[name]
-        if W.shape[0] != X.shape[-1]:
-            raise ValueError(f"x has width {X.shape[-1]} but {name} {shape_str(W.shape)} expects {W.shape[0]} rows")
-        if W.shape[1] % heads:
-            raise ValueError(f"{name} has {W.shape[1]} columns, not divisible by {heads} heads")
-    d_k, d_v = t["W_q"].shape[1] // H, t["W_v"].shape[1] // G
-    if t["W_k"].shape[1] // G != d_k:
-        raise ValueError(f"W_q {shape_str(t['W_q'].shape)} over {H} heads and W_k {shape_str(t['W_k'].shape)} over "
-                         f"{G} K/V heads need the same width per head (d_k)")
-    if t["W_o"].shape[0] != H * d_v:
-        raise ValueError(f"W_o {shape_str(t['W_o'].shape)} needs H·d_v = {H * d_v} rows")
-    return d_k, d_v, int(t["W_o"].shape[1])
 
 
 # ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from ._tensor import TensorLike, as_tensors, shape_str
 from .attention import AttentionTrace, attention
 from .multihead import multi_head_attention
 from .paper import paper_attention
+from .positional import alibi_bias, rope
 
 QKV_MODES = ("identity", "projection", "direct")
 
@@ -166,38 +167,79 @@ def paper_check(X: TensorLike, W_q: TensorLike, W_k: TensorLike, W_v: TensorLike
     return PaperCheck(attended=paper.attended, mha_columns=cols, gap=float((paper.attended - cols).abs().max()))
 
 
+POSITION_KINDS = ("none", "added", "rope", "alibi")
+
+
 @dataclass(frozen=True, eq=False)
 class PermutationCheck:
-    """SA(PX) against P·SA(X) for a permutation P of the tokens (C23, C37); all (n, d_v)."""
+    """SA(PX) against P·SA(X) for a permutation P of the tokens (C23, C37), with positions of ``kind``
+    (one of :data:`POSITION_KINDS`); perm (n,) long, the rest (n, d_v); max_diff = max |SA(PX) − P·SA(X)|."""
 
     perm: torch.Tensor
     sa_x: torch.Tensor
     sa_px: torch.Tensor
     p_sa_x: torch.Tensor
     max_diff: float
+    kind: str = "none"
+
+
+def self_attention_with_positions(X: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor, *,
+                                  positions: torch.Tensor | None = None, rope_base: float | None = None,
+                                  alibi_slope: float | None = None) -> torch.Tensor:
+    r"""One head of self-attention of X (n, d) with positions given to slot i (at most one kind); (n, d_v).
+
+        added (sinusoidal, learned):  x̃_i = x_i + p_i, then Q = X̃W_q, K = X̃W_k, V = X̃W_v   (positions (n, d))
+        RoPE:                         q_i = R(i) W_qᵀx_i, k_j = R(j) W_kᵀx_j, V unrotated        (rope_base θ)
+        ALiBi:                        logits_ij = q_iᵀk_j/√d − m·|i − j|                         (alibi_slope m)
+    """
+    if positions is not None:
+        X = X + positions  # x̃_i = x_i + p_i
+    q, k, v = X @ W_q, X @ W_k, X @ W_v  # (n, d)
+    if rope_base is not None:
+        q, k = rope(q, base=rope_base), rope(k, base=rope_base)  # rotated by slot 0 … n−1
+    # ALiBi: −m·|i − j| for one head (symmetric: self-attention without a causal mask), (n, n)
+    bias = (None if alibi_slope is None else
+            alibi_bias(1, X.shape[-2], symmetric=True, slope=alibi_slope, dtype=q.dtype, device=q.device)[0])
+    return attention(q, k, v, bias=bias).output  # (n, d_v): softmax(q kᵀ/√d + bias) v
 
 
 def permutation_check(X: TensorLike, perm, *, W_q: TensorLike, W_k: TensorLike, W_v: TensorLike,
-                      positions: TensorLike | None = None) -> PermutationCheck:
-    """Self-attention of X (n, d) and of its permuted rows PX; with ``positions`` (n, d) the
-    same table is added after permuting (the position of a slot does not move with its token)."""
+                      positions: TensorLike | None = None, rope_base: float | None = None,
+                      alibi_slope: float | None = None) -> PermutationCheck:
+    """The permutation experiment: self-attention of X (n, d) and of its permuted rows PX (row i of PX is row
+    perm[i] of X), with at most one way of giving positions — ``positions`` (n, d) added to X after permuting,
+    RoPE with base ``rope_base``, or ALiBi with slope ``alibi_slope``. A position belongs to the *slot* i, not to
+    the token: shuffling the tokens moves x but not p_i, R(i) or the bias, so SA(PX) ≠ P·SA(X) — order becomes
+    visible; without positions SA(PX) = P·SA(X). Raises ValueError on bad input."""
+    given = [name for name, v in (("positions", positions), ("rope_base", rope_base), ("alibi_slope", alibi_slope))
+             if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give one way of adding positions, not {' and '.join(given)}")
+    kind = {"positions": "added", "rope_base": "rope", "alibi_slope": "alibi"}[given[0]] if given else "none"
     t = as_tensors({"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v} | ({} if positions is None else {"P": positions}))
     Xt = t["X"]
-    p = torch.as_tensor(list(perm), dtype=torch.long, device=Xt.device)
+    for name in ("W_q", "W_k", "W_v"):
+        if Xt.dim() != 2 or t[name].dim() != 2 or t[name].shape[0] != Xt.shape[1]:
+            raise ValueError(f"X {shape_str(Xt.shape)} and {name} {shape_str(t[name].shape)} do not fit: X @ {name} "
+                             "needs X (n, d) and W (d, d_out)")
+    if "P" in t and tuple(t["P"].shape) != tuple(Xt.shape):
+        raise ValueError(f"added positions need a table of X's shape {tuple(Xt.shape)}")
+    if alibi_slope is not None and not alibi_slope > 0:
+        raise ValueError(f"the ALiBi slope m must be positive, got {alibi_slope!r}")
     n = Xt.shape[0]
+    p = torch.as_tensor(list(perm), dtype=torch.long, device=Xt.device)
     if sorted(p.tolist()) != list(range(n)):
         raise ValueError(f"{list(perm)} is not a permutation of 0..{n - 1}")
 
-    def sa(Z):
-        if "P" in t:
-            Z = Z + t["P"]  # x̃_i = x_i + p_i
-        return attention(Z @ t["W_q"], Z @ t["W_k"], Z @ t["W_v"]).output  # (n, d_v)
+    def sa(Z: torch.Tensor) -> torch.Tensor:
+        return self_attention_with_positions(Z, t["W_q"], t["W_k"], t["W_v"], positions=t.get("P"),
+                                             rope_base=rope_base, alibi_slope=alibi_slope)
 
     sa_x = sa(Xt)
-    sa_px = sa(Xt[p])  # PX: row i of PX is row perm[i] of X
+    sa_px = sa(Xt[p])  # the tokens move; the positions stay with their slots
     p_sa_x = sa_x[p]
     return PermutationCheck(perm=p, sa_x=sa_x, sa_px=sa_px, p_sa_x=p_sa_x,
-                            max_diff=float((sa_px - p_sa_x).abs().max()))
+                            max_diff=float((sa_px - p_sa_x).abs().max()), kind=kind)
 
 
 EQUAL_TOL = 1e-5  # two float32 results this close are equal up to rounding (every page and exercise uses it)

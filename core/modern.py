@@ -30,7 +30,7 @@ import torch
 from ._tensor import TensorLike, as_bool_mask, as_tensors, shape_str
 from .attention import masked_softmax
 from .masks import causal as causal_mask
-from .multihead import kv_head_map, merge_heads, repeat_kv, split_heads
+from .multihead import kv_head_map, merge_heads, project, project_heads, repeat_kv, split_heads
 from .positional import ROPE_PAIRINGS, rope_cos_sin, rotate
 
 # ---------------------------------------------------------------------------
@@ -130,27 +130,6 @@ def expand_mask(m: torch.Tensor, shape: torch.Size) -> torch.Tensor:
         return m.expand(shape)
     except RuntimeError:
         raise ValueError(f"mask {shape_str(m.shape)} does not broadcast to the weights {shape_str(shape)}") from None
-
-
-def project(t: dict, xname: str, wname: str, bname: str | None = None) -> torch.Tensor:
-    """x @ W (+ b) with shape checks naming the arguments: (B, n, d_in) @ (d_in, d_out) → (B, n, d_out)."""
-    x, W = t[xname], t[wname]
-    if W.dim() != 2:
-        raise ValueError(f"{wname} must be a matrix but has shape {shape_str(W.shape)}")
-    if x.shape[-1] != W.shape[0]:
-        raise ValueError(f"{xname} has width {x.shape[-1]} but {wname} {shape_str(W.shape)} expects {W.shape[0]} rows")
-    out = x @ W  # (B, n, d_out)
-    if bname is not None and bname in t:
-        if t[bname].shape != (W.shape[1],):
-            raise ValueError(f"{bname} has shape {shape_str(t[bname].shape)} but needs ({W.shape[1]},)")
-        out = out + t[bname]
-    return out
-
-
-def _heads_of(width: int, heads: int, wname: str, what: str) -> int:
-    if width % heads:
-        raise ValueError(f"{wname} has {width} columns, not divisible by {what}={heads}")
-    return width // heads
 
 
 def _named(**kw) -> dict:
@@ -260,14 +239,7 @@ def modern_attention(
     if X.dim() < 2 or X.shape[-2] == 0:
         raise ValueError(f"x must be (..., n, d_model) with n ≥ 1 but has shape {shape_str(X.shape)}")
     n = X.shape[-2]
-    q_proj = project(t, "x", "W_q", "b_q")  # (B, n, H·d_k)
-    k_proj = project(t, "x", "W_k", "b_k")  # (B, n, G·d_k)
-    v_proj = project(t, "x", "W_v", "b_v")  # (B, n, G·d_v)
-    d_k = _heads_of(q_proj.shape[-1], H, "W_q", "n_heads")
-    if _heads_of(k_proj.shape[-1], G, "W_k", "n_kv_heads") != d_k:
-        raise ValueError(f"W_q {shape_str(t['W_q'].shape)} over {H} heads and W_k {shape_str(t['W_k'].shape)} over "
-                         f"{G} K/V heads need the same width per head (d_k)")
-    d_v = _heads_of(v_proj.shape[-1], G, "W_v", "n_kv_heads")
+    q_proj, k_proj, v_proj, d_k, d_v = project_heads(t, H, G)  # (B, n, H·d_k), (B, n, G·d_k), (B, n, G·d_v)
     q, k, v = split_heads(q_proj, H), split_heads(k_proj, G), split_heads(v_proj, G)  # (B, H|G, n, d)
     eps = _positive("norm_eps", norm_eps)
     for name in ("q_norm", "k_norm"):
@@ -314,8 +286,6 @@ def modern_attention(
         else:
             raise ValueError(f"gate_W has {gate.shape[-1]} columns; it needs H·d_v = {H * d_v} (elementwise) "
                              f"or H = {H} (one per head)")
-    if t["W_o"].shape[0] != gated.shape[-1]:
-        raise ValueError(f"concat width {gated.shape[-1]} (H·d_v) but W_o {shape_str(t['W_o'].shape)}")
     t["gated"] = gated
     output = project(t, "gated", "W_o", "b_o")  # (B, n, d_out)
     return ModernAttentionTrace(
@@ -409,12 +379,9 @@ def differential_attention(
     if X.dim() < 2 or X.shape[-2] == 0:
         raise ValueError(f"x must be (..., n, d_model) with n ≥ 1 but has shape {shape_str(X.shape)}")
     n = X.shape[-2]
-    q_proj, k_proj, v_proj = project(t, "x", "W_q"), project(t, "x", "W_k"), project(t, "x", "W_v")
-    d = _heads_of(q_proj.shape[-1], H, "W_q", "n_heads")
-    if _heads_of(k_proj.shape[-1], G, "W_k", "n_kv_heads") != d or _heads_of(v_proj.shape[-1], G, "W_v",
-                                                                             "n_kv_heads") != d:
-        raise ValueError(f"W_q, W_k, W_v need the same width per head d={d} (W_k {shape_str(t['W_k'].shape)}, "
-                         f"W_v {shape_str(t['W_v'].shape)}, G={G})")
+    q_proj, k_proj, v_proj, d, d_v = project_heads(t, H, G)  # (B, n, H·d), (B, n, G·d), (B, n, G·d)
+    if d_v != d:
+        raise ValueError(f"W_q, W_k, W_v need the same width per head d={d} (W_v {shape_str(t['W_v'].shape)}, G={G})")
     for name in ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"):
         if t[name].shape != (d,):
             raise ValueError(f"{name} has shape {shape_str(t[name].shape)} but needs (d,) = ({d},)")

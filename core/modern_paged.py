@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import torch
 
 from ._tensor import TensorLike, as_tensors, shape_str
-from .attention import AttentionTrace, attention
+from .attention import AttentionTrace
 from .masks import causal as causal_mask
 from .modern import _int
-from .multihead import repeat_kv
+from .multihead import grouped_query_attention
 
 
 @dataclass(frozen=True)
@@ -167,9 +167,7 @@ class PagedKVCache:
         if Q.dim() != 3 or Q.shape[-1] != K.shape[-1] or Q.shape[0] % K.shape[0] or not 1 <= Q.shape[1] <= t:
             raise ValueError(f"q {shape_str(Q.shape)} must be (H, s, d_k) with d_k = {K.shape[-1]}, G = {K.shape[0]} "
                              f"dividing H, and 1 ≤ s ≤ {t} cached tokens")
-        H = Q.shape[0]
-        return attention(Q, repeat_kv(K, H), repeat_kv(V, H), mask=causal_mask(Q.shape[1], t, device=K.device),
-                         scale=scale)
+        return grouped_query_attention(Q, K, V, mask=causal_mask(Q.shape[1], t, device=K.device), scale=scale)[3]
 
     def memory(self, max_len: int) -> PagedMemory:
         """Bytes in use now against reserving ``max_len`` tokens per live sequence up front."""

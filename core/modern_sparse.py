@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import torch
 
 from ._tensor import TensorLike, as_tensor, as_tensors, shape_str
-from .attention import AttentionTrace, attention
+from .attention import AttentionTrace
 from .masks import causal as causal_mask
 from .modern import _int, _named, _positive, apply_rope, check_pairing, project, rope_tables, self_mask
-from .multihead import repeat_kv, split_heads
+from .multihead import grouped_query_attention, split_heads
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,6 +163,5 @@ def sparse_topk_attention(
     if causal:
         I = I.masked_fill(~causal_mask(n_q, n_k, device=I.device), float("-inf"))  # noqa: E741
     chosen = topk_mask(I, top_k)  # (B, n_q, n_k)
-    tr = attention(Q, repeat_kv(K, H), repeat_kv(V, H), mask=chosen.unsqueeze(-3),
-                   scale=scale)  # weights (B, H, n_q, n_k)
+    tr = grouped_query_attention(Q, K, V, mask=chosen.unsqueeze(-3), scale=scale)[3]  # weights (B, H, n_q, n_k)
     return SparseTopKTrace(index_scores=I, chosen=chosen, attention=tr, output=tr.output, top_k=top_k)

@@ -23,7 +23,7 @@ import torch
 
 from ._tensor import TensorLike, as_tensors, shape_str
 from .attention import AttentionTrace, attention
-from .positional import rope
+from .positional import check_rope, rope_cos_sin, rotate
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,6 +137,92 @@ def _check_heads(name: str, n) -> int:
     return n
 
 
+def project(t: dict, xname: str, wname: str, bname: str | None = None) -> torch.Tensor:
+    """x @ W (+ b) with shape checks naming the arguments: (B, n, d_in) @ (d_in, d_out) → (B, n, d_out)."""
+    x, W = t[xname], t[wname]
+    if W.dim() != 2:
+        raise ValueError(f"{wname} must be a matrix but has shape {shape_str(W.shape)}")
+    if x.shape[-1] != W.shape[0]:
+        raise ValueError(f"{xname} has width {x.shape[-1]} but {wname} {shape_str(W.shape)} expects {W.shape[0]} rows")
+    out = x @ W  # (B, n, d_out)
+    if bname is not None and bname in t:
+        if t[bname].shape != (W.shape[1],):
+            raise ValueError(f"{bname} has shape {shape_str(t[bname].shape)} but needs ({W.shape[1]},)")
+        out = out + t[bname]
+    return out
+
+
+def head_width(width: int, heads: int, wname: str, what: str) -> int:
+    """The width per head of a projection with ``width`` columns over ``heads`` heads; ValueError if they don't divide."""
+    if width % heads:
+        raise ValueError(f"{wname} has {width} columns, not divisible by {what}={heads}")
+    return width // heads
+
+
+def project_heads(t: dict, H: int, G: int, *, x_q: str = "x", x_kv: str | None = None,
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int]:
+    """The one set of weight checks and projections of every grouped-query layer here:
+    Q = x_q W_q (+ b_q) (B, n_q, H·d_k), K = x_kv W_k (+ b_k) (B, n_k, G·d_k), V = x_kv W_v (+ b_v) (B, n_k, G·d_v).
+
+    ``t`` holds the tensors by name (x_q's and x_kv's names given; x_kv defaults to x_q); W_o, when present, must
+    have H·d_v rows. Returns (Q, K, V, d_k, d_v); ValueError naming the argument on any mismatch."""
+    x_kv = x_q if x_kv is None else x_kv
+    for name in dict.fromkeys((x_q, x_kv)):
+        if t[name].dim() < 2:
+            raise ValueError(f"{name} must be (..., n, d_model) but has shape {shape_str(t[name].shape)}")
+    Q, K, V = project(t, x_q, "W_q", "b_q"), project(t, x_kv, "W_k", "b_k"), project(t, x_kv, "W_v", "b_v")
+    d_k = head_width(Q.shape[-1], H, "W_q", "n_heads")
+    if head_width(K.shape[-1], G, "W_k", "n_kv_heads" if G != H else "n_heads") != d_k:
+        raise ValueError(
+            f"W_q {shape_str(t['W_q'].shape)} over {H} heads and W_k {shape_str(t['W_k'].shape)} over "
+            f"{G} K/V heads need the same width per head (d_k)" if G != H else
+            f"W_q {shape_str(t['W_q'].shape)} and W_k {shape_str(t['W_k'].shape)} need the same width")
+    d_v = head_width(V.shape[-1], G, "W_v", "n_kv_heads" if G != H else "n_heads")
+    if "W_o" in t:
+        if t["W_o"].dim() != 2:
+            raise ValueError(f"W_o must be a matrix but has shape {shape_str(t['W_o'].shape)}")
+        if t["W_o"].shape[0] != H * d_v:
+            raise ValueError(f"concat width {H * d_v} (H·d_v) but W_o {shape_str(t['W_o'].shape)}: it needs H·d_v = "
+                             f"{H * d_v} rows")
+    return Q, K, V, d_k, d_v
+
+
+def rope_tables(n: int, d: int, *, base: float, pairing: str = "adjacent", start: int = 0, device=None,
+                dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """RoPE's (cos, sin) (n, d/2) for positions start … start+n−1, after checking d (even), the base and the pairing."""
+    check_rope(d, base, pairing)
+    return rope_cos_sin(torch.arange(start, start + n), d, base=base, device=device, dtype=dtype)
+
+
+def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+                            past: tuple[torch.Tensor, torch.Tensor] | None = None,
+                            cos_sin: tuple[torch.Tensor, torch.Tensor] | None = None, pairing: str = "adjacent",
+                            mask=None, bias=None, score: str = "scaled_dot", params=None, scale: float | None = None,
+                            check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, AttentionTrace]:
+    r"""The one grouped-query attention with RoPE: multi-head attention, the KV cache and the decoder use it.
+
+        k ← R(pos) k,  q ← R(pos_q) q          (RoPE: the new keys at their positions, queries at the last n_q)
+        K = [K_past; k],  V = [V_past; v]       (the cache, when ``past`` is given)
+        head_h = softmax(q_h K_{g(h)}ᵀ / √d_k + bias, mask) V_{g(h)},   g(h) = ⌊h / (H/G)⌋
+
+    q (..., H, n_q, d_k); k (..., G, s, d_k), v (..., G, s, d_v): the s new keys and values, before RoPE;
+    past: the cached (K, V) (..., G, t, d) already rotated, or None; cos_sin: RoPE's (cos, sin) (s, d_k/2)
+    for the new keys' positions (:func:`rope_tables`) or None for no RoPE — queries take its last n_q rows.
+    mask/bias broadcast to (..., H, n_q, t+s). Returns (q, K, V, heads) with q rotated and K, V every key and
+    value attended (the new cache); heads.weights (..., H, n_q, t+s).
+    """
+    H = q.shape[-3]
+    if cos_sin is not None:
+        cos, sin = cos_sin  # (s, d_k/2) each
+        q = rotate(q, cos[-q.shape[-2]:], sin[-q.shape[-2]:], pairing=pairing)  # (..., H, n_q, d_k)
+        k = rotate(k, cos, sin, pairing=pairing)  # (..., G, s, d_k)
+    if past is not None:
+        k, v = torch.cat([past[0], k], dim=-2), torch.cat([past[1], v], dim=-2)  # (..., G, t+s, d)
+    heads = attention(q, repeat_kv(k, H), repeat_kv(v, H), score=score, mask=mask, params=params, bias=bias,
+                      scale=scale, check_finite=check_finite)  # weights (..., H, n_q, t+s)
+    return q, k, v, heads
+
+
 def multi_head_attention(
     x_q: TensorLike,
     x_kv: TensorLike | None = None,
@@ -181,55 +267,19 @@ def multi_head_attention(
             named[name] = b
     t = as_tensors(named, device=device, dtype=dtype)
     xq, xkv = t["x_q"], t["x_kv"]
-    for name in ("x_q", "x_kv"):
-        if t[name].dim() < 2:
-            raise ValueError(f"{name} must be (..., n, d_model) but has shape {shape_str(t[name].shape)}")
-    for name in ("W_q", "W_k", "W_v", "W_o"):
-        if t[name].dim() != 2:
-            raise ValueError(f"{name} must be a matrix but has shape {shape_str(t[name].shape)}")
-
-    def project(x, xname, wname, bname, heads):
-        W = t[wname]
-        if x.shape[-1] != W.shape[0]:
-            raise ValueError(
-                f"{xname} has width {x.shape[-1]} but {wname} {shape_str(W.shape)} expects {W.shape[0]} rows"
-            )
-        if W.shape[1] % heads:
-            what = "n_heads" if heads == n_heads else "n_kv_heads"
-            raise ValueError(f"{wname} has {W.shape[1]} columns, not divisible by {what}={heads}")
-        out = x @ W  # (B, n, heads·d)
-        if bname in t:
-            if t[bname].shape != (W.shape[1],):
-                raise ValueError(f"{bname} has shape {shape_str(t[bname].shape)} but needs ({W.shape[1]},)")
-            out = out + t[bname]
-        return out
-
-    # the three projections (fused_qkv does them as one matmul)
-    q_proj = project(xq, "x_q", "W_q", "b_q", n_heads)  # (B, n_q, H·d_k)
-    k_proj = project(xkv, "x_kv", "W_k", "b_k", G)  # (B, n_k, G·d_k)
-    v_proj = project(xkv, "x_kv", "W_v", "b_v", G)  # (B, n_k, G·d_v)
-    if q_proj.shape[-1] // n_heads != k_proj.shape[-1] // G:
-        raise ValueError(
-            f"W_q {shape_str(t['W_q'].shape)} over {n_heads} heads and W_k {shape_str(t['W_k'].shape)} over "
-            f"{G} K/V heads need the same width per head (d_k)" if G != n_heads else
-            f"W_q {shape_str(t['W_q'].shape)} and W_k {shape_str(t['W_k'].shape)} need the same width")
-
+    q_proj, k_proj, v_proj, _, _ = project_heads(t, n_heads, G, x_q="x_q", x_kv="x_kv")  # (B, n, heads·d)
     # split into heads: (B, n, H·d) → (B, n, H, d) → (B, H, n, d); keys and values into G heads
     q = split_heads(q_proj, n_heads)  # (B, H, n_q, d_k)
     k, v = split_heads(k_proj, G), split_heads(v_proj, G)  # (B, G, n_k, d)
-    if rope_base is not None:  # RoPE: rotate q and k by their positions (shapes unchanged)
-        n_q, n_k = q.shape[-2], k.shape[-2]
-        q = rope(q, positions=torch.arange(n_k - n_q, n_k), base=rope_base, pairing=rope_pairing)
-        k = rope(k, base=rope_base, pairing=rope_pairing)
-    # every head at once: softmax(Q_h K_g(h)ᵀ/√d_k) V_g(h), K/V head g repeated for its H/G query heads
-    heads = attention(q, repeat_kv(k, n_heads), repeat_kv(v, n_heads), score=score, mask=mask,
-                      params=params, bias=bias)  # weights (B, H, n_q, n_k)
+    cos_sin = (None if rope_base is None else
+               rope_tables(k.shape[-2], q.shape[-1], base=rope_base, pairing=rope_pairing, device=q.device,
+                           dtype=q.dtype))  # (n_k, d_k/2) each: keys at 0 … n_k−1
+    # every head at once: softmax(Q_h K_g(h)ᵀ/√d_k) V_g(h) (after RoPE), K/V head g shared by its H/G query heads
+    q, k, v, heads = grouped_query_attention(q, k, v, cos_sin=cos_sin, pairing=rope_pairing, mask=mask, bias=bias,
+                                             score=score, params=params)  # weights (B, H, n_q, n_k)
     # concat: (B, H, n_q, d_v) → (B, n_q, H, d_v) → (B, n_q, H·d_v)
     concat = merge_heads(heads.output)
-    W_o_t = t["W_o"]
-    if concat.shape[-1] != W_o_t.shape[0]:
-        raise ValueError(f"concat width {concat.shape[-1]} (H·d_v) but W_o {shape_str(W_o_t.shape)}")
-    output = concat @ W_o_t  # (B, n_q, d_out)
+    output = concat @ t["W_o"]  # (B, n_q, d_out)
     if "b_o" in t:
         output = output + t["b_o"]
     return MultiHeadTrace(

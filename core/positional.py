@@ -63,7 +63,8 @@ def concat(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
 ROPE_PAIRINGS = ("adjacent", "half")
 
 
-def _check_rope(d: int, base: float, pairing: str) -> None:
+def check_rope(d: int, base: float, pairing: str) -> None:
+    """ValueError unless d is even, the base θ positive and finite, and the pairing "adjacent" or "half"."""
     if d % 2:
         raise ValueError(f"RoPE needs an even width d, got d={d}")
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 0:
@@ -75,7 +76,7 @@ def _check_rope(d: int, base: float, pairing: str) -> None:
 def rope_frequencies(d: int, *, base: float = 10000.0, device=None) -> torch.Tensor:
     """θ_i = base^(−2i/d) for the d/2 pairs i = 0 … d/2 − 1, float64 (d/2,): pair i turns θ_i radians per position."""
     _check(1, d)
-    _check_rope(d, base, "adjacent")
+    check_rope(d, base, "adjacent")
     return float(base) ** (-torch.arange(0, d, 2, dtype=torch.float64, device=device) / d)  # (d/2,)
 
 
@@ -95,7 +96,7 @@ def rope_permutation(d: int) -> torch.Tensor:
     relative to Hugging Face's Llama checkpoints.)
     """
     _check(1, d)
-    _check_rope(d, 10000.0, "adjacent")
+    check_rope(d, 10000.0, "adjacent")
     return torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])  # (d,)
 
 
@@ -119,7 +120,7 @@ def rope(x: TensorLike, *, positions: TensorLike | None = None, base: float = 10
     if t.dim() < 2:
         raise ValueError(f"x must be (..., n, d) but has shape {shape_str(t.shape)}")
     n, d = t.shape[-2], t.shape[-1]
-    _check_rope(d, base, pairing)
+    check_rope(d, base, pairing)
     pos = torch.arange(n) if positions is None else as_tensor(positions, "positions", dtype=torch.float64, device="cpu")
     try:
         torch.broadcast_shapes(pos.shape, t.shape[:-1])
@@ -158,7 +159,7 @@ def rope_pair_track(x: TensorLike, pair: int, positions: TensorLike, *, base: fl
     if t.dim() != 1:
         raise ValueError(f"x must be one vector (d,) but has shape {shape_str(t.shape)}")
     d = t.shape[0]
-    _check_rope(d, base, pairing)
+    check_rope(d, base, pairing)
     if isinstance(pair, bool) or not isinstance(pair, int) or not 0 <= pair < d // 2:
         raise ValueError(f"pair must be an integer in 0 … {d // 2 - 1}, got {pair!r}")
     pos = as_tensor(positions, "positions", dtype=torch.float64, device="cpu").reshape(-1)  # (m,)

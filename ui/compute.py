@@ -118,8 +118,12 @@ def self_attention_weights(X: np.ndarray, scale: float | None) -> np.ndarray:
 
 
 @memo.cached(max_entries=32, ttl=HOUR)
-def permutation_check(X: np.ndarray, perm: tuple[int, ...], W_q, W_k, W_v, pe: np.ndarray | None) -> dict:
-    c = core.lab.permutation_check(X, perm, W_q=W_q, W_k=W_k, W_v=W_v, positions=pe)
+def permutation_check(X: np.ndarray, perm: tuple[int, ...], W_q, W_k, W_v, *, positions: np.ndarray | None = None,
+                      rope_base: float | None = None, alibi_slope: float | None = None) -> dict:
+    """The one permutation experiment (``core.lab.permutation_check``), for the position page, the LLM positions
+    page and their lessons: SA(PX), P·SA(X) and max |SA(PX) − P·SA(X)| with at most one kind of positions."""
+    c = core.lab.permutation_check(X, perm, W_q=W_q, W_k=W_k, W_v=W_v, positions=positions, rope_base=rope_base,
+                                   alibi_slope=alibi_slope)
     return {"sa_x": c.sa_x.numpy(), "sa_px": c.sa_px.numpy(), "p_sa_x": c.p_sa_x.numpy(), "max_diff": c.max_diff}
 
 
@@ -315,23 +319,18 @@ def grouped_heads(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_head
             "d_head": d_model // n_heads}
 
 
-def _position_table(kind: str, n: int, d: int, seed: int) -> torch.Tensor | None:
+def position_table(kind: str, n: int, d: int, seed: int) -> torch.Tensor | None:
+    """The added positions (n, d) of ``kind`` ("sinusoidal" or "learned", seeded); None for the other kinds."""
     if kind == "sinusoidal":
         return core.positional.sinusoidal(n, d)
     return core.positional.learned(n, d, seed=seed) if kind == "learned" else None
 
 
 @memo.cached(max_entries=32, ttl=HOUR)
-def position_permutation(tokens: tuple[str, ...], perm: tuple[int, ...], kind: str, d: int, seed: int,
-                         base: float) -> dict:
-    """The permutation experiment (core.llm_lab.permutation_check) with positions of ``kind``."""
-    from core import llm_lab
-
-    X = core.tokens.embed(list(tokens), d, seed=seed)
-    W = {w: core.tokens.projection(d, d, seed=seed, name=f"ps.{w}") for w in ("W_q", "W_k", "W_v")}
-    c = llm_lab.permutation_check(X, perm, kind=kind, table=_position_table(kind, len(tokens), d, seed), base=base,
-                                  slope=0.5, **W)
-    return {"sa_px": c.sa_px.numpy(), "p_sa_x": c.p_sa_x.numpy(), "max_diff": c.max_diff}
+def added_positions(X: np.ndarray, kind: str, seed: int) -> np.ndarray:
+    """X + P (n, d): the positions of ``kind`` ("sinusoidal" or "learned") added to every row (C22)."""
+    x = torch.as_tensor(X)
+    return core.positional.add(x, position_table(kind, *x.shape, seed).to(x.dtype)).numpy()
 
 
 @memo.cached(max_entries=32, ttl=HOUR)
@@ -339,7 +338,7 @@ def position_panel(kind: str, n: int, d: int, seed: int, base: float, pairing: s
     """What the positions page draws for one kind: the added table; RoPE's turning pair, scores by
     offset (from two starts) and the pairing check; ALiBi's slopes and bias maps (H, n, n)."""
     if kind in ("sinusoidal", "learned"):
-        return {"table": _position_table(kind, max(n, 16), d, seed).numpy()}
+        return {"table": position_table(kind, max(n, 16), d, seed).numpy()}
     if kind == "alibi":
         bias = core.positional.alibi_bias(alibi_heads, n)  # (H, n, n): −m_h (i − j)
         causal = core.masks.causal(n)  # (n, n), True = may attend

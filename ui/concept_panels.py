@@ -60,24 +60,35 @@ def permutation_inputs(tokens, d: int) -> tuple:
                                         project=compute.projection)
 
 
+def permutation_maps(c: dict, permuted: list[str], dec: int, *, keys: tuple[str, str], box, why: str = "",
+                     narrow: bool = False) -> None:
+    """The one view of a permutation experiment (``compute.permutation_check``'s result): SA(PX) beside P·SA(X)
+    (rows: the tokens in the new order) and the sentence "max |…| = gap — equal/differ. why" in ``box``
+    (st.success, st.warning or st.info). ``keys``: the two maps' keys; ``narrow``: maps of more than four
+    columns one under the other (a column of the page)."""
+    d = c["sa_px"].shape[1]
+    cols = (st.container(), st.container()) if narrow and d > 4 else st.columns(2)
+    for col, (name, key) in zip(cols, (("sa_px", keys[0]), ("p_sa_x", keys[1])), strict=True):
+        with col:
+            st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
+            show_heatmap(heatmap(c[name], x_labels=dim_labels(d, "v"), y_labels=permuted, x_title=t("axis.dim"),
+                                 y_title=t("axis.query"), decimals=dec), key=key)
+    equal = core.lab.within_rounding(c["max_diff"])
+    box(t("ps.diff", gap=core.lab.gap_text(c["max_diff"])) + " — " + t("ps.equal" if equal else "ps.differ")
+        + (". " + why if why else ""))
+
+
 def permutation_experiment(X, W: dict, perm, permuted, d: int, dec: int, *, keys: tuple[str, str],
                            explain: bool = True, narrow: bool = False) -> None:
-    """SA(PX) beside P·SA(X), without and with sinusoidal positions, and whether they agree. ``permuted``:
-    the row labels in the new order; ``keys``: the two maps' key prefixes; ``narrow``: maps of more than
-    four columns one under the other (a column of the page); ``explain``: the page's sentence on why."""
+    """The position page's experiment (and its lesson's): the permutation experiment without and with sinusoidal
+    positions, each drawn by :func:`permutation_maps`, and the page's sentence on why (``explain``)."""
     n = X.shape[0]
     for with_pe in (False, True):
         pe = core.positional.sinusoidal(n, d).numpy() if with_pe else None
-        c = compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], pe)
+        c = compute.permutation_check(X, perm, W["W_q"], W["W_k"], W["W_v"], positions=pe)
         st.markdown(f"**{t('ps.with_pe' if with_pe else 'ps.without_pe')}**")
-        cols = (st.container(), st.container()) if narrow and d > 4 else st.columns(2)
-        for col, (name, key) in zip(cols, (("sa_px", keys[0]), ("p_sa_x", keys[1])), strict=True):
-            with col:
-                st.caption("SA(PX)" if name == "sa_px" else "P · SA(X)")
-                show_heatmap(heatmap(c[name], x_labels=dim_labels(d, "v"), y_labels=permuted, x_title=t("axis.dim"),
-                                     y_title=t("axis.query"), decimals=dec), key=state.item(key, with_pe))
         equal = core.lab.within_rounding(c["max_diff"])
         why = ("ps.explain.pe.same" if equal else "ps.explain.pe") if with_pe else "ps.explain.set"
         box = st.info if with_pe and equal else (st.success if equal != with_pe else st.warning)  # info: nothing moved
-        box(t("ps.diff", gap=core.lab.gap_text(c["max_diff"])) + " — " + t("ps.equal" if equal else "ps.differ")
-            + (". " + t(why) if explain else ""))
+        permutation_maps(c, permuted, dec, keys=(state.item(keys[0], with_pe), state.item(keys[1], with_pe)), box=box,
+                         why=t(why) if explain else "", narrow=narrow)

@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from core import decoder, llm_lab, plumbing, positional, pretrained
+from core import decoder, lab, plumbing, positional, pretrained
 
 
 def test_one_model_not_installed_class_catching_one_catches_both():
@@ -27,16 +27,64 @@ def test_one_package_lookup_and_one_memory_give_back():
     plumbing.give_back_memory()  # a no-op without glibc; never raises
 
 
-def test_the_position_experiment_uses_positionals_alibi_bias(monkeypatch):
-    calls = []
-    real = positional.alibi_bias
-    monkeypatch.setattr(positional, "alibi_bias", lambda *a, **k: calls.append((a, k)) or real(*a, **k))
+def test_one_permutation_experiment_and_it_uses_positionals_alibi_bias():
+    import core
+
+    assert not hasattr(core, "llm_lab") and lab.alibi_bias is positional.alibi_bias
     g = torch.Generator().manual_seed(0)
     X, W = torch.randn(5, 4, generator=g), torch.randn(4, 4, generator=g)
-    llm_lab.self_attention_with_positions(X, W, W, W, "alibi", slope=0.25)
-    assert calls and calls[0][1]["slope"] == 0.25 and calls[0][1]["symmetric"] is True
-    assert not hasattr(llm_lab, "_alibi_bias")
-    i = torch.arange(5.0)
-    torch.testing.assert_close(real(1, 5, symmetric=True, slope=0.25)[0], -0.25 * (i[:, None] - i[None, :]).abs())
+    i5 = torch.arange(5.0)
+    bias = -0.25 * (i5[:, None] - i5[None, :]).abs()
+    ref = core.attention(X @ W, X @ W, X @ W, bias=bias).output
+    torch.testing.assert_close(lab.self_attention_with_positions(X, W, W, W, alibi_slope=0.25), ref)
+    torch.testing.assert_close(positional.alibi_bias(1, 5, symmetric=True, slope=0.25)[0], bias)
     with pytest.raises(ValueError, match="slope m must be positive"):
-        real(1, 5, slope=0.0)
+        positional.alibi_bias(1, 5, slope=0.0)
+
+
+# the one grouped-query attention with RoPE (issue #32 point 4): who may repeat K/V heads themselves, and why
+OWN_LOGITS = {("modern.py", "modern_attention"): "sinks, soft-capping and the gate change the softmax itself",
+              ("modern.py", "differential_attention"): "two softmax maps subtracted"}
+
+
+def _calls(path, name: str) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == name:
+                    found.add(fn.name)
+    return found
+
+
+def test_only_the_one_routine_repeats_kv_heads_for_softmax_attention():
+    from pathlib import Path
+
+    core_dir = Path(positional.__file__).parent
+    repeating = {(p.name, f) for p in core_dir.glob("*.py") for f in _calls(p, "repeat_kv")}
+    assert repeating - set(OWN_LOGITS) == {("multihead.py", "grouped_query_attention")}
+    users = {(p.name, f) for p in core_dir.glob("*.py") for f in _calls(p, "grouped_query_attention")}
+    for place in [("multihead.py", "multi_head_attention"), ("kv_cache.py", "_attend"),
+                  ("decoder_forward.py", "_attend"), ("modern_paged.py", "attend"),
+                  ("modern_sparse.py", "sparse_topk_attention")]:
+        assert place in users, place
+
+
+@pytest.mark.parametrize("n_q", [5, 2])
+def test_the_grouped_query_routine_equals_sdpa_with_rope_applied_by_hand(n_q):
+    from core.multihead import grouped_query_attention, rope_tables
+
+    g = torch.Generator().manual_seed(3)
+    q, k, v = torch.randn(1, 6, n_q, 8, generator=g), torch.randn(1, 2, 5, 8, generator=g), torch.randn(1, 2, 5, 4, generator=g)
+    mask = torch.ones(n_q, 5, dtype=torch.bool).tril(5 - n_q)  # causal, queries at the last n_q positions
+    q_r, k_all, v_all, heads = grouped_query_attention(q, k, v, cos_sin=rope_tables(5, 8, base=100.0), mask=mask)
+    q_ref = positional.rope(q, positions=torch.arange(5 - n_q, 5), base=100.0)
+    k_ref = positional.rope(k, base=100.0)
+    ref = torch.nn.functional.scaled_dot_product_attention(q_ref, k_ref, v, attn_mask=mask, enable_gqa=True)
+    torch.testing.assert_close(heads.output, ref, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(q_r, q_ref)
+    torch.testing.assert_close(k_all, k_ref)
+    assert v_all is v

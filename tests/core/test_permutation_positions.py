@@ -1,4 +1,4 @@
-"""core.llm_lab: the permutation experiment with each kind of positions, against numpy written here."""
+"""core.lab.permutation_check: the one permutation experiment, with each kind of positions, against numpy written here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import llm_lab, positional
+from core import lab, positional
 
 
 def sa_numpy(Z, Wq, Wk, Wv, *, base=None, slope=None):
@@ -36,7 +36,9 @@ def test_against_numpy_and_equivariance_only_without_positions(n, seed, kind):
     X, Wq, Wk, Wv = g.normal(size=(n, 4)), *(g.normal(size=(4, 4)) for _ in range(3))
     perm = list(g.permutation(n))
     table = positional.sinusoidal(n, 4).double().numpy() if kind == "sinusoidal" else None
-    c = llm_lab.permutation_check(X, perm, W_q=Wq, W_k=Wk, W_v=Wv, kind=kind, table=table, base=100.0, slope=0.5)
+    how = {"sinusoidal": {"positions": table}, "rope": {"rope_base": 100.0}, "alibi": {"alibi_slope": 0.5}}.get(kind, {})
+    c = lab.permutation_check(X, perm, W_q=Wq, W_k=Wk, W_v=Wv, **how)
+    assert c.kind == {"sinusoidal": "added"}.get(kind, kind)
     extra = {"rope": {"base": 100.0}, "alibi": {"slope": 0.5}}.get(kind, {})
     Z = X[perm] + (0 if table is None else table)
     np.testing.assert_allclose(c.sa_px.numpy(), sa_numpy(Z, Wq, Wk, Wv, **extra), atol=1e-9)
@@ -48,15 +50,16 @@ def test_a_shift_breaks_every_kind_of_positions():
     g = torch.Generator().manual_seed(0)
     X = torch.randn(5, 4, generator=g, dtype=torch.float64)
     Wq, Wk, Wv = (torch.randn(4, 4, generator=g, dtype=torch.float64) for _ in range(3))
-    for kind, table in (("sinusoidal", positional.sinusoidal(5, 4).double()), ("rope", None), ("alibi", None)):
-        c = llm_lab.permutation_check(X, [1, 2, 3, 4, 0], W_q=Wq, W_k=Wk, W_v=Wv, kind=kind, table=table)
-        assert c.max_diff > 1e-3, kind
+    for how in ({"positions": positional.sinusoidal(5, 4).double()}, {"rope_base": 10000.0}, {"alibi_slope": 0.5}):
+        c = lab.permutation_check(X, [1, 2, 3, 4, 0], W_q=Wq, W_k=Wk, W_v=Wv, **how)
+        assert c.max_diff > 1e-3, how
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"kind": "nope"}, "unknown kind of positions 'nope'; choose one of none, sinusoidal, learned, rope, alibi"),
-    ({"kind": "alibi", "slope": 0.0}, "the ALiBi slope m must be positive, got 0.0"),
-    ({"kind": "sinusoidal"}, "added positions need a table of X's shape (3, 3)"),
+    ({"rope_base": 10.0, "alibi_slope": 0.5}, "give one way of adding positions, not rope_base and alibi_slope"),
+    ({"alibi_slope": 0.0}, "the ALiBi slope m must be positive, got 0.0"),
+    ({"positions": np.ones((2, 3))}, "added positions need a table of X's shape (3, 3)"),
+    ({"rope_base": 100.0}, "RoPE needs an even width d, got d=3"),
     ({"perm": [0, 0, 1]}, "[0, 0, 1] is not a permutation of 0..2"),
     ({"W_k": np.eye(4)}, "X (3, 3) and W_k (4, 4) do not fit"),
 ])
@@ -64,4 +67,4 @@ def test_bad_input_raises_value_error(kwargs, message):
     X = np.eye(3)
     args = {"perm": [2, 1, 0], "W_q": X, "W_k": X, "W_v": X} | kwargs
     with pytest.raises(ValueError, match=re.escape(message)):
-        llm_lab.permutation_check(X, args.pop("perm"), **args)
+        lab.permutation_check(X, args.pop("perm"), **args)
