@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -251,18 +250,17 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
 # a class makes most — then redraws only the right column, not every control (BENCHMARKS.md: the
 # browser's time goes into re-rendering Streamlit's controls). When a drawn part of the left column
 # shows the tokens, the right column is a plain part of the page, so a token change redraws both and
-# nothing on screen is stale. Each part of the left column says here whether it shows the tokens
-# (their count or labels) while it is drawn (a tab: while it is open):
-SHOWS_TOKENS: dict[str, Callable[[], bool]] = {
-    "options": lambda: False,  # the example menu and self/cross
-    "notation": lambda: False,
-    "embed": x_fold_open,  # the X editor's rows (the fold's title names no token count)
-    "qkv": lambda: True,  # Q, K, V: their editors and shapes
-    "score": lambda: ss.get("embedding") == "onehot",  # one-hot: d_k is the vocabulary's size
-    "mask": lambda: True,  # the mask map, the PAD tokens
-    "share": lambda: True,  # the links, the code, the files
-}
+# nothing on screen is stale.
 TABS = ("embed", "qkv", "score", "mask", "share")
+
+
+def shows_tokens(drawn: list[str]) -> bool:
+    """Whether a drawn part of the left column shows the tokens (their count or labels; a tab: while it is open):
+    Q, K, V (their editors and shapes), the mask (its map, the PAD tokens) and the share tab (the links, the code,
+    the files) always; the embedding while the X editor's fold is open (its rows); the score function with
+    one-hot embeddings (d_k is the vocabulary's size). The example menu and the notation never."""
+    return any(part in ("qkv", "mask", "share") for part in drawn) or (
+        "embed" in drawn and x_fold_open()) or ("score" in drawn and ss.get("embedding") == "onehot")
 
 
 @dataclass(frozen=True)
@@ -310,7 +308,7 @@ def controls(v: view.View, problems: list) -> tuple[Run, bool]:
         trace, tq, tk = run.kept
         with opened["share"]:
             share_tab(trace, token_labels(tq), token_labels(tk), current_query(v), num.args(conv))
-    return run, any(SHOWS_TOKENS[part]() for part in drawn)
+    return run, shows_tokens(drawn)
 
 
 def read_alone(problems: list) -> Run:

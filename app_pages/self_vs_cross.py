@@ -66,7 +66,7 @@ def linear_layer(inp, tr, dec: int) -> None:
     else:  # no projection in the scenario: a 5-dim embedding through 3 nodes
         W = compute.projection(5, 3, seed, "sx.W")
         x = compute.embedding("random", (inp.tq[0],), 5, seed)[0][0]
-        q = core.lab.playground(x[None], qkv="projection", W_q=W, W_k=W, W_v=W).Q[0].numpy()
+        q = compute.one_token_projection(x, W)  # (3,)
         st.caption(t("sx.layer.example"))
     shape_badge(f"x (1×{W.shape[0]}) · W_Q ({W.shape[0]}×{W.shape[1]}) → q (1×{W.shape[1]})")
     show_chart(layer_figure(W, x, q, dec), key=KEYS.layer, title=t("sx.layer"))

@@ -60,6 +60,10 @@ def from_url() -> None:
     if lesson_id is not None:
         if lesson_id in IDS:
             st.session_state[KEYS.lesson] = lesson_id
+            if any(k in scenario.url_keys() or k.startswith("m_") for k in st.query_params.keys()):
+                # the link carries the lesson's scenario as the learner left it (ss.start applied it): it is
+                # this lesson's, not to be replaced by the lesson's own example (a restart reopens the link)
+                st.session_state[KEYS.loaded] = lesson_id
         else:
             notes.append(t("tu.url.lesson", value=md(lesson_id[:40])))
     code = st.query_params.get(URL_DONE)
@@ -73,9 +77,10 @@ def from_url() -> None:
 
 
 def sync_url(lesson: tut.Lesson) -> None:
-    """The lesson and the progress code in the link (the frame writes it, with the settings)."""
+    """The lesson, the progress code and the lesson's scenario as the learner changed it in the link (the frame
+    writes it, with the settings): a restart or another replica reopens the lesson where the learner left it."""
     code = tut.encode_progress(progress())
-    link.add({URL_LESSON: lesson.id, URL_DONE: code or None}, scenario=False)
+    link.add({URL_LESSON: lesson.id, URL_DONE: code or None})
 
 
 # ---------------------------------------------------------------------------- lessons and the shared scenario

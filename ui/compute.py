@@ -326,6 +326,13 @@ def position_table(kind: str, n: int, d: int, seed: int) -> torch.Tensor | None:
     return core.positional.learned(n, d, seed=seed) if kind == "learned" else None
 
 
+@memo.cached(max_entries=16, ttl=HOUR)
+def one_token_projection(x: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """q = x W (d_out,): one token's embedding x (d_model,) through a linear layer W (d_model × d_out),
+    as the Playground's projection step computes it (``core.lab.playground``)."""
+    return core.lab.playground(x[None], qkv="projection", W_q=W, W_k=W, W_v=W).Q[0].numpy()
+
+
 @memo.cached(max_entries=32, ttl=HOUR)
 def added_positions(X: np.ndarray, kind: str, seed: int) -> np.ndarray:
     """X + P (n, d): the positions of ``kind`` ("sinusoidal" or "learned") added to every row (C22)."""
@@ -580,10 +587,12 @@ def lm_text_loss(window: int | None, sinks: int, device: str) -> dict:
 
 @memo.cached(max_entries=32, ttl=HOUR)
 def linear(tokens: tuple[str, ...], d: int, seed: int, causal: bool) -> dict:
-    """core.linear_attention on seeded projections of the tokens' embeddings: both orders of the product,
+    """core.linear_attention on the position page's numbers for the tokens (``scenario.permutation_numbers``): both
+    orders of the product,
     their gap, its weights beside softmax's on the same Q, K, total variation per query."""
-    X = core.tokens.embed(list(tokens), d, seed=seed)
-    q, k, v = (X @ core.tokens.projection(d, d, seed=seed, name=f"ps.{w}") for w in ("W_q", "W_k", "W_v"))
+    X, W = scenario.permutation_numbers(tokens, d, seed, embed=embedding, project=projection)  # the position page's
+    pr = core.lab.playground(X, qkv="projection", **W)  # Q = XW_q, K = XW_k, V = XW_v, (n, d) each
+    q, k, v = pr.Q, pr.K, pr.V
     tr = core.linear_attention(q, k, v, causal=causal)
     return {"quadratic": tr.output_quadratic.numpy(), "associative": tr.output.numpy(), "form_gap": tr.form_gap,
             "linear_weights": tr.weights.numpy(), "softmax_weights": tr.softmax_weights.numpy(),

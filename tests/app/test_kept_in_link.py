@@ -157,3 +157,27 @@ def test_no_page_names_a_kept_value_like_the_scenario_the_view_or_the_settings()
                     found.setdefault(name.value, set()).add(path.stem)
     assert len(found) > 40
     assert not {n: pages for n, pages in found.items() if n in taken}
+
+
+def test_a_lesson_comes_back_from_its_link_with_the_scenario_as_the_learner_left_it():
+    """The tutorial's link holds the lesson, the progress and the lesson's scenario as changed: reopened, the
+    lesson shows the learner's Q, K, V choice and tokens, not the lesson's own example again."""
+    tu, TUK = "app_pages/tutorial.py", state.TUTORIAL
+    at = page(tu, run=False)
+    at.session_state[TUK.lesson] = "projections"
+    at.run()
+    no_errors(at)
+    example = scenario.validate(__import__("attention_lab.tutorial", fromlist=["x"]).lesson("projections").scenario_dict())[0]
+    changed = "identity" if example["qkv"] != "identity" else "projection"
+    at.session_state[state.scenario_kept("qkv")] = changed
+    at.session_state[state.scenario_kept("tokens")] = "kept after a restart"
+    at.run()
+    params = _params(at)
+    assert params["lesson"] == "projections" and params["tok"] == "kept after a restart"
+    again = _reopened(tu, at)
+    no_errors(again)
+    assert again.session_state[TUK.lesson] == "projections"
+    assert again.session_state[state.scenario_kept("qkv")] == changed
+    assert again.session_state[state.scenario_kept("tokens")] == "kept after a restart"
+    fresh = page(tu, query={"lesson": "projections"})  # a lesson link without a scenario: the lesson's own example
+    assert fresh.session_state[state.scenario_kept("qkv")] == example["qkv"]
