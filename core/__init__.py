@@ -56,7 +56,15 @@ from .modern_layers import (
 )
 from .modern_mla import MLACacheSize, MLATrace, mla, mla_cache_values
 from .modern_paged import PagedKVCache, PagedMemory
-from .modern_sparse import IndexerTrace, SparseTopKTrace, lightning_indexer, sparse_topk_attention, topk_mask
+from .modern_sparse import (
+    IndexerTrace,
+    SparseCost,
+    SparseTopKTrace,
+    lightning_indexer,
+    sparse_topk_attention,
+    sparse_topk_macs,
+    topk_mask,
+)
 from .multihead import (
     MultiHeadTrace,
     fuse_qkv_weights,
@@ -87,7 +95,8 @@ __all__ += [
     "DifferentialTrace", "ModernAttentionTrace", "differential_attention", "lambda_init", "modern_attention", "rms_norm",
     "MLACacheSize", "MLATrace", "mla", "mla_cache_values",
     "ChunkedDeltaTrace", "DeltaRuleTrace", "gated_delta_rule", "gated_delta_rule_chunked",
-    "IndexerTrace", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "topk_mask",
+    "IndexerTrace", "SparseCost", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "sparse_topk_macs",
+    "topk_mask",
     "GEMMA3_27B", "GPT_OSS_120B", "LLAMA4_SCOUT", "SCHEDULE_PRESETS", "LayerKind", "LayerSchedule", "ScheduleReach",
     "chunk_layer", "global_layer", "repeat_pattern", "schedule_reach", "window_layer",
     "PagedKVCache", "PagedMemory",

@@ -165,3 +165,39 @@ def sparse_topk_attention(
     chosen = topk_mask(I, top_k)  # (B, n_q, n_k)
     tr = grouped_query_attention(Q, K, V, mask=chosen.unsqueeze(-3), scale=scale)[3]  # weights (B, H, n_q, n_k)
     return SparseTopKTrace(index_scores=I, chosen=chosen, attention=tr, output=tr.output, top_k=top_k)
+
+
+@dataclass(frozen=True)
+class SparseCost:
+    """Multiply-adds of one layer over n tokens: ``full`` attention, ``indexer`` (the index scores), ``selected``
+    (attention over the chosen keys only) and ``sparse`` = indexer + selected. Dense counts: every query against
+    every key (the causal half included), as a dense implementation computes them; element-wise work (ReLU,
+    softmax, the heads' weighting) is not counted."""
+
+    n: int
+    top_k: int
+    full: int
+    indexer: int
+    selected: int
+
+    @property
+    def sparse(self) -> int:
+        return self.indexer + self.selected
+
+
+def sparse_topk_macs(n: int, top_k: int, *, n_heads: int, d_k: int, d_v: int, n_index_heads: int,
+                     d_index: int) -> SparseCost:
+    r"""The cost of sparse top-k attention against full attention, in multiply-adds::
+
+        full     = H · n · n · (d_k + d_v)          QKᵀ and αV over every key
+        indexer  = H_I · n · n · d_I                 the index queries against every index key
+        selected = H · n · min(k, n) · (d_k + d_v)   QKᵀ and αV over the k chosen keys
+
+    The indexer still reads every key, but with H_I·d_I multiply-adds per pair where attention spends
+    H·(d_k + d_v); the V3.2 report counts it the same way (its indexer is small and runs in FP8)."""
+    for name, value in (("n", n), ("top_k", top_k), ("n_heads", n_heads), ("d_k", d_k), ("d_v", d_v),
+                        ("n_index_heads", n_index_heads), ("d_index", d_index)):
+        _int(name, value)
+    pair = n_heads * (d_k + d_v)
+    return SparseCost(n=n, top_k=top_k, full=n * n * pair, indexer=n_index_heads * n * n * d_index,
+                      selected=n * min(top_k, n) * pair)

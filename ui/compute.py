@@ -725,3 +725,52 @@ def hybrid_cache(ns: tuple[int, ...]) -> list[dict]:
                                    bytes_per_value=1)
         out.append({"n": n, "kv": kv, "state": state, "hybrid": kv + state, "full": full})
     return out
+
+
+# ------------------------------------------------------------------ sparse top-k (DeepSeek Sparse Attention)
+SPARSE_D_MODEL, SPARSE_HEADS, SPARSE_D_HEAD = 16, 2, 8  # the sparse page's attention: d_model, H, d_k = d_v
+SPARSE_INDEX_HEADS, SPARSE_D_INDEX, SPARSE_D_CQ = 4, 8, 8  # its lightning indexer: H_I, d_I, the q latent's width
+SPARSE_CHOOSERS = ("indexer", "oracle")
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def sparse(tokens: tuple[str, ...], top_k: int, chooser: str, seed: int) -> dict:
+    """core.sparse_topk_attention (causal) on seeded, untrained projections of the tokens' embeddings, its keys chosen
+    by ``chooser``: "indexer" — core.lightning_indexer's scores (H_I heads, untrained, no RoPE here); "oracle" — the
+    attention's own scaled scores averaged over the heads (what an indexer trained to match attention aims at).
+    Returns the scores that chose (n, n; −∞ where the causal mask forbids), the chosen keys (n, n), the weights of
+    sparse and of full attention (H, n, n), max |sparse − full| of the outputs, the share of full attention's weight
+    that falls on the chosen keys (H, n), and the keys each query reads (n,)."""
+    if chooser not in SPARSE_CHOOSERS:
+        raise ValueError(f"unknown chooser {chooser!r}")
+    d, H, d_h = SPARSE_D_MODEL, SPARSE_HEADS, SPARSE_D_HEAD
+    X = core.tokens.embed(list(tokens), d, seed=seed)[None]  # (1, n, d)
+    W = {w: core.tokens.projection(d, H * d_h, seed=seed, name=f"sp.{w}") for w in ("W_q", "W_k", "W_v")}
+    q, k, v = (core.split_heads(X @ W[w], H) for w in ("W_q", "W_k", "W_v"))  # (1, H, n, d_h)
+    full = core.attention(q, k, v, mask=core.masks.causal(X.shape[1]))  # weights (1, H, n, n)
+    if chooser == "indexer":
+        c_q = X @ core.tokens.projection(d, SPARSE_D_CQ, seed=seed, name="sp.W_cq")  # (1, n, d_cq)
+        index = core.lightning_indexer(
+            X, c_q, W_Iq=core.tokens.projection(SPARSE_D_CQ, SPARSE_INDEX_HEADS * SPARSE_D_INDEX, seed=seed, name="sp.W_Iq"),
+            W_Ik=core.tokens.projection(d, SPARSE_D_INDEX, seed=seed, name="sp.W_Ik"),
+            W_w=core.tokens.projection(d, SPARSE_INDEX_HEADS, seed=seed, name="sp.W_w"),
+            n_index_heads=SPARSE_INDEX_HEADS).scores  # (1, n, n)
+    else:
+        index = full.scores.masked_fill(~full.mask, float("-inf")).mean(-3)  # (1, n, n): the heads' scaled scores
+    tr = core.sparse_topk_attention(q, k, v, index_scores=index, top_k=top_k)
+    chosen = tr.chosen[0]  # (n, n)
+    full_w = full.weights[0]  # (H, n, n)
+    return {"index": index[0].numpy(), "chosen": chosen.numpy(), "sparse": tr.attention.weights[0].numpy(),
+            "full": full_w.numpy(), "gap": core.max_abs_diff(tr.output, full.output),
+            "coverage": (full_w * chosen).sum(-1).numpy(), "keys": tr.keys_per_query[0].numpy()}
+
+
+@memo.cached(max_entries=16, ttl=HOUR)
+def sparse_costs(ns: tuple[int, ...], top_k: int) -> dict:
+    """Multiply-adds of full and of sparse top-k attention (core.sparse_topk_macs) for n = ns, with DeepSeek-V3.2's
+    indexer shapes (64 index heads of width 128) and its attention's head count and widths (128 heads; d_k = 192,
+    d_v = 128): DeepSeek-V3.2-Exp's config.json (index_n_heads 64, index_head_dim 128, num_attention_heads 128,
+    qk_nope_head_dim 128 + qk_rope_head_dim 64, v_head_dim 128)."""
+    costs = [core.sparse_topk_macs(n, top_k, n_heads=128, d_k=192, d_v=128, n_index_heads=64, d_index=128) for n in ns]
+    return {"ns": list(ns), "full": [c.full for c in costs], "sparse": [c.sparse for c in costs],
+            "indexer": [c.indexer for c in costs]}

@@ -29,7 +29,7 @@ def test_the_downloaded_notebook_as_html_shows_the_pages_weights(server_url, new
     W = wait_z(page, PG_WEIGHTS, "z.length === 4 && z[0][1] === 0 && z[0][0] === 1")
     open_tab(page, "⑤ Share")
     wait_idle(page)  # the tab's run has ended: its download button is the one that stays
-    with page.expect_download() as download:
+    with page.expect_download(timeout=120_000) as download:
         page.locator(css(state.item(state.CODE_EXPORT.download, state.PLAYGROUND.code)) + " button").click()
     saved = tmp_path / "playground.ipynb"
     saved.write_bytes(Path(download.value.path()).read_bytes())

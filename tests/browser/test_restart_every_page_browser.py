@@ -74,7 +74,8 @@ KIND_JS = """e => e.matches('[data-testid=stSelectbox]') ? 'select'
 FIRST_JS = ("([sels, containers]) => { const kind = " + KIND_JS + ";"
             " const seen = [...document.querySelectorAll(sels)].filter(e => (e.closest("
             "'[data-testid=stSlider]') || e).checkVisibility());"
-            " if (!seen.length) return null; const k = kind(seen[0]); const c = seen[0].closest(`[data-testid=${containers[k]}]`);"
+            " if (!seen.length) return null; const k = kind(seen[0]);"
+            " const c = seen[0].closest(`[data-testid=${containers[k]}]`);"
             " const l = c && c.querySelector('[data-testid=stWidgetLabel]'); const text = l ? l.innerText.trim() : '';"
             " return text ? [k, text] : null; }")
 

@@ -90,7 +90,7 @@ def test_masks_lesson_in_english(server_url, new_page):
     page.get_by_text(ui_text("en", "tu.code")).click()
     expect(page.get_by_text("mask = torch.tensor([").first).to_be_visible(timeout=30_000)
     settled(page)  # the code panel's run has ended and drawn, nothing still moving: its download button is the one that stays
-    with page.expect_download() as download:
+    with page.expect_download(timeout=120_000) as download:
         page.locator(css(state.item(state.CODE_EXPORT.download, state.item(KEYS.panel, "masks"))) + " button").click()
     nb = nbformat.reads(Path(download.value.path()).read_text(encoding="utf-8"), as_version=4)
     nbformat.validate(nb)

@@ -52,9 +52,9 @@ def test_every_python_name_the_readme_gives_exists():
 def test_every_file_the_readme_gives_exists_and_the_layout_lists_every_module():
     text = README.read_text(encoding="utf-8")
     root = README.parent
-    paths = {m for code in re.findall(r"`([^`\n]+)`", text)
-             for m in re.findall(r"(?<![\w/.])((?:core|ui|app_pages|attention_lab|assets|bench|scripts|tests)/[\w/.{},-]+\.(?:py|json|js|css|md|sh)\b)", code)
-             if "{" not in m}
+    path = re.compile(r"(?<![\w/.])((?:core|ui|app_pages|attention_lab|assets|bench|scripts|tests)/[\w/.{},-]+"
+                      r"\.(?:py|json|js|css|md|sh)\b)")
+    paths = {m for code in re.findall(r"`([^`\n]+)`", text) for m in path.findall(code) if "{" not in m}
     assert len(paths) > 10
     assert not [p for p in sorted(paths) if not (root / p).exists()], "the README names files that are not there"
     layout = text.split("## Layout", 1)[1].split("### Where to change what", 1)[0]

@@ -1,0 +1,136 @@
+"""Choosing which keys: sparse top-k attention (DeepSeek Sparse Attention, DeepSeek-V3.2). A small indexer scores
+every key for every query, each query keeps its k best keys, and attention runs over those only — drawn as a mask
+over the full map, beside full attention, with what the chosen keys carry of full attention's weight and the cost
+as n grows (counted multiply-adds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core.lab import gap_text, within_rounding
+from ui import compute, link, page, settings, state
+from ui.i18n import labeller, t
+from ui.inputs import numbers_panel
+from ui.text import shorts
+from ui.widgets.figures import line_figure, show_chart
+from ui.widgets.heatmap import heatmap, show_heatmap
+from ui.widgets.layout import token_labels
+
+KEYS = state.SPARSE
+# Sources: DeepSeek-AI, "DeepSeek-V3.2-Exp: Boosting Long-Context Efficiency with DeepSeek Sparse Attention" (2025,
+# the report in deepseek-ai/DeepSeek-V3.2-Exp), §2.1: the lightning indexer I_ts = Σ_j w_tj·ReLU(q_tj·k_s), the
+# top-k selection per query, the report's claim that the indexer is small (few heads, FP8) so core attention falls
+# from O(L²) to O(L·k), and that V3.2-Exp matches V3.1-Terminus on its benchmarks; k = 2048 (config.json index_topk).
+# The cost chart's shapes: compute.sparse_costs' comment.
+TOP_K_MAX = 16
+TOP_K_DEFAULT = 2
+COST_NS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)  # tokens on the cost chart (V3.2's context: 128K)
+COST_TOP_K = 2048  # DeepSeek-V3.2-Exp's index_topk
+MAX_DRAWN_TOKENS = 64
+
+KEPT = (link.Kept(KEYS.top_k, "topk", link.whole(1, TOP_K_MAX), TOP_K_DEFAULT),
+        link.Kept(KEYS.chooser, "chooser", link.one_of(compute.SPARSE_CHOOSERS), "indexer"),
+        link.Kept(KEYS.head, "sp_h", link.whole(0, compute.SPARSE_HEADS - 1), 0))
+
+
+def controls(n: int, problems: page.Problems) -> tuple[int, str, int]:
+    """k (1 … TOP_K_MAX), what chooses the keys and the head drawn; a tampered value is named and replaced."""
+    k = st.session_state.setdefault(KEYS.top_k, TOP_K_DEFAULT)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= TOP_K_MAX:
+        problems.append(("error", t("sp.k.bad", value=str(k)[:40], max=TOP_K_MAX, default=TOP_K_DEFAULT)))
+        st.session_state[KEYS.top_k] = TOP_K_DEFAULT
+    if st.session_state.setdefault(KEYS.chooser, "indexer") not in compute.SPARSE_CHOOSERS:
+        st.session_state[KEYS.chooser] = "indexer"
+    if st.session_state.setdefault(KEYS.head, 0) not in range(compute.SPARSE_HEADS):
+        st.session_state[KEYS.head] = 0
+    c1, c2, c3 = st.columns([2, 3, 1])
+    with c1:
+        st.slider(t("sp.k"), 1, TOP_K_MAX, key=KEYS.top_k, help=t("sp.k.help"))
+    with c2:
+        st.radio(t("sp.chooser"), compute.SPARSE_CHOOSERS, key=KEYS.chooser, horizontal=True,
+                 format_func=labeller("sp.chooser."), help=t("sp.chooser.help"))
+    with c3:
+        st.selectbox(t("sp.head"), list(range(compute.SPARSE_HEADS)), key=KEYS.head)
+    k = int(st.session_state[KEYS.top_k])
+    if k >= n:
+        problems.append(("info", t("sp.k.all", k=k, n=n)))
+    return k, st.session_state[KEYS.chooser], int(st.session_state[KEYS.head])
+
+
+def maps(r: dict, labels: list[str], h: int, dec: int) -> None:
+    """The scores that choose (the causal mask's −∞ greyed), and the weights over the chosen keys only (the rest
+    greyed: the top-k mask over the full map) beside full attention's."""
+    st.subheader(t("sp.maps.title"))
+    st.latex(r"\begin{gathered}I_{ts} = \sum_{j=1}^{H_I} w_{tj}\,\mathrm{ReLU}\!\left(\frac{q^I_{tj}\cdot k^I_s}"
+             r"{\sqrt{d_I}}\right),\qquad S_t = \operatorname{top-}k_{\,s \le t}\; I_{ts}\\"
+             r"o_t = \sum_{s \in S_t} \frac{e^{q_t k_s^\top/\sqrt{d_k}}}{\sum_{s' \in S_t} e^{q_t k_{s'}^\top/"
+             r"\sqrt{d_k}}}\, v_s\end{gathered}")
+    index = r["index"]
+    masked = np.isneginf(index)
+    chosen = r["chosen"].astype(bool)
+    c1, c2, c3 = st.columns(3)
+    specs = ((c1, KEYS.index, "sp.map.index", np.where(masked, 0.0, index), masked, False),
+             (c2, KEYS.sparse, "sp.map.sparse", r["sparse"][h], ~chosen, True),
+             (c3, KEYS.full, "sp.map.full", r["full"][h], masked, True))
+    for col, key, title, z, grey, seq in specs:
+        with col:
+            st.markdown(f"**{t(title, h=h)}**")
+            show_heatmap(heatmap(z, x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
+                                 neg_inf=grey, sequential=seq, decimals=dec), key=key)
+    st.caption(t("sp.random"))
+
+
+def measured(r: dict, k: int, labels: list[str], h: int, dec: int) -> None:
+    """What the chosen keys carry of full attention's weight (head h, every query), and the outputs' gap."""
+    st.subheader(t("sp.carry.title"))
+    cover = r["coverage"][h]  # (n,)
+    worst = int(np.argmin(cover))
+    st.markdown(t("sp.carry.now", k=k, mean=f"{100 * cover.mean():.1f}", min=f"{100 * cover[worst]:.1f}",
+                  q=labels[worst], h=h))
+    equal = within_rounding(r["gap"])
+    (st.success if equal else st.info)(t("sp.gap.same" if equal else "sp.gap.differ", gap=gap_text(r["gap"])))
+    if st.session_state[KEYS.chooser] == "indexer":
+        st.caption(t("sp.carry.untrained"))
+
+
+def costs() -> None:
+    """Multiply-adds of full attention, of the indexer and of sparse attention as n grows, with V3.2's shapes."""
+    st.subheader(t("sp.cost.title"))
+    full, indexer, topk = (t(f"sp.f.{w}") for w in ("full", "indexer", "topk"))
+    st.latex(rf"\underbrace{{H\,n^2\,(d_k + d_v)}}_{{\text{{{full}}}}}\quad\longleftrightarrow\quad"
+             rf"\underbrace{{H_I\,n^2\,d_I}}_{{\text{{{indexer}}}}} + \underbrace{{H\,n\,k\,(d_k + d_v)}}_{{\text{{{topk}}}}}")
+    c = compute.sparse_costs(COST_NS, COST_TOP_K)
+    data = [{"type": "scatter", "mode": "lines+markers", "x": c["ns"], "y": c[name], "name": t(f"sp.cost.{name}"),
+             "marker": {"symbol": symbol}} for name, symbol in (("full", "circle"), ("sparse", "diamond"),
+                                                               ("indexer", "square"))]
+    fig = line_figure(data, {"xaxis": {"title": {"text": t("sp.cost.x")}, "type": "log"},
+                             "yaxis": {"title": {"text": t("sp.cost.y")}, "type": "log"}}, height=340)
+    show_chart(fig, key=KEYS.cost, title=t("sp.cost.title"), alt=t("sp.cost.alt"))
+    last = len(c["ns"]) - 1
+    even = next((n for n, f, s in zip(c["ns"], c["full"], c["sparse"], strict=True) if s < f), None)
+    st.markdown(t("sp.cost.now", k=COST_TOP_K, n=f"{c['ns'][last]:,}", ratio=f"{c['full'][last] / c['sparse'][last]:.1f}",
+                  even=f"{even:,}" if even else "—"))
+    st.caption(t("sp.cost.caption"))
+
+
+def main() -> None:
+    problems: page.Problems = []
+    link.keep("sparse", KEPT, problems)
+    dec, seed = settings.get("precision"), int(settings.get("seed"))
+    st.markdown(t("sp.intro"))
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
+    if len(tokens) > MAX_DRAWN_TOKENS:
+        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
+        tokens = tokens[:MAX_DRAWN_TOKENS]
+    labels = shorts(token_labels(tokens))
+    k, chooser, h = controls(len(tokens), problems)
+    r = page.guarded(problems, lambda: compute.sparse(tuple(tokens), k, chooser, seed))
+    page.show_problems(problems)
+    if r is not None:
+        maps(r, labels, h, dec)
+        measured(r, k, labels, h, dec)
+    costs()
+
+
+main()

@@ -1,0 +1,100 @@
+"""AppTest: the sparse top-k page against core — the scores that choose (the lightning indexer on the page's seeded
+projections, or the attention's own scores), the top-k keys each query keeps (checked by hand: the k highest scores
+among the keys it may see), the weights over those keys beside full attention, the weight they carry, the cost
+figures; a tampered k gets a message and the default, k ≥ n says that sparse is full attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import core
+from core import tokens
+from ui import compute, state
+
+from .helpers import close, heat, no_errors, page, texts
+
+PAGE = "app_pages/sparse.py"
+KEYS = state.SPARSE
+C18 = list(tokens.C18_TOKENS)
+
+
+def reference(k: int, chooser: str, seed: int = 0):
+    """core on the page's seeded projections: d_model 16, 2 heads of 8; indexer 4 heads of 8, q latent of 8."""
+    X = tokens.embed(C18, 16, seed=seed)[None]
+    W = {w: tokens.projection(16, 16, seed=seed, name=f"sp.{w}") for w in ("W_q", "W_k", "W_v")}
+    q, key, v = (core.split_heads(X @ W[w], 2) for w in ("W_q", "W_k", "W_v"))
+    full = core.attention(q, key, v, mask=core.masks.causal(len(C18)))
+    if chooser == "indexer":
+        c_q = X @ tokens.projection(16, 8, seed=seed, name="sp.W_cq")
+        index = core.lightning_indexer(X, c_q, W_Iq=tokens.projection(8, 32, seed=seed, name="sp.W_Iq"),
+                                       W_Ik=tokens.projection(16, 8, seed=seed, name="sp.W_Ik"),
+                                       W_w=tokens.projection(16, 4, seed=seed, name="sp.W_w"), n_index_heads=4).scores
+    else:
+        index = full.scores.masked_fill(~full.mask, float("-inf")).mean(-3)
+    return index[0], core.sparse_topk_attention(q, key, v, index_scores=index, top_k=k), full
+
+
+def run(**values):
+    at = page(PAGE, run=False)
+    for name, value in values.items():
+        at.session_state[getattr(KEYS, name)] = value
+    return at.run()
+
+
+@pytest.mark.parametrize(("k", "chooser", "head"), [(2, "indexer", 0), (1, "oracle", 1), (3, "indexer", 1)])
+def test_the_maps_are_cores_and_each_query_keeps_its_k_best_keys(k, chooser, head):
+    at = run(top_k=k, chooser=chooser, head=head)
+    no_errors(at)
+    index, tr, full = reference(k, chooser)
+    n = len(C18)
+    shown = heat(at, KEYS.index)
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    close(shown[allowed], index.numpy()[allowed])
+    assert np.isnan(shown[~allowed]).all()  # after the query: the causal mask, drawn as masked
+    for i in range(n):  # by hand: the k highest scores among the keys 0 … i
+        best = set(np.argsort(-index.numpy()[i, : i + 1], kind="stable")[: min(k, i + 1)].tolist())
+        assert set(np.flatnonzero(tr.chosen[0, i].numpy())) == best
+    sparse = heat(at, KEYS.sparse)
+    chosen = tr.chosen[0].numpy()
+    close(sparse[chosen], tr.attention.weights[0, head].numpy()[chosen])
+    assert np.isnan(sparse[~chosen]).all()
+    close(heat(at, KEYS.full)[allowed], full.weights[0, head].numpy()[allowed])
+    carried = (full.weights[0, head] * tr.chosen[0]).sum(-1).numpy()
+    assert f"carry on average **{100 * carried.mean():.1f}%**" in texts(at)
+    assert f"**{100 * carried.min():.1f}%**" in texts(at)
+    gap = core.max_abs_diff(tr.output, full.output)
+    assert f"max |sparse − full| over the outputs = {core.lab.gap_text(gap)}" in texts(at)
+
+
+def test_k_at_least_n_is_full_attention_and_says_so():
+    at = run(top_k=len(C18))
+    no_errors(at)
+    _, tr, full = reference(len(C18), "indexer")
+    assert core.lab.within_rounding(core.max_abs_diff(tr.output, full.output))
+    assert f"k = {len(C18)} is at least the number of tokens ({len(C18)})" in texts(at)
+    assert "equal up to rounding" in texts(at)
+
+
+@pytest.mark.parametrize("bad", [0, 99, "3", 2.5, True])
+def test_a_tampered_k_gets_a_message_and_the_default(bad):
+    at = run(top_k=bad)
+    assert not at.exception
+    assert any("cannot be used: it must be a whole number from 1 to 16" in e.value for e in at.error)
+    assert at.session_state[KEYS.top_k] == 2
+
+
+def test_the_cost_sentence_is_cores_count():
+    at = run()
+    no_errors(at)
+    last = core.sparse_topk_macs(131072, 2048, n_heads=128, d_k=192, d_v=128, n_index_heads=64, d_index=128)
+    assert f"at n = 131,072 tokens, full attention needs **{last.full / last.sparse:.1f}×**" in texts(at)
+    costs = compute.sparse_costs((1024, 2048, 4096), 2048)
+    assert costs["sparse"][0] > costs["full"][0] and costs["sparse"][2] < costs["full"][2]
+    assert "Sparse is cheaper from n = 4,096 on the chart" in texts(at)
+
+
+def test_korean_page_has_no_errors_and_its_own_words():
+    at = page(PAGE, query={"lang": "ko"})
+    no_errors(at)
+    assert "라이트닝 인덱서" in texts(at)
