@@ -63,21 +63,20 @@ def maps(r: dict, labels: list[str], h: int, dec: int) -> None:
     greyed: the top-k mask over the full map) beside full attention's."""
     st.subheader(t("sp.maps.title"))
     st.latex(r"\begin{gathered}I_{ts} = \sum_{j=1}^{H_I} w_{tj}\,\mathrm{ReLU}\!\left(\frac{q^I_{tj}\cdot k^I_s}"
-             r"{\sqrt{d_I}}\right),\qquad S_t = \operatorname{top-}k_{\,s \le t}\; I_{ts}\\"
+             r"{\sqrt{d_I}}\right)\\ S_t = \text{top-}k_{\,s \le t}\; I_{ts}\\"
              r"o_t = \sum_{s \in S_t} \frac{e^{q_t k_s^\top/\sqrt{d_k}}}{\sum_{s' \in S_t} e^{q_t k_{s'}^\top/"
              r"\sqrt{d_k}}}\, v_s\end{gathered}")
-    index = r["index"]
-    masked = np.isneginf(index)
-    chosen = r["chosen"].astype(bool)
-    c1, c2, c3 = st.columns(3)
-    specs = ((c1, KEYS.index, "sp.map.index", np.where(masked, 0.0, index), masked, False),
-             (c2, KEYS.sparse, "sp.map.sparse", r["sparse"][h], ~chosen, True),
-             (c3, KEYS.full, "sp.map.full", r["full"][h], masked, True))
-    for col, key, title, z, grey, seq in specs:
-        with col:
-            st.markdown(f"**{t(title, h=h)}**")
-            show_heatmap(heatmap(z, x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
-                                 neg_inf=grey, sequential=seq, decimals=dec), key=key)
+    index, logits = r["index"], r["logits"][h]
+    axes = {"x_labels": labels, "y_labels": labels, "x_title": t("axis.key"), "y_title": t("axis.query"), "decimals": dec}
+    grid = (("sp.map.index", KEYS.index, index, True), ("sp.map.logits", KEYS.logits, logits, True),
+            ("sp.map.sparse", KEYS.sparse, r["sparse"][h], False), ("sp.map.full", KEYS.full, r["full"][h], False))
+    for row in (grid[:2], grid[2:]):
+        for col, (title, key, z, scores) in zip(st.columns(2), row, strict=True):
+            with col:
+                st.markdown(f"**{t(title, h=h)}**")
+                spec = (heatmap(np.where(np.isneginf(z), 0.0, z), neg_inf=np.isneginf(z), **axes) if scores
+                        else heatmap(z, sequential=True, **axes))
+                show_heatmap(spec, key=key)
     st.caption(t("sp.random"))
 
 
@@ -98,8 +97,9 @@ def costs() -> None:
     """Multiply-adds of full attention, of the indexer and of sparse attention as n grows, with V3.2's shapes."""
     st.subheader(t("sp.cost.title"))
     full, indexer, topk = (t(f"sp.f.{w}") for w in ("full", "indexer", "topk"))
-    st.latex(rf"\underbrace{{H\,n^2\,(d_k + d_v)}}_{{\text{{{full}}}}}\quad\longleftrightarrow\quad"
-             rf"\underbrace{{H_I\,n^2\,d_I}}_{{\text{{{indexer}}}}} + \underbrace{{H\,n\,k\,(d_k + d_v)}}_{{\text{{{topk}}}}}")
+    st.latex(rf"\begin{{gathered}}\underbrace{{H\,n^2\,(d_k + d_v)}}_{{\text{{{full}}}}}\\"
+             rf"\underbrace{{H_I\,n^2\,d_I}}_{{\text{{{indexer}}}}} + \underbrace{{H\,n\,k\,(d_k + d_v)}}_{{\text{{{topk}}}}}"
+             r"\end{gathered}")
     c = compute.sparse_costs(COST_NS, COST_TOP_K)
     data = [{"type": "scatter", "mode": "lines+markers", "x": c["ns"], "y": c[name], "name": t(f"sp.cost.{name}"),
              "marker": {"symbol": symbol}} for name, symbol in (("full", "circle"), ("sparse", "diamond"),

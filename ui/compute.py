@@ -738,8 +738,9 @@ def sparse(tokens: tuple[str, ...], top_k: int, chooser: str, seed: int) -> dict
     """core.sparse_topk_attention (causal) on seeded, untrained projections of the tokens' embeddings, its keys chosen
     by ``chooser``: "indexer" — core.lightning_indexer's scores (H_I heads, untrained, no RoPE here); "oracle" — the
     attention's own scaled scores averaged over the heads (what an indexer trained to match attention aims at).
-    Returns the scores that chose (n, n; −∞ where the causal mask forbids), the chosen keys (n, n), the weights of
-    sparse and of full attention (H, n, n), max |sparse − full| of the outputs, the share of full attention's weight
+    Returns the scores that chose (n, n; −∞ where the causal mask forbids), the chosen keys (n, n), sparse attention's
+    logits (H, n, n; −∞ off the chosen keys: the top-k mask on the scaled scores), the weights of sparse and of full
+    attention (H, n, n), max |sparse − full| of the outputs, the share of full attention's weight
     that falls on the chosen keys (H, n), and the keys each query reads (n,)."""
     if chooser not in SPARSE_CHOOSERS:
         raise ValueError(f"unknown chooser {chooser!r}")
@@ -760,7 +761,8 @@ def sparse(tokens: tuple[str, ...], top_k: int, chooser: str, seed: int) -> dict
     tr = core.sparse_topk_attention(q, k, v, index_scores=index, top_k=top_k)
     chosen = tr.chosen[0]  # (n, n)
     full_w = full.weights[0]  # (H, n, n)
-    return {"index": index[0].numpy(), "chosen": chosen.numpy(), "sparse": tr.attention.weights[0].numpy(),
+    return {"index": index[0].numpy(), "chosen": chosen.numpy(), "logits": tr.attention.logits[0].numpy(),
+            "sparse": tr.attention.weights[0].numpy(),
             "full": full_w.numpy(), "gap": core.max_abs_diff(tr.output, full.output),
             "coverage": (full_w * chosen).sum(-1).numpy(), "keys": tr.keys_per_query[0].numpy()}
 

@@ -120,6 +120,6 @@ LANGUAGE_MODEL = _room("language_model", "prompt text preset temperature top_k t
                        "bars_sampled off_heads off_layers window sinks bars_before bars_after measure lens running tab tab_id")
 MLA = _room("mla", "d_model heads d_c d_r latent rope_key explicit absorbed table last")
 SINKS_GATES = _room("sinks_gates", "query sink cap rows logits cap_chart gate")
-SPARSE = _room("sparse", "top_k chooser head index sparse full cost")
+SPARSE = _room("sparse", "top_k chooser head index logits sparse full cost")
 DELTA_RULE = _room("delta_rule", "rule beta g step step_prev step_next arrow_keys n state write retrieval outputs hybrid "
                    "last")

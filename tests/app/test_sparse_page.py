@@ -55,11 +55,14 @@ def test_the_maps_are_cores_and_each_query_keeps_its_k_best_keys(k, chooser, hea
     for i in range(n):  # by hand: the k highest scores among the keys 0 … i
         best = set(np.argsort(-index.numpy()[i, : i + 1], kind="stable")[: min(k, i + 1)].tolist())
         assert set(np.flatnonzero(tr.chosen[0, i].numpy())) == best
-    sparse = heat(at, KEYS.sparse)
     chosen = tr.chosen[0].numpy()
-    close(sparse[chosen], tr.attention.weights[0, head].numpy()[chosen])
-    assert np.isnan(sparse[~chosen]).all()
-    close(heat(at, KEYS.full)[allowed], full.weights[0, head].numpy()[allowed])
+    logits = heat(at, KEYS.logits)  # the top-k mask on the scaled scores: −∞ (drawn masked) off the chosen keys
+    close(logits[chosen], tr.attention.scaled[0, head].numpy()[chosen])
+    assert np.isnan(logits[~chosen]).all()
+    sparse = heat(at, KEYS.sparse)
+    close(sparse, tr.attention.weights[0, head].numpy())
+    assert (sparse[~chosen] == 0).all() and np.allclose(sparse.sum(-1), 1, atol=1e-5)
+    close(heat(at, KEYS.full), full.weights[0, head].numpy())
     carried = (full.weights[0, head] * tr.chosen[0]).sum(-1).numpy()
     assert f"carry on average **{100 * carried.mean():.1f}%**" in texts(at)
     assert f"**{100 * carried.min():.1f}%**" in texts(at)
