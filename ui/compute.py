@@ -776,3 +776,33 @@ def sparse_costs(ns: tuple[int, ...], top_k: int) -> dict:
     costs = [core.sparse_topk_macs(n, top_k, n_heads=128, d_k=192, d_v=128, n_index_heads=64, d_index=128) for n in ns]
     return {"ns": list(ns), "full": [c.full for c in costs], "sparse": [c.sparse for c in costs],
             "indexer": [c.indexer for c in costs]}
+
+
+# ------------------------------------------------------------------ differential attention (DIFF Transformer)
+DIFF_D_MODEL, DIFF_HEADS, DIFF_KV_HEADS = 16, 4, 2  # the DIFF page: d_model, H query heads (H/2 pairs), G K/V heads
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def differential(tokens: tuple[str, ...], layer: int, a: float, b: float, seed: int) -> dict:
+    """core.differential_attention (causal, DiffLlama's layout) on seeded, untrained projections of the tokens'
+    embeddings, with λ's re-parameterisation λ = exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init(layer) set through
+    the two dot products a = λ_q1·λ_k1 and b = λ_q2·λ_k2 (λ_q1 = a·e_1, λ_k1 = e_1; λ_q2 = b·e_1, λ_k2 = e_1).
+
+    Returns the two softmax maps and their difference (D, n, n) with D = H/2 differential heads, λ and λ_init,
+    the rows' sums (D, n), and per map the share of each row's absolute weight on its largest entry (D, n)."""
+    d = DIFF_D_MODEL // DIFF_HEADS
+    X = core.tokens.embed(list(tokens), DIFF_D_MODEL, seed=seed)
+    shapes = {"W_q": (DIFF_D_MODEL, DIFF_HEADS * d), "W_k": (DIFF_D_MODEL, DIFF_KV_HEADS * d),
+              "W_v": (DIFF_D_MODEL, DIFF_KV_HEADS * d), "W_o": (DIFF_HEADS * d, DIFF_D_MODEL)}
+    W = {name: core.tokens.projection(*shape, seed=seed, name=f"df.{name}") for name, shape in shapes.items()}
+    e1 = torch.zeros(d)
+    e1[0] = 1.0
+    tr = core.differential_attention(X, **W, n_heads=DIFF_HEADS, n_kv_heads=DIFF_KV_HEADS, layer_idx=layer,
+                                     lambda_q1=a * e1, lambda_k1=e1, lambda_q2=b * e1, lambda_k2=e1)
+
+    def peak(w: torch.Tensor) -> np.ndarray:  # (D, n): max_j |w_ij| / Σ_j |w_ij|
+        return (w.abs().amax(-1) / w.abs().sum(-1).clamp_min(1e-30)).numpy()
+
+    return {"w1": tr.weights1.numpy(), "w2": tr.weights2.numpy(), "diff": tr.weights.numpy(), "lam": float(tr.lam),
+            "lambda_init": tr.lambda_init, "sums": tr.weights.sum(-1).numpy(), "peak1": peak(tr.weights1),
+            "peak_diff": peak(tr.weights)}

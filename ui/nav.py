@@ -64,6 +64,7 @@ PAGES = (
     PageInfo("mla", "MLA", ":material/compress:", "C20–C21", "modern"),
     PageInfo("sinks_gates", "Sinks_gates_caps", ":material/filter_alt:", "C6, C10–C11", "modern"),
     PageInfo("sparse", "Sparse_attention", ":material/filter_list:", "C11, C28", "modern"),
+    PageInfo("diff", "Differential_attention", ":material/difference:", "C4, C20", "modern"),
     PageInfo("delta_rule", "Gated_DeltaNet", ":material/memory:", "C4, C28", "modern"),
     PageInfo("language_model", "Language_model", ":material/edit_note:",
              "C11, C20, C23–C24 in a trained decoder", "models"),

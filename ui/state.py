@@ -121,5 +121,6 @@ LANGUAGE_MODEL = _room("language_model", "prompt text preset temperature top_k t
 MLA = _room("mla", "d_model heads d_c d_r latent rope_key explicit absorbed table last")
 SINKS_GATES = _room("sinks_gates", "query sink cap rows logits cap_chart gate")
 SPARSE = _room("sparse", "top_k chooser head index logits sparse full cost")
+DIFF = _room("diff", "layer a b head w1 w2 diff")
 DELTA_RULE = _room("delta_rule", "rule beta g step step_prev step_next arrow_keys n state write retrieval outputs hybrid "
                    "last")
