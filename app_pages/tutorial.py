@@ -159,6 +159,7 @@ def lesson_tools(lesson: tut.Lesson) -> None:
                  query_params=scenario.to_query(values, matrices) | settings.query())
     other = {"multihead": "multi_head", "position": "position", "rope": "llm_positions"}.get(lesson.panel)
     other = "language_model" if lesson.id == "model-writing" else other  # its exercises are read off the model's page
+    other = {"mla-cache": "mla", "delta-rule": "delta_rule"}.get(lesson.id, other)  # the lesson's own page
     if other:
         extra = {"preset": tut.L12_PRESET} if other == "language_model" else {}  # the lesson's prompt, loaded once
         st.page_link(nav.PAGE_BY_NAME[other].file, label=t("tu.open_page", page=t(f"page.{other}.title")),

@@ -25,12 +25,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import torch
 
 from ._tensor import TensorLike, as_tensors, shape_str
 from .modern import _int, _named, _positive
 
+# Qwen3-Next-80B-A3B, a 3:1 hybrid (Qwen/Qwen3-Next-80B-A3B-Instruct model card and config.json): 48 layers laid out
+# as 12 × (3 Gated DeltaNet + 1 gated attention) (full_attention_interval 4); gated attention: 2 KV heads of head_dim
+# 256; Gated DeltaNet: 32 value heads (16 query/key heads) of head dim 128, so one state of 128 × 128 per value head.
+QWEN3_NEXT_HYBRID = MappingProxyType({"name": "Qwen3-Next-80B-A3B", "layers": 48, "every": 4, "kv_heads": 2,
+                                      "d_head": 256, "v_heads": 32, "d_k": 128, "d_v": 128})
 
 @dataclass(frozen=True, eq=False)
 class DeltaRuleTrace:

@@ -203,6 +203,14 @@ class MLACacheSize:
         return self.mha / self.mla
 
 
+# Published MLA shapes (name, layers, d_c, d_R, H, d_h), d_h = qk_nope_head_dim; the cache per token and layer is d_c + d_R:
+# DeepSeek-V3: deepseek-ai/DeepSeek-V3 config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
+#   num_attention_heads 128, qk_nope_head_dim 128 (DeepSeek-V3 Technical Report, arXiv 2412.19437, §2.1.1).
+# Kimi K2: moonshotai/Kimi-K2-Instruct config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
+#   num_attention_heads 64, qk_nope_head_dim 128 (the DeepSeek-V3 architecture with half the heads).
+PUBLISHED = (("DeepSeek-V3", 61, 512, 64, 128, 128), ("Kimi K2", 61, 512, 64, 64, 128))
+
+
 def mla_cache_values(*, kv_rank: int, rope_dim: int, n_heads: int, head_dim: int) -> MLACacheSize:
     """Per token and layer: d_c + d_R (the latent and the shared rotary key) vs 2·H·d_h (K and V of every head).
 

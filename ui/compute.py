@@ -608,22 +608,13 @@ def linear_costs(ns: tuple[int, ...], d: int) -> dict:
 
 # ------------------------------------------------------------------ latent attention, sinks/gates/caps, the delta rule (issue 33)
 MLA_ROPE_BASE = 10000.0  # RoPE's θ on the d_R rotary dims of the MLA page's small example
-# Published MLA shapes (d_h = qk_nope_head_dim; the cache per token and layer is d_c + d_R):
-# DeepSeek-V3: deepseek-ai/DeepSeek-V3 config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
-#   num_attention_heads 128, qk_nope_head_dim 128 (DeepSeek-V3 Technical Report, arXiv 2412.19437, §2.1.1).
-# Kimi K2: moonshotai/Kimi-K2-Instruct config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
-#   num_attention_heads 64, qk_nope_head_dim 128 (the DeepSeek-V3 architecture with half the heads).
-MLA_MODELS = (("DeepSeek-V3", 61, 512, 64, 128, 128), ("Kimi K2", 61, 512, 64, 64, 128))
+MLA_MODELS = core.modern_mla.PUBLISHED  # (name, layers, d_c, d_R, H, d_h): their sources are in core.modern_mla
 MLA_COMPARED = ("llama-3-8b", "gpt2")  # a GQA and an MHA model of core.MODEL_PRESETS (their sources are there)
 SG_HEADS = 2  # the sinks/gates/caps page's heads
 DELTA_D_MODEL, DELTA_D = 8, 4  # the delta-rule page: embedding width, d_k = d_v
 DELTA_CHUNK = 2  # tokens per chunk of the chunked form
 DELTA_RULES = ("gated", "delta", "linear")
-# Qwen3-Next-80B-A3B, a 3:1 hybrid (Qwen/Qwen3-Next-80B-A3B-Instruct model card and config.json): 48 layers laid out
-# as 12 × (3 Gated DeltaNet + 1 gated attention) (full_attention_interval 4); gated attention: 2 KV heads of head_dim
-# 256; Gated DeltaNet: 32 value heads (16 query/key heads) of head dim 128, so one state of 128 × 128 per value head.
-HYBRID = {"name": "Qwen3-Next-80B-A3B", "layers": 48, "every": 4, "kv_heads": 2, "d_head": 256, "v_heads": 32,
-          "d_k": 128, "d_v": 128}
+HYBRID = core.modern_delta.QWEN3_NEXT_HYBRID  # a 3:1 hybrid's published shapes (sources in core.modern_delta)
 
 
 @memo.cached(max_entries=32, ttl=HOUR)

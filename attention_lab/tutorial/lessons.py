@@ -17,6 +17,9 @@ from core.attention import attention
 from core.experiments import scaling_experiment
 from core.kv_cache import MODEL_PRESETS, cached_decode, kv_cache_bytes
 from core.lab import gap_text, permutation_check, within_rounding
+from core.modern_delta import QWEN3_NEXT_HYBRID, gated_delta_rule
+from core.modern_mla import PUBLISHED as PUBLISHED_MLA
+from core.modern_mla import mla, mla_cache_values
 from core.multihead import kv_head_map, multi_head_attention
 from core.pitfalls import head_layouts, mask_after_softmax
 
@@ -591,6 +594,77 @@ def _l12_previous():
 
 
 
+# ---- 13. compressing the cache: multi-head latent attention (DeepSeek-V3) --------------------------
+L13 = {"causal": True}  # the masks panel with the causal mask: every row reads the same cached keys and values
+MLA_MODEL = PUBLISHED_MLA[0]  # DeepSeek-V3's published shapes (source: core.modern_mla.PUBLISHED)
+
+
+def _mla_sizes():
+    name, layers, d_c, d_r, heads, d_h = MLA_MODEL
+    size = mla_cache_values(kv_rank=d_c, rope_dim=d_r, n_heads=heads, head_dim=d_h)
+    return size, {"model": name, "d_c": d_c, "d_r": d_r, "H": heads, "d_h": d_h, "L": layers, "mla": size.mla}
+
+
+def _l13_mha():
+    """Numbers per token and layer that multi-head attention with DeepSeek-V3's heads would cache: 2·H·d_h."""
+    size, vals = _mla_sizes()
+    return float(size.mha), vals, {"keys_only": float(size.mha // 2), "latent": float(size.mla)}
+
+
+def _l13_ratio():
+    """How many times smaller MLA's cache is than multi-head attention's, per token and layer (one decimal)."""
+    size, vals = _mla_sizes()
+    return round(size.ratio, 1), vals | {"mha": size.mha}, {"no_rope": round(size.mha / vals["d_c"], 1)}
+
+
+def _l13_absorbed():
+    """Which up-projection is absorbed into the query: checked on core.mla's small example (both forms equal)."""
+    d, H, d_c, d_r = 8, 2, 4, 2
+    X = _tokens.embed(list(C18), d, seed=0)
+    shapes = (("W_DKV", d, d_c), ("W_KR", d, d_r), ("W_UK", d_c, d), ("W_UV", d_c, d), ("W_UQ", d, d),
+              ("W_QR", d, H * d_r), ("W_o", d, d))
+    W = {name: _tokens.projection(r, c, seed=0, name=f"mla.{name}") for name, r, c in shapes}
+    tr = mla(X, **W, n_heads=H, rope=10000.0, causal=True)
+    return ("W_UK" if within_rounding(tr.form_gap) else "W_UV"), {"gap": gap_text(tr.form_gap)}
+
+
+# ---- 14. memory in a matrix: the delta rule (Gated DeltaNet) --------------------------------------
+L14 = {"causal": True}  # the masks panel with the causal mask: the state reads the same tokens, one at a time
+DR_KEY = (1.0, 0.0)  # a unit key, written twice
+DR_VALUES, DR_BETAS = (2.0, 6.0), (1.0, 0.5)
+
+
+def _l14_state():
+    """Numbers one Gated DeltaNet layer of Qwen3-Next keeps per sequence, at any length: value heads × d_k × d_v."""
+    h = QWEN3_NEXT_HYBRID
+    n = h["v_heads"] * h["d_k"] * h["d_v"]
+    return float(n), {"model": h["name"], "V": h["v_heads"], "d_k": h["d_k"], "d_v": h["d_v"]}, {
+        "one_head": float(h["d_k"] * h["d_v"]), "vector": float(h["v_heads"] * h["d_v"])}
+
+
+def _l14_read():
+    """The unit key k written with v₁ (β₁ = 1) into an empty state, then again with v₂ (β₂ = ½): what S returns for k
+    (core.gated_delta_rule, no decay, no normalisation, scale 1)."""
+    k = torch.tensor([DR_KEY, DR_KEY], dtype=torch.float64)  # (2, d_k)
+    v = torch.tensor([[DR_VALUES[0]], [DR_VALUES[1]]], dtype=torch.float64)  # (2, 1)
+    beta = torch.tensor(DR_BETAS, dtype=torch.float64)
+    delta = gated_delta_rule(k, k, v, beta=beta, scale=1.0)
+    linear = gated_delta_rule(k, k, v, beta=beta, scale=1.0, delta=False)
+    vals = {"v1": DR_VALUES[0], "v2": DR_VALUES[1], "b2": DR_BETAS[1]}
+    return float(delta.output[-1, 0]), vals, {"replace": DR_VALUES[1], "add": float(linear.output[-1, 0])}
+
+
+def _l14_special():
+    """With orthonormal keys, β = 1 and no decay, the delta rule computes what linear attention computes: checked."""
+    g = torch.Generator().manual_seed(0)
+    k = torch.linalg.qr(torch.randn(4, 4, generator=g, dtype=torch.float64))[0]  # (4, 4): orthonormal rows
+    q, v = torch.randn(4, 4, generator=g, dtype=torch.float64), torch.randn(4, 3, generator=g, dtype=torch.float64)
+    ones = torch.ones(4, dtype=torch.float64)
+    gap = float((gated_delta_rule(q, k, v, beta=ones).output - gated_delta_rule(q, k, v, beta=ones, delta=False).output)
+                .abs().max())
+    return ("linear" if within_rounding(gap) else "softmax"), {"gap": gap_text(gap)}
+
+
 # --------------------------------------------------------------------------- the registry
 # What each lesson's text teaches, in the tutorial's order; exercises declare what they need.
 CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
@@ -606,6 +680,8 @@ CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "kv-cache": ("kv_cache", "grouped_query"),
     "rope": ("rope",),
     "model-writing": ("next_token", "attention_sink"),
+    "mla-cache": ("latent_cache", "kv_cache"),
+    "delta-rule": ("delta_rule", "linear_attention"),
 })
 
 
@@ -624,6 +700,8 @@ CURRICULUM: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "kv-cache": ("C11", "C20", "C21"),
     "rope": ("C23", "C24"),
     "model-writing": ("C11", "C20"),
+    "mla-cache": ("C20", "C21"),
+    "delta-rule": ("C4", "C28"),
 })
 
 
@@ -757,6 +835,26 @@ def _build() -> tuple[Lesson, ...]:
             N_(_number("model-writing.previous", _l12_previous, tolerance=3.0, lo=0.0, hi=100.0, decimals=1,
                        diagnoses=("first",), prompt_values=_pv(prompt=L12_PROMPT, tol=3)),
                "attention_sink", "heads", "causal_mask"),
+        ]),
+        _lesson("mla-cache", "masks", L13, [
+            N_(_number("mla-cache.mha", _l13_mha, tolerance=0.0, lo=1, hi=1e7, integer=True, decimals=0,
+                       diagnoses=("keys_only", "latent"),
+                       prompt_values=_pv(model=MLA_MODEL[0], H=MLA_MODEL[4], d_h=MLA_MODEL[5])), "kv_cache", "heads"),
+            N_(_number("mla-cache.ratio", _l13_ratio, tolerance=0.1, lo=0.0, hi=1e4, decimals=1, diagnoses=("no_rope",),
+                       prompt_values=_pv(model=MLA_MODEL[0], d_c=MLA_MODEL[2], d_r=MLA_MODEL[3], tol=0.1)),
+               "latent_cache"),
+            N_(_choice_ex("mla-cache.absorbed", ("W_UK", "W_UV", "W_DKV"), _l13_absorbed), "latent_cache", "projections"),
+        ]),
+        _lesson("delta-rule", "masks", L14, [
+            N_(_number("delta-rule.state", _l14_state, tolerance=0.0, lo=1, hi=1e9, integer=True, decimals=0,
+                       diagnoses=("one_head", "vector"),
+                       prompt_values=_pv(model=QWEN3_NEXT_HYBRID["name"], V=QWEN3_NEXT_HYBRID["v_heads"],
+                                         d_k=QWEN3_NEXT_HYBRID["d_k"], d_v=QWEN3_NEXT_HYBRID["d_v"])), "delta_rule"),
+            N_(_number("delta-rule.read", _l14_read, tolerance=0.01, lo=-100.0, hi=100.0, decimals=2,
+                       diagnoses=("replace", "add"),
+                       prompt_values=_pv(v1=DR_VALUES[0], v2=DR_VALUES[1], b2=DR_BETAS[1], tol=0.01)), "delta_rule"),
+            N_(_choice_ex("delta-rule.special", ("linear", "softmax", "cache"), _l14_special), "delta_rule",
+               "linear_attention"),
         ]),
     )
 

@@ -83,6 +83,9 @@ PROGRESS_ORDER: tuple[str, ...] = (
     # issue 34: predictions and a measurement replace rope.shift, rope.length and model-writing.sink, whose
     # answers the lesson text gave; those three keep their places above (RETIRED), so old links still decode
     "rope.shift-score", "rope.length-value", "model-writing.previous",
+    # issue 33: two lessons at the end (MLA's cache; the delta rule)
+    "mla-cache", "mla-cache.mha", "mla-cache.ratio", "mla-cache.absorbed",
+    "delta-rule", "delta-rule.state", "delta-rule.read", "delta-rule.special",
 )
 RETIRED: frozenset[str] = frozenset({"rope.shift", "rope.length", "model-writing.sink"})
 _PROGRESS_VERSION = "1"

@@ -84,6 +84,10 @@ NUMBERS = {
     "rope.shift-score": float(_rot(_ROPE_Q, 12) @ _rot(_ROPE_K, 10)),  # key at 10, query at 12
     "rope.length-value": float(np.linalg.norm(_ROPE_Q)),  # a rotation keeps the length
     "model-writing.previous": _previous_share(),
+    "mla-cache.mha": 2 * 128 * 128,  # DeepSeek-V3 as multi-head attention: a key and a value per head
+    "mla-cache.ratio": round(2 * 128 * 128 / (512 + 64), 1),  # against the latent and the rotary key
+    "delta-rule.state": 32 * 128 * 128,  # Qwen3-Next: one 128 × 128 state per value head
+    "delta-rule.read": 2 + 0.5 * (6 - 2),  # v₁ = 2 written with β = 1, then v₂ = 6 with β = ½: the delta rule
 }
 PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
     "weighted-average.top": weights(X, X)[NANEUN],
@@ -105,6 +109,8 @@ CHOICES = {
     "cross-attention.shape": "x".join(map(str, weights(L9_X, L9_SRC).shape)),
     "kv-cache.group": str(5 // (8 // 2)),  # H = 8, G = 2: groups of 4 consecutive query heads
     "model-writing.temperature": "no",  # softmax(z / T) keeps the order of z for every T > 0
+    "mla-cache.absorbed": "W_UK",  # q · (c W_UK) = (q W_UKᵀ) · c
+    "delta-rule.special": "linear",  # Sᵀk = 0 for a new orthonormal key: the update is k vᵀ
 }
 EXERCISES = [(lesson, ex) for lesson in tut.LESSONS for ex in lesson.exercises]
 

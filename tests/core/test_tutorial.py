@@ -126,8 +126,9 @@ def test_progress_order_is_unchanged_by_moving_an_exercise():
 
 def test_lessons_ids_panels_and_exercise_counts():
     ids = [lesson.id for lesson in T.LESSONS]
-    assert len(ids) == len(set(ids)) == 12
-    assert ids[0] == "weighted-average" and ids[8] == "cross-attention" and ids[9:] == ["kv-cache", "rope", "model-writing"]
+    assert len(ids) == len(set(ids)) == 14
+    assert ids[0] == "weighted-average" and ids[8] == "cross-attention" and ids[9:] == ["kv-cache", "rope", "model-writing",
+                                                                                       "mla-cache", "delta-rule"]
     for lesson in T.LESSONS:
         assert re.fullmatch(r"[a-z]+(-[a-z]+)*", lesson.id)
         assert lesson.panel in T.PANELS
@@ -749,7 +750,43 @@ def test_old_progress_links_keep_their_meaning():
     assert T.decode_progress(T.encode_progress(done | {"rope.angle"})) == done | {"rope.angle"}
 
 
+def test_mla_cache_exercises_by_hand():
+    """DeepSeek-V3 (config.json: 128 heads, d_h 128, kv_lora_rank 512, qk_rope_head_dim 64): 2·128·128 = 32768
+    numbers per token and layer with multi-head attention, 576 with MLA, 56.9× fewer."""
+    ex = T.exercise("mla-cache.mha")
+    assert ok(check(ex.id, "32768"))
+    assert check(ex.id, "16384").message_key == "mla-cache.mha.keys_only"
+    assert check(ex.id, "576").message_key == "mla-cache.mha.latent"
+    assert check(ex.id, "1000").message_key == "mla-cache.mha.wrong"
+    ratio = T.exercise("mla-cache.ratio")
+    assert ok(check(ratio.id, "56.9")) and abs(32768 / 576 - 56.89) < 0.01
+    assert check(ratio.id, "64").message_key == "mla-cache.ratio.no_rope"  # 32768 / 512
+    assert check(ratio.id, "10").message_key == "mla-cache.ratio.wrong"
+    absorbed = T.exercise("mla-cache.absorbed")
+    assert ok(check(absorbed.id, "W_UK")) and absorbed.reveal().answer == "W_UK"
+    assert check(absorbed.id, "W_UV").message_key == "mla-cache.absorbed.why.W_UV"
+
+
+def test_delta_rule_exercises_by_hand():
+    """Qwen3-Next's Gated DeltaNet: 32 value heads × 128 × 128; the read-back after two writes worked out by hand:
+    S = 2 after the first write (β = 1), then 2 + ½ (6 − 2) = 4; linear attention would give 2 + ½·6 = 5."""
+    ex = T.exercise("delta-rule.state")
+    assert ok(check(ex.id, "524288"))
+    assert check(ex.id, "16384").message_key == "delta-rule.state.one_head"
+    assert check(ex.id, "4096").message_key == "delta-rule.state.vector"
+    assert check(ex.id, "7").message_key == "delta-rule.state.wrong"
+    read = T.exercise("delta-rule.read")
+    assert ok(check(read.id, "4"))
+    assert check(read.id, "6").message_key == "delta-rule.read.replace"
+    assert check(read.id, "5").message_key == "delta-rule.read.add"
+    assert check(read.id, "3").message_key == "delta-rule.read.wrong"
+    special = T.exercise("delta-rule.special")
+    assert ok(check(special.id, "linear")) and special.reveal().answer == "linear"
+    assert check(special.id, "softmax").message_key == "delta-rule.special.why.softmax"
+
+
 LESSON_TESTS += [test_kv_cache_bytes_per_token_by_hand, test_kv_cache_group_and_keys, test_rope_exercises_against_numpy]
+LESSON_TESTS += [test_mla_cache_exercises_by_hand, test_delta_rule_exercises_by_hand]
 
 
 def test_every_declared_feedback_is_produced_by_some_answer():
