@@ -21,8 +21,14 @@ LIMITS = {"n": (24, 2, N_MAX), "window": (6, 1, N_MAX), "sinks": (2, 0, SINKS_MA
 
 
 # every control is kept in the page's link (issue 35): a restart or another replica shows the same page
-KEPT = tuple(link.Kept(getattr(KEYS, name), f"lc_{name}", link.whole(lo, top), default)
-             for name, (default, lo, top) in LIMITS.items())
+KEPT = (*(link.Kept(getattr(KEYS, name), f"lc_{name}", link.whole(lo, top), default)
+          for name, (default, lo, top) in LIMITS.items()),
+        link.Kept(KEYS.schedule, "lc_model", link.one_of(compute.SCHEDULES), compute.SCHEDULES[0]),
+        link.Kept(KEYS.sched_n, "lc_sched_n", link.whole(1, 1_048_576), 32768),
+        link.Kept(KEYS.page_size, "lc_page", link.one_of((1, 2, 4, 8, 16, 32)), 8),
+        link.Kept(KEYS.lengths, "lc_lengths", link.text(200), "20, 9, 33, 4"),
+        link.Kept(KEYS.max_len, "lc_max_len", link.whole(1, 4096), 64),
+        link.Kept(KEYS.fork, "lc_fork", link.flag, False, link.show_flag))
 
 
 def checked(name: str, problems: page.Problems, hi: int | None = None) -> int:
@@ -98,6 +104,98 @@ def memory(rows: list[dict], window: int, sinks: int) -> None:
     st.caption(t("lc.mem.caption"))
 
 
+# ---------------------------------------------------------------------------- local and global layers (issue 33)
+SCHEDULES = compute.SCHEDULES
+SCHED_N_MAX = 1_048_576
+PAGE_SIZES = (1, 2, 4, 8, 16, 32)
+MAX_REQUESTS, MAX_REQUEST_LEN = 8, 512
+DEFAULT_LENGTHS = "20, 9, 33, 4"
+
+
+def schedules(problems: page.Problems) -> None:
+    """A published model's local and global layers: the pattern, the reach of its last token, its cache."""
+    st.subheader(t("lc.sched.title"))
+    st.markdown(t("lc.sched.intro"))
+    if st.session_state.setdefault(KEYS.schedule, SCHEDULES[0]) not in SCHEDULES:
+        problems.append(("error", t("lc.sched.bad", value=str(st.session_state[KEYS.schedule])[:40])))
+        st.session_state[KEYS.schedule] = SCHEDULES[0]
+    n = st.session_state.setdefault(KEYS.sched_n, 32768)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= SCHED_N_MAX:
+        problems.append(("error", t("lc.bad", name=t("lc.sched.n"), value=str(n)[:40], lo=1, hi=f"{SCHED_N_MAX:,}")))
+        st.session_state[KEYS.sched_n] = 32768
+    c1, c2 = st.columns(2)
+    with c1:
+        st.selectbox(t("lc.sched.model"), SCHEDULES, key=KEYS.schedule)
+    with c2:
+        st.number_input(t("lc.sched.n"), min_value=1, max_value=SCHED_N_MAX, step=1024, key=KEYS.sched_n)
+    name, n = st.session_state[KEYS.schedule], int(st.session_state[KEYS.sched_n])
+    r = page.guarded(problems, lambda: compute.layer_schedule(name, n))
+    page.show_problems(problems)
+    if r is None:
+        return
+    st.dataframe(pd.DataFrame([{t("lc.sched.kind"): k, t("lc.sched.count"): c} for k, c in r["counts"].items()]),
+                 hide_index=True, key=KEYS.sched_table)
+    reach = (t("lc.sched.reach.all", L=r["all_reached_at"]) if r["all_reached_at"] else
+             t("lc.sched.reach.part", oldest=f"{r['oldest']:,}", L=r["layers"]))
+    st.markdown(t("lc.sched.now", model=name, L=r["layers"], first=" → ".join(r["period"]), n=f"{n:,}") + " " + reach)
+    st.markdown(t("lc.sched.cache", n=f"{n:,}", cache=f"{r['cache'] / 2**30:,.2f}", glob=f"{r['global'] / 2**30:,.2f}",
+                  ratio=f"{r['global'] / r['cache']:.1f}"))
+    st.caption(t("lc.sched.caption", G=r["kv_heads"], d=r["d_head"]))
+
+
+# ---------------------------------------------------------------------------- pages of cache (issue 33)
+def read_lengths(problems: page.Problems) -> tuple[int, ...]:
+    """The requests' lengths from their text box; a text that cannot be read is named and the default used."""
+    text = st.session_state.setdefault(KEYS.lengths, DEFAULT_LENGTHS)
+    parts = str(text).replace(",", " ").split()
+    ok = (isinstance(text, str) and 1 <= len(parts) <= MAX_REQUESTS
+          and all(p.isdigit() and 1 <= int(p) <= MAX_REQUEST_LEN for p in parts))
+    if not ok:
+        problems.append(("error", t("lc.paged.bad", value=str(text)[:60], k=MAX_REQUESTS, hi=MAX_REQUEST_LEN)))
+        parts = DEFAULT_LENGTHS.replace(",", " ").split()
+    return tuple(int(p) for p in parts)
+
+
+def paged_cache(problems: page.Problems) -> None:
+    """A batch of requests in a paged KV cache: block tables, a fork sharing a prefix, bytes against preallocation."""
+    st.subheader(t("lc.paged.title"))
+    st.markdown(t("lc.paged.intro"))
+    if st.session_state.setdefault(KEYS.page_size, 8) not in PAGE_SIZES:
+        problems.append(("error", t("lc.paged.size.bad", value=str(st.session_state[KEYS.page_size])[:40])))
+        st.session_state[KEYS.page_size] = 8
+    m = st.session_state.setdefault(KEYS.max_len, 64)
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 4096:
+        problems.append(("error", t("lc.bad", name=t("lc.paged.max_len"), value=str(m)[:40], lo=1, hi="4,096")))
+        st.session_state[KEYS.max_len] = 64
+    lengths = read_lengths(problems)
+    c1, c2, c3, c4 = st.columns([2, 3, 2, 2], vertical_alignment="bottom")
+    with c1:
+        st.selectbox(t("lc.paged.size"), PAGE_SIZES, key=KEYS.page_size)
+    with c2:
+        st.text_input(t("lc.paged.lengths"), key=KEYS.lengths, help=t("lc.paged.lengths.help", k=MAX_REQUESTS))
+    with c3:
+        st.number_input(t("lc.paged.max_len"), min_value=1, max_value=4096, key=KEYS.max_len)
+    with c4:
+        st.checkbox(t("lc.paged.fork"), key=KEYS.fork, help=t("lc.paged.fork.help"))
+    P, fork = int(st.session_state[KEYS.page_size]), bool(st.session_state.get(KEYS.fork))
+    r = page.guarded(problems, lambda: compute.paged(lengths, P, int(st.session_state[KEYS.max_len]), fork))
+    page.show_problems(problems)
+    if r is None:
+        return
+    rows = [{t("lc.paged.request"): (t("lc.paged.forked") if fork and i == len(r["tables"]) - 1 else str(i)),
+             t("lc.paged.tokens"): n, t("lc.paged.table"): " · ".join(map(str, table))}
+            for i, (n, table) in enumerate(zip(r["lengths"], r["tables"], strict=True))]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key=KEYS.paged_table)
+    mem = r["memory"]
+    kib = lambda b: f"{b / 1024:,.0f}"  # noqa: E731
+    st.markdown(t("lc.paged.now", paged=kib(mem["paged_bytes"]), paged_waste=kib(mem["paged_wasted_bytes"]),
+                  contig=kib(mem["contiguous_bytes"]), contig_waste=kib(mem["contiguous_wasted_bytes"]),
+                  max_len=f"{max(int(st.session_state[KEYS.max_len]), *r['lengths']):,}", P=P))
+    if fork:
+        st.markdown(t("lc.paged.shared", shared=mem["shared_pages"], copies=r["copies"]))
+    st.caption(t("lc.paged.caption"))
+
+
 def main() -> None:
     problems: page.Problems = []
     link.keep("long_context", KEPT, problems)
@@ -120,6 +218,8 @@ def main() -> None:
     page.show_problems(table_problems)
     if rows:
         memory(rows, tw, ts)
+    schedules([])
+    paged_cache([])
 
 
 main()

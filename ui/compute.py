@@ -797,3 +797,46 @@ def differential(tokens: tuple[str, ...], layer: int, a: float, b: float, seed: 
     return {"w1": tr.weights1.numpy(), "w2": tr.weights2.numpy(), "diff": tr.weights.numpy(), "lam": float(tr.lam),
             "lambda_init": tr.lambda_init, "sums": tr.weights.sum(-1).numpy(), "peak1": peak(tr.weights1),
             "peak_diff": peak(tr.weights)}
+
+
+# ------------------------------------------------------------------ local/global layers and pages of cache (Long contexts)
+SCHEDULES = tuple(core.SCHEDULE_PRESETS)  # the published layer schedules, by name
+@memo.cached(max_entries=16, ttl=HOUR)
+def layer_schedule(name: str, n: int) -> dict:
+    """A published layer schedule (core.SCHEDULE_PRESETS: Gemma 3 27B, gpt-oss-120b, Llama 4 Scout) at n tokens
+    (core.schedule_reach): its layers by kind, the pattern's one period (the layers that repeat), the first layer
+    count whose stack lets the last token reach token 0,
+    the oldest token it reaches through all layers, and the KV cache (bfloat16, batch 1) against every layer global."""
+    s = core.SCHEDULE_PRESETS[name]
+    r = core.schedule_reach(s, n)
+    labels = [layer.label for layer in s.layers]
+    period = next(p for p in range(1, len(labels) + 1) if all(labels[i] == labels[i % p] for i in range(len(labels))))
+    return {"layers": len(s.layers), "counts": s.counts, "period": labels[:period],
+            "all_reached_at": r.all_reached_at, "oldest": r.oldest[-1], "cache": r.cache_bytes,
+            "global": r.global_cache_bytes, "kv_heads": s.n_kv_heads, "d_head": s.d_head}
+
+
+PAGED_KV_HEADS, PAGED_D_HEAD = 8, 128  # one layer of Llama-3-8B's cache (core.MODEL_PRESETS["llama-3-8b"])
+
+
+@memo.cached(max_entries=16, ttl=HOUR)
+def paged(lengths: tuple[int, ...], page_size: int, max_len: int, fork: bool) -> dict:
+    """core.PagedKVCache for requests of ``lengths`` tokens (one layer, G = 8 heads of 128, bfloat16), each written
+    token by token; with ``fork`` a last request forks the first one after its prompt and writes 2 tokens of its own
+    (copy-on-write). Returns the block tables, the pages copied on write, and the memory against contiguous
+    preallocation of ``max_len`` tokens per request (core.PagedKVCache.memory)."""
+    pages = sum(-(-n // page_size) for n in lengths) + (2 if fork else 0)
+    cache = core.PagedKVCache(n_pages=max(pages, 1), page_size=page_size, n_kv_heads=PAGED_KV_HEADS, d_k=PAGED_D_HEAD,
+                              dtype=torch.bfloat16)
+    seqs = []
+    for n in lengths:
+        sid = cache.new_sequence()
+        cache.append(sid, torch.zeros(PAGED_KV_HEADS, n, PAGED_D_HEAD), torch.zeros(PAGED_KV_HEADS, n, PAGED_D_HEAD))
+        seqs.append(sid)
+    if fork and seqs:
+        child = cache.fork(seqs[0])
+        cache.append(child, torch.zeros(PAGED_KV_HEADS, 2, PAGED_D_HEAD), torch.zeros(PAGED_KV_HEADS, 2, PAGED_D_HEAD))
+        seqs.append(child)
+    m = cache.memory(max(max_len, *(cache.length(s) for s in seqs)))
+    return {"tables": [list(cache.block_table(s)) for s in seqs], "lengths": [cache.length(s) for s in seqs],
+            "copies": cache.copies, "memory": dataclasses.asdict(m)}

@@ -111,7 +111,8 @@ KV_CACHE = _room("kv_cache", "d_model heads kv_heads rope step step_prev step_ne
 KV_SHARING = _room("kv_sharing", "heads kv_heads d_model weights groups tokens batch dtype table chart")
 LLM_POSITIONS = _room("llm_positions", "kind base pairing pair_pos pair_dim rotation distance alibi_heads alibi d perm "
                       "sa_px p_sa_x shuffle shuffles perm_n")
-LONG_CONTEXT = _room("long_context", "n window sinks layers mask reach memory chart table_window table_sinks last")
+LONG_CONTEXT = _room("long_context", "n window sinks layers mask reach memory chart table_window table_sinks last "
+                     "schedule sched_n sched_table page_size lengths max_len fork tables paged_table")
 TILED_ATTENTION = _room("tiled_attention", "n block_q block_k step step_prev step_next arrow_keys tiles tile scores ml "
                         "partial output reference chart last")
 LINEAR_ATTENTION = _room("linear_attention", "causal quadratic associative softmax linear cost")

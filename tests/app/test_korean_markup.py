@@ -33,7 +33,8 @@ HANGUL = re.compile(r"[\uac00-\ud7a3]")
 # English a widget may show as it is in Korean: names of things (code, models, formats), not UI words
 NAMES = {"softmax", "JSON", "CSV", "PNG", "SVG", "JPEG", "GELU", "ReLU", "MiniLM", "all-MiniLM-L6-v2", "PyTorch", "torch",
          "core", "GRU", "seq2seq", "ViT", "CLS", "SEP", "UNK", "LayerNorm", "Jupyter", "notebook", "cpu", "cuda", "mps",
-         "float32", "float64", "max", "English", "d_model", "d_k", "d_v", "d_a", "seed", "Q", "K", "V", "X"}
+         "float32", "float64", "max", "English", "d_model", "d_k", "d_v", "d_a", "seed", "Q", "K", "V", "X",
+         "Gemma", "Llama", "Scout", "gpt", "oss"}  # model names stay as published
 
 
 def _prose(at) -> list[tuple[str, str]]:

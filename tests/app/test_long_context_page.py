@@ -107,3 +107,72 @@ def test_the_new_pages_dynamic_string_keys_exist_in_both_languages():
     keys += [f"ta.{k}" for k in ("n", "block_q", "block_k")] + ["kv.cache.keys", "kv.cache.values", "kv.full.differ"]
     for lang in ("en", "ko"):
         assert [k for k in keys if k not in table(lang)] == [], lang
+
+
+def _run(**values):
+    at = page(PAGE, run=False)
+    for name, value in values.items():
+        at.session_state[getattr(KEYS, name)] = value
+    return at.run()
+
+
+@pytest.mark.parametrize(("model", "n"), [("Gemma 3 27B", 32768), ("gpt-oss-120b", 4096), ("Llama 4 Scout", 100_000)])
+def test_a_published_schedules_reach_and_cache_are_cores(model, n):
+    """The layer counts, the reach and the cache sentence equal core.schedule_reach; the reach is checked again by a
+    walk written here over the layers' first visible key (window: i − w + 1; chunk: the chunk's start; global: 0)."""
+    at = _run(schedule=model, sched_n=n)
+    no_errors(at)
+    s = core.SCHEDULE_PRESETS[model]
+    r = core.schedule_reach(s, n)
+    said = texts(at)
+    assert f"{model} has {len(s.layers)} layers" in said
+    oldest, first_all = n - 1, None
+    for depth in range(1, len(s.layers) + 1):
+        a = n - 1
+        for layer in reversed(s.layers[:depth]):
+            if layer.kind != "global":
+                a = max(0, a - layer.size + 1) if layer.kind == "window" else a // layer.size * layer.size
+            else:
+                a = 0
+        oldest = a
+        if a == 0 and first_all is None:
+            first_all = depth
+    assert r.all_reached_at == first_all and r.oldest[-1] == oldest
+    assert (f"a stack of its first {first_all} layers" in said) if first_all else (f"token {oldest:,}" in said)
+    assert f"**{r.cache_bytes / 2**30:,.2f} GiB**, against **{r.global_cache_bytes / 2**30:,.2f} GiB**" in said
+    table = at.dataframe[1].value
+    assert dict(zip(table.iloc[:, 0], table.iloc[:, 1], strict=True)) == s.counts
+
+
+def test_paged_cache_block_tables_and_memory_by_hand():
+    """Requests of 20, 9, 33 and 4 tokens in pages of 8: 3 + 2 + 5 + 1 pages; a token takes 2 · 8 · 128 · 2 bytes
+    = 4 KiB in one layer; against 64 tokens reserved per request. The fork of request 0 shares its 2 full pages and
+    copies the third on its first write."""
+    at = _run(lengths="20, 9, 33, 4", page_size=8, max_len=64, fork=True)
+    no_errors(at)
+    table = at.dataframe[2].value
+    pages = [len(str(row).split(" · ")) for row in table.iloc[:, 2]]
+    assert list(table.iloc[:, 1]) == [20, 9, 33, 4, 22] and pages == [3, 2, 5, 1, 3]
+    said = texts(at)
+    kib = 4
+    assert f"the pages hold **{(3 + 2 + 5 + 1 + 1) * 8 * kib:,} KiB**" in said  # the fork's copied page: one more
+    assert f"takes **{5 * 64 * kib:,} KiB**, of which **{(5 * 64 - (20 + 9 + 33 + 4 + 22)) * kib:,} KiB**" in said
+    assert "The fork shares 2 page(s) with request 0; 1 page(s) were copied on write." in said
+    shared = table.iloc[:, 2].iloc[0].split(" · ")[:2]
+    assert table.iloc[:, 2].iloc[4].split(" · ")[:2] == shared
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("page_size", 0, "The page size “0” cannot be used"),
+    ("lengths", "a, b", "“a, b” cannot be read as requests' lengths"),
+    ("lengths", "1 2 3 4 5 6 7 8 9", "cannot be read as requests' lengths"),
+    ("lengths", "600", "cannot be read as requests' lengths"),
+    ("schedule", "GPT-9", "The model “GPT-9” is not one of the schedules here"),
+    ("sched_n", -5, "is not a whole number from 1 to 1,048,576"),
+    ("max_len", 0, "is not a whole number from 1 to 4,096"),
+])
+def test_bad_paged_and_schedule_input_gets_a_message_and_the_page_goes_on(name, value, message):
+    at = _run(**{name: value})
+    assert not at.exception
+    assert any(message in e.value for e in at.error)
+    assert len(at.dataframe) == 3  # the memory table, the schedule and the block tables are still drawn
