@@ -112,6 +112,12 @@ MAX_REQUESTS, MAX_REQUEST_LEN = 8, 512
 DEFAULT_LENGTHS = "20, 9, 33, 4"
 
 
+def layer_name(kind: tuple) -> str:
+    """A layer kind (kind, size, RoPE) in the learner's language: "window 1024", "global (NoPE)"."""
+    name, size, rope = kind
+    return t(f"lc.sched.k.{name}", size=size) + ("" if rope else " (NoPE)")
+
+
 def schedules(problems: page.Problems) -> None:
     """A published model's local and global layers: the pattern, the reach of its last token, its cache."""
     st.subheader(t("lc.sched.title"))
@@ -133,11 +139,12 @@ def schedules(problems: page.Problems) -> None:
     page.show_problems(problems)
     if r is None:
         return
-    st.dataframe(pd.DataFrame([{t("lc.sched.kind"): k, t("lc.sched.count"): c} for k, c in r["counts"].items()]),
+    st.dataframe(pd.DataFrame([{t("lc.sched.kind"): layer_name(k), t("lc.sched.count"): c} for k, c in r["counts"]]),
                  hide_index=True, key=KEYS.sched_table)
     reach = (t("lc.sched.reach.all", L=r["all_reached_at"]) if r["all_reached_at"] else
              t("lc.sched.reach.part", oldest=f"{r['oldest']:,}", L=r["layers"]))
-    st.markdown(t("lc.sched.now", model=name, L=r["layers"], first=" → ".join(r["period"]), n=f"{n:,}") + " " + reach)
+    pattern = " → ".join(layer_name(k) for k in r["period"])
+    st.markdown(t("lc.sched.now", model=name, L=r["layers"], first=pattern, n=f"{n:,}") + " " + reach)
     st.markdown(t("lc.sched.cache", n=f"{n:,}", cache=f"{r['cache'] / 2**30:,.2f}", glob=f"{r['global'] / 2**30:,.2f}",
                   ratio=f"{r['global'] / r['cache']:.1f}"))
     st.caption(t("lc.sched.caption", G=r["kv_heads"], d=r["d_head"]))

@@ -809,9 +809,10 @@ def layer_schedule(name: str, n: int) -> dict:
     the oldest token it reaches through all layers, and the KV cache (bfloat16, batch 1) against every layer global."""
     s = core.SCHEDULE_PRESETS[name]
     r = core.schedule_reach(s, n)
-    labels = [layer.label for layer in s.layers]
-    period = next(p for p in range(1, len(labels) + 1) if all(labels[i] == labels[i % p] for i in range(len(labels))))
-    return {"layers": len(s.layers), "counts": s.counts, "period": labels[:period],
+    kinds = [(layer.kind, layer.size, layer.rope) for layer in s.layers]  # (kind, size or None, RoPE or not)
+    period = next(p for p in range(1, len(kinds) + 1) if all(kinds[i] == kinds[i % p] for i in range(len(kinds))))
+    counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
+    return {"layers": len(s.layers), "counts": list(counts.items()), "period": kinds[:period],
             "all_reached_at": r.all_reached_at, "oldest": r.oldest[-1], "cache": r.cache_bytes,
             "global": r.global_cache_bytes, "kv_heads": s.n_kv_heads, "d_head": s.d_head}
 
