@@ -63,6 +63,7 @@ from .decoder_traces import MAX_NEW_TOKENS, MAX_TRACE_TOKENS, TOP, DecoderTrace,
 from .gguf_file import GGUFFile
 from .multihead import kv_head_map
 from .plumbing import ModelNotInstalled, give_back_memory, package_folder  # ModelNotInstalled: core.pretrained's too
+from .plumbing import weights_on as plumbing_weights_on
 
 __all__ = [  # everything importable from core.decoder, wherever it is defined
     "FILE", "FILE_BYTES", "INDUCTION_LENGTH", "INSTALL_HINT", "MAX_NEW_TOKENS", "MAX_TRACE_TOKENS", "MODULE", "NAME",
@@ -177,14 +178,8 @@ class SmolLM2:
 
     # -- weights
     def weights_on(self, device: str | torch.device) -> LlamaWeights:
-        """The weights on ``device`` (copied there once, then kept)."""
-        dev = torch.device(device)
-        if dev.type == "cuda" and dev.index is None:
-            dev = torch.device("cuda", torch.cuda.current_device())
-        with self._lock:
-            if dev not in self._on_device:
-                self._on_device[dev] = self.weights.to(dev)
-            return self._on_device[dev]
+        """The weights on ``device`` (copied there once, then kept: core.plumbing.weights_on)."""
+        return plumbing_weights_on(self, device)
 
     def _ids(self, text: str, max_tokens: int) -> list[int]:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= MAX_TRACE_TOKENS:

@@ -40,3 +40,17 @@ def give_back_memory() -> None:
     ~200 MB after the decoder's dequantisation). A no-op where the C library has no ``malloc_trim``."""
     if _TRIM is not None:
         _TRIM(0)
+
+
+def weights_on(owner, device):
+    """A loaded model's weights on ``device``, copied there once and then kept: ``owner`` has ``weights`` (with a
+    ``.to(device)``), ``_on_device`` (a dict) and ``_lock``. A bare "cuda" means the current CUDA device."""
+    import torch
+
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    with owner._lock:
+        if dev not in owner._on_device:
+            owner._on_device[dev] = owner.weights.to(dev)
+        return owner._on_device[dev]

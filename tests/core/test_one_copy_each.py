@@ -88,3 +88,28 @@ def test_the_grouped_query_routine_equals_sdpa_with_rope_applied_by_hand(n_q):
     torch.testing.assert_close(q_r, q_ref)
     torch.testing.assert_close(k_all, k_ref)
     assert v_all is v
+
+
+def test_one_way_to_put_a_models_weights_on_a_device():
+    """Both models keep their copies per device through core.plumbing.weights_on (one copy, kept)."""
+    import inspect
+
+    for cls in (decoder.SmolLM2, pretrained.MiniLM):
+        assert "plumbing_weights_on(self, device)" in inspect.getsource(cls.weights_on)
+
+    class Owner:
+        def __init__(self):
+            import threading
+
+            self._lock, self._on_device, self.calls = threading.Lock(), {}, 0
+            owner = self
+
+            class W:
+                def to(self, dev):
+                    owner.calls += 1
+                    return ("on", str(dev))
+            self.weights = W()
+
+    o = Owner()
+    assert plumbing.weights_on(o, "cpu") == ("on", "cpu") and plumbing.weights_on(o, "cpu") is o._on_device[torch.device("cpu")]
+    assert o.calls == 1  # copied once, then kept
