@@ -45,13 +45,14 @@ def placeholders(template: str) -> set[str]:
 
 
 def lesson_markdown(lesson_id: str, lang: str = "en") -> str:
-    """The lesson's text (``assets/lessons/<id>.<lang>.md``; English if the translation is missing)."""
+    """The lesson's text (``assets/lessons/<id>.<lang>.md``; English if the translation is missing), with the particles
+    after Latin names with a digit chosen (:func:`attention_lab.korean.names`: "Qwen3-Next이(가)" → "Qwen3-Next가")."""
     if lesson_id not in _BY_ID:
         raise KeyError(lesson_id)
     for candidate in (lang if lang in LANGS else "en", "en"):
         path = ASSETS / f"{lesson_id}.{candidate}.md"
-        if path.exists():
-            return path.read_text(encoding="utf-8")
+        if path.exists():  # a particle after a name with a digit, written two-way, chosen by how the name reads
+            return names(path.read_text(encoding="utf-8"))
     return ""
 
 

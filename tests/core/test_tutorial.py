@@ -838,3 +838,16 @@ def test_the_teachers_table_lists_what_the_lessons_cover():
     for missing in ("C7", "C8", "C9", "C14", "C17", "C19", "C22", "C25", "C26"):  # the issue's list: not taught
         assert missing not in {c for ids in T.CURRICULUM.values() for c in ids}
     assert "C1–C27" not in listed and nav.id_ranges(["C1", "C2", "C3", "C5", "C7", "C8"]) == "C1–C3, C5, C7–C8"
+
+
+def test_a_lesson_shows_no_two_way_particle():
+    """The lesson files write a particle after a name with a digit two-way (Qwen3-Next이(가)); the text a learner
+    reads has it chosen by how the name reads (Qwen3-Next가, DeepSeek-V2와, Kimi K2가)."""
+    two_way = re.compile(r"은\(는\)|이\(가\)|과\(와\)|을\(를\)|\(으\)로")
+    for lesson in T.LESSONS:
+        for lang in ("en", "ko"):
+            assert not two_way.search(T.lesson_markdown(lesson.id, lang)), (lesson.id, lang)
+    text = T.lesson_markdown("delta-rule", "ko")
+    assert "Qwen3-Next가 네 층 중" in text
+    mla_text = T.lesson_markdown("mla-cache", "ko")
+    assert "DeepSeek-V2와 함께" in mla_text and "Kimi K2가 쓰는" in mla_text
