@@ -137,10 +137,7 @@ def main() -> None:
     st.markdown(t("dr.intro"))
     st.latex(r"\begin{gathered}S_t = \alpha_t\,(I - \beta_t k_t k_t^\top)\,S_{t-1} + \beta_t\,k_t v_t^\top\\ "
              r"\alpha_t = e^{g_t},\qquad o_t^\top = \frac{q_t^\top S_t}{\sqrt{d_k}}\end{gathered}")
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_TOKENS)))
-        tokens = tokens[:MAX_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"), max_tokens=MAX_TOKENS)
     rule, beta, g = controls(problems)
     rs = page.guarded(problems, lambda: compute.delta_rule(tuple(tokens), beta, g, seed))
     step = step_controls(len(tokens), problems) if rs else 1

@@ -106,10 +106,7 @@ def main() -> None:
     st.markdown(t("df.intro"))
     st.latex(r"\begin{gathered}\mathrm{DiffAttn}(X) = \left(A_1 - \lambda\, A_2\right) V\\"
              r"A_i = \mathrm{softmax}\!\left(\frac{Q_iK_i^\top}{\sqrt d}\right)\end{gathered}")
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_DRAWN_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
-        tokens = tokens[:MAX_DRAWN_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"), max_tokens=MAX_DRAWN_TOKENS)
     layer, a, b, h = controls(problems)
     r = page.guarded(problems, lambda: compute.differential(tuple(tokens), layer - 1, a, b, seed))
     if r is not None:

@@ -132,10 +132,8 @@ def main() -> None:
     st.markdown(t("kv.intro"))
     st.latex(r"\alpha_t = \mathrm{softmax}\!\Big(\frac{q_t\,[k_0 \dots k_t]^\top}{\sqrt{d_{head}}}\Big),\quad "
              r"o_t = \alpha_t\,[v_0 \dots v_t]")
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_DECODED_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DECODED_TOKENS)))
-        tokens = tokens[:MAX_DECODED_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"), max_tokens=MAX_DECODED_TOKENS,
+                           cut_message="kv.too_long")
     d, H, G, rope = shape_controls(problems)
     r = page.guarded(problems, lambda: compute.decode(tuple(tokens), d, H, G, rope, seed), keep=KEYS.last)
     step = step_controls(len(tokens), problems) if r else 1

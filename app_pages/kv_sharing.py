@@ -144,10 +144,7 @@ def main() -> None:
     st.markdown(intro())
     st.latex(r"\mathrm{head}_h = \mathrm{softmax}\!\Big(\frac{Q_h K_{g(h)}^\top}{\sqrt{d_{head}}}\Big) V_{g(h)},\qquad "
              r"g(h) = \Big\lfloor \frac{h}{H/G} \Big\rfloor")
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_DRAWN_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
-        tokens = tokens[:MAX_DRAWN_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"), max_tokens=MAX_DRAWN_TOKENS)
     H, G = heads_controls(problems)
     r = page.guarded(problems, lambda: compute.grouped_heads(tuple(tokens), D_MODEL, H, G, seed))
     page.show_problems(problems)

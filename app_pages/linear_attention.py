@@ -71,10 +71,7 @@ def main() -> None:
     st.markdown(t("la.intro"))
     st.latex(r"\alpha_{ij} = \frac{\varphi(q_i)^\top \varphi(k_j)}{\sum_{j'} \varphi(q_i)^\top \varphi(k_{j'})},\qquad "
              r"\varphi(x) = \begin{cases} x + 1 & (x > 0) \\ e^{x} & (x \le 0) \end{cases}")  # elu(x) + 1
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))
-    if len(tokens) > MAX_DRAWN_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
-        tokens = tokens[:MAX_DRAWN_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"), max_tokens=MAX_DRAWN_TOKENS)
     if not isinstance(st.session_state.setdefault(KEYS.causal, False), bool):
         st.session_state[KEYS.causal] = False
     st.toggle(t("la.causal"), key=KEYS.causal, help=t("la.causal.help"))

@@ -105,7 +105,7 @@ def main() -> None:
     link.keep("llm_positions", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("lp.intro"))
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"))[:MAX_DRAWN_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("ps.numbers.help"), max_tokens=MAX_DRAWN_TOKENS)
     kind = kind_control(problems)
     base, pairing, pair = rope_controls(problems) if kind == "rope" else (10000.0, "adjacent", 0)
     st.session_state.setdefault(KEYS.alibi_heads, 4)

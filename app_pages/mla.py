@@ -136,10 +136,7 @@ def main() -> None:
     st.markdown(t("mla.intro"))
     st.latex(r"\begin{gathered}c^{KV}_t = \frac{u_t}{\sqrt{\tfrac{1}{d_c}\sum_i u_{t,i}^2}},\quad u_t = x_t W^{DKV} "
              r"\in \mathbb{R}^{d_c}\\ k^R_t = R_t\, x_t W^{KR} \in \mathbb{R}^{d_R}\end{gathered}")
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_DRAWN_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
-        tokens = tokens[:MAX_DRAWN_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"), max_tokens=MAX_DRAWN_TOKENS)
     d, H, d_c, d_r = shape_controls(problems)
     why = impossible(d, H, d_c, d_r)
     if why:

@@ -161,10 +161,7 @@ def main() -> None:
     link.keep("sinks_gates", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("sg.intro"))
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_DRAWN_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
-        tokens = tokens[:MAX_DRAWN_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"), max_tokens=MAX_DRAWN_TOKENS)
     labels = shorts(token_labels(tokens))
     i, sinks, cap = controls(len(tokens), labels, problems)
     r = page.guarded(problems, lambda: compute.sinks_gates(tuple(tokens), D_MODEL, sinks, cap, seed))

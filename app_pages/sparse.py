@@ -119,10 +119,7 @@ def main() -> None:
     link.keep("sparse", KEPT, problems)
     dec, seed = settings.get("precision"), int(settings.get("seed"))
     st.markdown(t("sp.intro"))
-    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"))
-    if len(tokens) > MAX_DRAWN_TOKENS:
-        problems.append(("warning", t("kv.too_long", n=len(tokens), limit=MAX_DRAWN_TOKENS)))
-        tokens = tokens[:MAX_DRAWN_TOKENS]
+    tokens = numbers_panel(problems, tokens_only=True, help_text=t("kv.numbers.help"), max_tokens=MAX_DRAWN_TOKENS)
     labels = shorts(token_labels(tokens))
     k, chooser, h = controls(len(tokens), problems)
     r = page.guarded(problems, lambda: compute.sparse(tuple(tokens), k, chooser, seed))

@@ -322,11 +322,12 @@ def _qkv_shapes(num: scenario.Numbers, conv: str) -> None:
                 else f"Q {d_k}×{n_q},  K {d_k}×{n_k},  V {d_v}×{n_k}")
 
 
-def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str | None = None):
+def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str | None = None,
+                  max_tokens: int | None = None, cut_message: str = "shared.too_long"):
     """The shared scenario's controls, folded away on the concept pages: the full inputs
-    (returns ``attention_lab.scenario.Numbers``) or just the token box (returns the tokens). A page that shows
-    them uses the scenario: it is started here if the page has not (so the frame keeps it in the page's link,
-    and a restart brings the tokens back)."""
+    (returns ``attention_lab.scenario.Numbers``) or just the token box (returns the tokens; with ``max_tokens``
+    the first that many, and the warning ``cut_message`` naming the cut). A page that shows them uses the scenario: it is started
+    here if the page has not (so the frame keeps it in the page's link, and a restart brings the tokens back)."""
     if not st.session_state.get(state.SCENARIO.started):
         ss.start(problems)
     with st.expander(t("shared.numbers"), expanded=False):
@@ -336,6 +337,9 @@ def numbers_panel(problems: list, *, tokens_only: bool = False, help_text: str |
         tokens = token_controls(problems)[0]
     # a page of its own sizes takes only the tokens: it says so where the learner sees it, not only in the fold
     st.caption(t("shared.tokens_only"))
+    if max_tokens is not None and len(tokens) > max_tokens:
+        problems.append(("warning", t(cut_message, n=len(tokens), limit=max_tokens)))
+        tokens = tokens[:max_tokens]
     return tokens
 
 

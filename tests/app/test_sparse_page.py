@@ -101,3 +101,14 @@ def test_korean_page_has_no_errors_and_its_own_words():
     at = page(PAGE, query={"lang": "ko"})
     no_errors(at)
     assert "라이트닝 인덱서" in texts(at)
+
+
+@pytest.mark.parametrize(("path", "limit"), [(PAGE, 64), ("app_pages/diff.py", 64), ("app_pages/llm_positions.py", 32)])
+def test_more_tokens_than_a_page_draws_are_cut_with_a_message(path, limit):
+    """The shared token box takes up to 512 tokens; a page that draws fewer says how many it uses (no silent cut)."""
+    at = page(path, run=False)
+    at.session_state[state.scenario_kept("tokens")] = " ".join(f"w{i}" for i in range(100))
+    at.run()
+    assert not at.exception and not at.error
+    assert any(f"100 tokens: this page draws at most {limit}, so it uses the first {limit}." in w.value
+               for w in at.warning)
