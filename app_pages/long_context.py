@@ -8,6 +8,7 @@ import streamlit as st
 
 from ui import compute, link, page, state
 from ui.i18n import t
+from ui.text import md
 from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 
@@ -123,7 +124,7 @@ def schedules(problems: page.Problems) -> None:
     st.subheader(t("lc.sched.title"))
     st.markdown(t("lc.sched.intro"))
     if st.session_state.setdefault(KEYS.schedule, SCHEDULES[0]) not in SCHEDULES:
-        problems.append(("error", t("lc.sched.bad", value=str(st.session_state[KEYS.schedule])[:40])))
+        problems.append(("error", t("lc.sched.bad", value=md(str(st.session_state[KEYS.schedule])[:40]))))
         st.session_state[KEYS.schedule] = SCHEDULES[0]
     n = st.session_state.setdefault(KEYS.sched_n, 32768)
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= SCHED_N_MAX:
@@ -158,7 +159,7 @@ def read_lengths(problems: page.Problems) -> tuple[int, ...]:
     ok = (isinstance(text, str) and 1 <= len(parts) <= MAX_REQUESTS
           and all(p.isdigit() and 1 <= int(p) <= MAX_REQUEST_LEN for p in parts))
     if not ok:
-        problems.append(("error", t("lc.paged.bad", value=str(text)[:60], k=MAX_REQUESTS, hi=MAX_REQUEST_LEN)))
+        problems.append(("error", t("lc.paged.bad", value=md(str(text)[:60]), k=MAX_REQUESTS, hi=MAX_REQUEST_LEN)))
         parts = DEFAULT_LENGTHS.replace(",", " ").split()
     return tuple(int(p) for p in parts)
 
@@ -168,7 +169,7 @@ def paged_cache(problems: page.Problems) -> None:
     st.subheader(t("lc.paged.title"))
     st.markdown(t("lc.paged.intro"))
     if st.session_state.setdefault(KEYS.page_size, 8) not in PAGE_SIZES:
-        problems.append(("error", t("lc.paged.size.bad", value=str(st.session_state[KEYS.page_size])[:40])))
+        problems.append(("error", t("lc.paged.size.bad", value=md(str(st.session_state[KEYS.page_size])[:40]))))
         st.session_state[KEYS.page_size] = 8
     m = st.session_state.setdefault(KEYS.max_len, 64)
     if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 4096:

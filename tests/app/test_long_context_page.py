@@ -176,3 +176,12 @@ def test_bad_paged_and_schedule_input_gets_a_message_and_the_page_goes_on(name, 
     assert not at.exception
     assert any(message in e.value for e in at.error)
     assert len(at.dataframe) == 3  # the memory table, the schedule and the block tables are still drawn
+
+
+@pytest.mark.parametrize("typed", ["", "<b>3</b>, 4", "**7** [x](javascript:alert(1))", "nan", "9" * 400])
+def test_typed_lengths_that_cannot_be_read_are_shown_as_typed_not_as_markup(typed):
+    at = _run(lengths=typed)
+    assert not at.exception
+    errors = [e.value for e in at.error if "cannot be read as requests' lengths" in e.value]
+    assert errors and "<b>" not in errors[0].replace("\\<b\\>", "") and "](javascript" not in errors[0].replace("\\]\\(", "")
+    assert len(at.dataframe) == 3  # the example's block tables are drawn instead
