@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -196,6 +197,15 @@ def texts(at: AppTest) -> str:
     for p in panels(at).values():  # the pipeline drawn as one element: its panels' texts
         parts += [p["title"], p["shape"], *p["before"], *p["after"], p["warning"] or ""]
     return "\n".join(parts)
+
+
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def shown(markdown: str) -> str:
+    """What st.markdown shows for ``markdown``'s backslash escapes (CommonMark: a backslash before ASCII punctuation
+    gives that character), so a test reads a message as the learner does."""
+    return _ESCAPED.sub(r"\1", str(markdown))
 
 
 def decode(a):

@@ -9,7 +9,7 @@ import pytest
 import core
 from ui import state
 
-from .helpers import heat, no_errors, page, texts
+from .helpers import heat, no_errors, page, shown, texts
 
 PAGE = "app_pages/long_context.py"
 KEYS = state.LONG_CONTEXT
@@ -174,7 +174,7 @@ def test_paged_cache_block_tables_and_memory_by_hand():
 def test_bad_paged_and_schedule_input_gets_a_message_and_the_page_goes_on(name, value, message):
     at = _run(**{name: value})
     assert not at.exception
-    assert any(message in e.value for e in at.error)
+    assert any(message in shown(e.value) for e in at.error)
     assert len(at.dataframe) == 3  # the memory table, the schedule and the block tables are still drawn
 
 
@@ -182,6 +182,7 @@ def test_bad_paged_and_schedule_input_gets_a_message_and_the_page_goes_on(name, 
 def test_typed_lengths_that_cannot_be_read_are_shown_as_typed_not_as_markup(typed):
     at = _run(lengths=typed)
     assert not at.exception
-    errors = [e.value for e in at.error if "cannot be read as requests' lengths" in e.value]
-    assert errors and "<b>" not in errors[0].replace("\\<b\\>", "") and "](javascript" not in errors[0].replace("\\]\\(", "")
+    errors = [e.value for e in at.error if "cannot be read as requests' lengths" in shown(e.value)]
+    assert errors and f"“{typed[:60]}”" in shown(errors[0])  # shown as typed (up to 60 characters) ...
+    assert "<b>" not in errors[0] and "](" not in errors[0] and "**7**" not in errors[0]  # ... and not as markup
     assert len(at.dataframe) == 3  # the example's block tables are drawn instead
