@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import streamlit as st
 
 import core
 from attention_lab import scenario
-from ui import export, link, page, settings, state, view
+from ui import compute, export, link, page, settings, state, view
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.i18n import labeller, t
@@ -223,7 +222,13 @@ def qr_code(link: str) -> None:
         st.error(t("class.host.bad"))
 
 
-def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
+def share_tab(num: scenario.Numbers, conv: str, query: dict) -> None:
+    """The links (the page's, a lesson's with its QR code), the scenario's CSV and JSON files, an upload and the code."""
+    q_labels, k_labels, args, device = token_labels(num.tq), token_labels(num.tk), num.args(conv), settings.get("device")
+
+    def csv() -> str:  # made on the download's click, in a thread of its own (no session there); the call is cached
+        return export.tidy_csv(compute.playground(**args, device=device), q_labels, k_labels)
+
     st.markdown(t("share.link"))
     if not scenario.link_fits(ss.values(), ss.changed_matrices()):  # the link leaves the edited matrices out
         st.warning(t("share.too_long", kb=scenario.LINK_BYTES // 1000))
@@ -233,7 +238,7 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
     qr_code(link)
     d1, d2 = st.columns(2)
     with d1:
-        st.download_button(t("share.csv"), data=lambda: export.tidy_csv(trace, q_labels, k_labels),
+        st.download_button(t("share.csv"), data=csv,
                            file_name="attention-matrices.csv", mime="text/csv", key=KEYS.dl_csv)
     with d2:
         st.download_button(t("share.json"), data=scenario.to_json(ss.values(), ss.changed_matrices(), settings.query()),
@@ -244,13 +249,13 @@ def share_tab(trace, q_labels, k_labels, query: dict, args: dict) -> None:
 
 
 # ---------------------------------------------------------------------------- the page
-# The page is two parts. The left column (view controls, example and self/cross, notation, the
-# setup tabs) reruns with the whole page. The right column (token box, pipeline, inspector) is a
-# fragment of its own while nothing drawn on the left shows the tokens: typing tokens — the change
-# a class makes most — then redraws only the right column, not every control (BENCHMARKS.md: the
-# browser's time goes into re-rendering Streamlit's controls). When a drawn part of the left column
-# shows the tokens, the right column is a plain part of the page, so a token change redraws both and
-# nothing on screen is stale.
+# The page is two columns. The left (view controls, example and self/cross, notation, the setup tabs)
+# reruns with the whole page. The right (token box, pipeline, inspector) reads the scenario itself, top to
+# bottom as a token change flows, and is a fragment of its own while nothing drawn on the left shows the
+# tokens: typing tokens — the change a class makes most — then redraws only the right column, not every
+# control (BENCHMARKS.md: the browser's time goes into re-rendering Streamlit's controls). When a drawn
+# part of the left column shows the tokens, the right column is a plain part of the page, so a token
+# change redraws both and nothing on screen is stale.
 TABS = ("embed", "qkv", "score", "mask", "share")
 
 
@@ -263,26 +268,17 @@ def shows_tokens(drawn: list[str]) -> bool:
         "embed" in drawn and x_fold_open()) or ("score" in drawn and ss.get("embedding") == "onehot")
 
 
-@dataclass(frozen=True)
-class Run:
-    """The scenario as one run reads it (once): its numbers and notation, and ``kept``: (trace, its query
-    tokens, its key tokens) — on a failed call the last valid trace with its own tokens — or None."""
-
-    num: scenario.Numbers
-    conv: str
-    kept: tuple | None
+def computed(num: scenario.Numbers, conv: str, problems: list) -> tuple | None:
+    """The scenario's one core call (cached, ui.compute) → (trace, its query tokens, its key tokens): on a
+    failed call the last valid trace with its own tokens, and the message in ``problems``; None with none."""
+    return page.guarded(problems, lambda: (ss.run(num, conv), num.tq, num.tk), keep=state.SCENARIO.last_trace)
 
 
-def computed(num: scenario.Numbers, conv: str, problems: list) -> Run:
-    """The scenario's one core call (cached, ui.compute) in this run."""
-    kept = page.guarded(problems, lambda: (ss.run(num, conv), num.tq, num.tk), keep=state.SCENARIO.last_trace)
-    return Run(num, conv, kept)
-
-
-def controls(v: view.View, problems: list) -> tuple[Run, bool]:
-    """The left column: example menu and self/cross, notation and the setup tabs of the groups the
-    view shows. Reads the scenario (the right column's token box included) → (the run, whether a
-    drawn part shows the tokens)."""
+def controls(v: view.View, problems: list) -> bool:
+    """The left column: example menu and self/cross, notation and the setup tabs of the groups the view shows,
+    with the numbers its open tabs draw (the editors, the mask map, the share tab's links and files) →
+    whether a drawn part shows the tokens. It makes no core call; what the tokens themselves and the call say
+    is shown by the right column, which reads the same scenario."""
     drawn = []
     if "tokens" not in v.hidden:
         token_options()
@@ -296,59 +292,51 @@ def controls(v: view.View, problems: list) -> tuple[Run, bool]:
     tabs = dict(zip(names, setup_tabs(names), strict=True)) if names else {}  # a student link may leave no tab
     opened = {g: tabs[g] for g in names if tabs[g].open}
     drawn += list(opened)
-    num = inputs(problems, conv=conv, editors=True, tokens=Where(drawn=False), options=False,
+    num = inputs(problems, reading=[], conv=conv, editors=True, tokens=Where(drawn=False), options=False,
                  embed=Where(opened.get("embed"), "embed" in opened),
                  qkv=Where(opened.get("qkv"), "qkv" in opened, wide=False),  # the left column: editors one under another
                  score=Where(opened.get("score"), "score" in opened, wide=False))
     if "mask" in opened:
         with opened["mask"]:
             mask_controls(num, conv, chart_key=KEYS.chart_mask, click_queue=KEYS.clicks, clear_key=KEYS.mask_clear)
-    run = computed(num, conv, problems)
-    if "share" in opened and run.kept is not None:
-        trace, tq, tk = run.kept
+    if "share" in opened:
         with opened["share"]:
-            share_tab(trace, token_labels(tq), token_labels(tk), current_query(v), num.args(conv))
-    return run, shows_tokens(drawn)
+            share_tab(num, conv, current_query(v))
+    return shows_tokens(drawn)
 
 
-def read_alone(problems: list) -> Run:
-    """The scenario read by a rerun of the right column alone (no control of the left is drawn)."""
-    drain_clicks()
-    num = inputs(problems, conv=ss.get("convention"), tokens=Where(drawn=False), options=False,
-                 embed=Where(drawn=False), qkv=Where(drawn=False))
-    return computed(num, ss.get("convention"), problems)
-
-
-def results(run: Run | None, problems: list) -> None:
-    """The right column: the token box, the pipeline and the query inspector. ``run``: the scenario
-    as this run of the whole page read it; None on a rerun of this part alone, which reads it itself
-    (``problems`` then start empty)."""
+def results() -> None:
+    """The right column, in the order a token change flows: the token box; the scenario read into its numbers
+    (``ui.inputs.inputs``, no control drawn: they are on the left); the one core call; what the tokens and the
+    call say; the link; the five steps and the query inspector."""
+    problems: page.Problems = []
     v = st.session_state.get(KEYS.view) or view.View()
     if "tokens" not in v.hidden:
         token_boxes()
-    if run is None:
-        run = read_alone(problems)
+    drain_clicks()
+    conv = ss.get("convention")
+    num = inputs(problems, conv=conv, tokens=Where(drawn=False), options=False, embed=Where(drawn=False),
+                 qkv=Where(drawn=False))
+    kept = computed(num, conv, problems)
     page.show_problems(problems)
-    query = current_query(v)
-    link.address_bar(query, key=KEYS.address)  # the link in the address bar, after every change
-    if run.kept is None:
+    link.address_bar(current_query(v), key=KEYS.address)  # the link in the address bar, after every change
+    if kept is None:
         return
-    trace, tq, tk = run.kept
+    trace, tq, tk = kept
     dec = settings.get("precision")
     step_sentence(v, trace, token_labels(tq), token_labels(tk))
-    pipeline(trace, token_labels(tq), token_labels(tk), run.conv, dec, run.num.score, prefix=KEYS.pipeline,
+    pipeline(trace, token_labels(tq), token_labels(tk), conv, dec, num.score, prefix=KEYS.pipeline,
              query=int(ss.get("query")), clicks=KEYS.clicks, shows=v.shows, per_row=1 if v.present else 2,
              header=False, large=v.present, focus=newest_step(v))
     if v.shows("inspector"):
-        inspector(trace, tq, tk, run.conv, dec, v)
+        inspector(trace, tq, tk, conv, dec, v)
 
 
 @st.fragment
-def results_alone(run: Run, problems: list) -> None:
-    """:func:`results` as a fragment: its own widgets rerun it alone (then the arguments, those of
-    the page's last run, are not used). A fragment rerun skips the page's error boundary, so it has its own."""
-    fresh = st.session_state.pop(KEYS.page_ran, False)
-    page.boundary(lambda: results(run, problems) if fresh else results(None, []))
+def results_alone() -> None:
+    """:func:`results` as a fragment: its own widgets (the token box, a click on the weights) rerun it alone.
+    A fragment rerun skips the page's error boundary, so it has its own."""
+    page.boundary(results)
 
 
 def body() -> None:
@@ -361,14 +349,16 @@ def body() -> None:
     with left:
         with st.expander(t("pg.about")):  # folded: the pipeline starts high on a projector screen
             st.markdown(t("pg.intro"))
+        said = st.container()  # what the link, a loaded file and the left column's editors say, above them
         view_controls(v)
-        run, outside = controls(v, problems)
+        outside = controls(v, problems)
+        with said:
+            page.show_problems(problems)
     with right:
         if outside:
-            results(run, problems)
+            results()
         else:
-            st.session_state[KEYS.page_ran] = True
-            results_alone(run, problems)
+            results_alone()
 
 
 @st.fragment

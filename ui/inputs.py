@@ -266,22 +266,25 @@ def _editor(slots: Slots, labels: tuple, problems: list):
 
 def inputs(problems: list, *, conv: str = "row", editors: bool = False, embed: Where = Where(), qkv: Where = Where(),
            score: Where = Where(drawn=False), presets: bool = True, tokens: Where = Where(),
-           options: bool = True) -> scenario.Numbers:
+           options: bool = True, reading: list | None = None) -> scenario.Numbers:
     """Draw the token, embedding, Q/K/V (and, where ``score`` is drawn, score function) controls, then build
     the scenario's numbers once (``attention_lab.scenario.numbers``) with the matrix editors as its edits.
 
     With ``editors`` the matrix editors are drawn (up to 64 tokens); without, the learner's edits from the
     Playground still apply. ``embed``/``qkv``/``score`` say where those groups go; without ``options`` only
-    the text boxes are drawn (the example menu and self/cross are elsewhere)."""
+    the text boxes are drawn (the example menu and self/cross are elsewhere). ``reading``: where the messages
+    about the tokens themselves go (too many, unknown, large n) when not with ``problems`` — the Playground's
+    left column drops them, as its right column reads the same tokens and says them beside the token box."""
+    said = problems if reading is None else reading
     if options:
-        tq, tk, cross = token_controls(problems, presets=presets, drawn=tokens.drawn)
+        tq, tk, cross = token_controls(said, presets=presets, drawn=tokens.drawn)
     else:
         if tokens.drawn:
             token_boxes()
-        tq, tk, cross = read_tokens(problems)
+        tq, tk, cross = read_tokens(said)
     n = max(len(tq), len(tk))
     if n > scenario.INTERACTIVE_TOKENS:
-        problems.append(("info", t("info.large_n", n=n, limit=EDIT_LIMIT)))
+        said.append(("info", t("info.large_n", n=n, limit=EDIT_LIMIT)))
     ss.put("pad", [i for i in ss.get("pad") if 0 <= int(i) < len(tk)])  # PAD positions past the tokens go
     slots: Slots = {}
     with embed.box or nullcontext():
@@ -296,7 +299,7 @@ def inputs(problems: list, *, conv: str = "row", editors: bool = False, embed: W
                            edit=_editor(slots, (token_labels(tq), token_labels(tk)), problems),
                            project=compute.projection, embed=compute.embedding)
     if num.unknown:
-        problems.append(("info", t("info.c18_unknown", tokens=", ".join(md(u) for u in num.unknown[:8]))))
+        said.append(("info", t("info.c18_unknown", tokens=", ".join(md(u) for u in num.unknown[:8]))))
     if x_badge is not None:
         _x_shape(x_badge, num, conv)
     if qkv_badges is not None:

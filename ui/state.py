@@ -84,7 +84,7 @@ def last_valid(widget_key: str) -> str:
 # ------------------------------------------------------------------ pages
 PLAYGROUND = _room("playground", "clicks tab tab_id upload chart_weights chart_mask mask_clear fig_alpha fig_contrib "
                    "dl_csv dl_json pipeline view view_loaded present step_start step_prev step_next step_all arrow_keys "
-                   "lesson_groups lesson_panels lesson_present code page_ran address inspector qr link_host lesson_teacher")
+                   "lesson_groups lesson_panels lesson_present code address inspector qr link_host lesson_teacher")
 PIPELINE = _room("pipeline", "scores scaled masked weights output")  # suffixes of a pipeline's chart keys
 NOTATIONS = _room("notations", "clicks selected row col right wrong")
 SCORE_FUNCTIONS = _room("score_functions", "scores weights cos_dot cos_normed cos_cos exp_d exp_var exp_hist exp_plot "

@@ -8,7 +8,7 @@ import core
 from core import tokens
 from ui import nav, state
 
-from .helpers import PG_WEIGHTS, chosen_query, close, edit, heat, is_plotly, page, texts, ticks
+from .helpers import PG_WEIGHTS, chosen_query, close, edit, heat, is_plotly, open_tab, page, texts, ticks
 
 C18_X = tokens.c18_embedding().numpy()
 C18_W = core.attention(C18_X, C18_X, C18_X).weights
@@ -166,3 +166,18 @@ def test_every_page_handles_bad_tokens_like_the_playground(info, text):
     elif text.startswith("<"):
         assert not at.error
         assert any(text[:4] in str(el.proto.json) for el in at.get("bidi_component"))  # data, drawn as text
+
+
+@pytest.mark.parametrize("tab", [None, "qkv", "mask", "share"])
+def test_a_message_about_the_tokens_is_said_once_whichever_tab_is_open(tab):
+    """Both columns of the Playground read the tokens (the left for its open tab, the right for the maps); what
+    the tokens say is shown once, by the right column beside the token box."""
+    at = page()
+    if tab:
+        open_tab(at, tab)
+    at.text_input(key=state.SCENARIO.tokens).input(" ".join(f"w{i}" for i in range(513))).run()
+    no_exception(at)
+    assert [e.value for e in at.error if "513 tokens" in e.value] == [at.error[0].value]  # once
+    at.text_input(key=state.SCENARIO.tokens).input("the zyx").run()  # a word the worked example's table lacks
+    no_exception(at)
+    assert len([i.value for i in at.info if "zyx" in i.value]) == 1
