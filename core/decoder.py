@@ -223,6 +223,22 @@ class SmolLM2:
         return NextToken(probs=probs, top_ids=top.indices, top_probs=top.values, top_tokens=self.tokens(top.indices.tolist()))
 
     # -- writing
+    def choose(self, logits: torch.Tensor, attention: torch.Tensor, n_context: int, temperature: float,
+               top_k: int | None, top_p: float | None, gen: torch.Generator, *, stop_at_eos: bool = True) -> Step | None:
+        """The token written after a context of ``n_context`` tokens, from its last position's logits (vocab,) and
+        attention row (L, H, n_context): the argmax at temperature 0, else drawn from :func:`next_token_probs`
+        with ``gen``. None for an end token when ``stop_at_eos``. :meth:`generate` and the server's batched
+        writing (``ui.decoding``) both choose here."""
+        logits, c = logits.float().cpu(), self.config
+        dist = next_token_probs(logits, temperature, top_k, top_p)  # (vocab,)
+        chosen = int(dist.argmax()) if float(temperature) == 0 else int(torch.multinomial(dist, 1, generator=gen))
+        if stop_at_eos and chosen in (c.eos_id, 0):
+            return None
+        model_p = self._next(logits)
+        return Step(token_id=chosen, token=self.token_text(chosen), top_ids=model_p.top_ids, top_tokens=model_p.top_tokens,
+                    top_probs=model_p.top_probs, sampled_probs=dist[model_p.top_ids], chosen_prob=float(model_p.probs[chosen]),
+                    attention=attention.cpu(), cache_positions=n_context + 1, cache_bytes=cache_bytes(c, n_context + 1))
+
     def generate(self, text: str, max_new_tokens: int = 16, temperature: float = 0.0, top_k: int | None = None,
                  top_p: float | None = None, seed: int = 0, *, max_tokens: int = 128, use_cache: bool = True,
                  mech: Mechanism = PLAIN, stop_at_eos: bool = True, device: str | torch.device = "cpu") -> Generation:
@@ -248,24 +264,17 @@ class SmolLM2:
                           logits_for="last")
             context = list(ids)
             for _ in range(max_new_tokens):
-                logits = out.logits[-1].float().cpu()  # (vocab,)
-                attn_row = out.attentions[:, :, -1, :].cpu()  # (L, H, c): the row that predicted the token
-                dist = next_token_probs(logits, temperature, top_k, top_p)  # (vocab,)
-                chosen = int(dist.argmax()) if float(temperature) == 0 else int(torch.multinomial(dist, 1, generator=gen))
-                if stop_at_eos and chosen in (c.eos_id, 0):
+                step = self.choose(out.logits[-1], out.attentions[:, :, -1, :], len(context), temperature, top_k, top_p,
+                                   gen, stop_at_eos=stop_at_eos)
+                if step is None:
                     stopped = "eos"
                     break
-                model_p = self._next(logits)
-                context.append(chosen)
-                n_cached = len(context)
-                steps.append(Step(token_id=chosen, token=self.token_text(chosen), top_ids=model_p.top_ids,
-                                  top_tokens=model_p.top_tokens, top_probs=model_p.top_probs,
-                                  sampled_probs=dist[model_p.top_ids], chosen_prob=float(model_p.probs[chosen]),
-                                  attention=attn_row, cache_positions=n_cached, cache_bytes=cache_bytes(c, n_cached)))
+                context.append(step.token_id)
+                steps.append(step)
                 if len(steps) == max_new_tokens:
                     break
                 if use_cache:
-                    new = torch.tensor([chosen], device=P.E.device)
+                    new = torch.tensor([step.token_id], device=P.E.device)
                     out = forward(new, P, c, caches=out.caches, mech=mech, keep_qkv=False, logits_for="last")
                 else:
                     out = forward(torch.tensor(context, device=P.E.device), P, c, mech=mech, keep_qkv=False,

@@ -1,0 +1,131 @@
+"""The server's decode scheduler (ui.decoding): requests written in one batch get exactly the tokens they get
+alone (SmolLM2.generate: greedy and seeded sampling), whoever they share a step with, joining late or leaving
+early; the line, the cache and the results are bounded; a request nobody asks about any more frees its slot."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+
+import pytest
+
+from core import decoder, pretrained
+from core.decoder_batch import SlotCache
+from ui.decoding import QueueFull, Request, Scheduler
+
+if importlib.util.find_spec(decoder.MODULE) is None:
+    pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
+
+PROMPTS = ["The capital of France is", "def add(a, b):\n    return", "나는 오늘 사과를", "1, 2, 3, 4,"]
+EOS_EARLY = "<|im_start|>user\nWhat is 2+2? Answer with one number.<|im_end|>\n<|im_start|>assistant\n"  # ends after 6
+CAPACITY = 96
+WAIT = 600  # seconds: a bound for a hung thread, never a pace (each wait returns when its writing is done)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return pretrained.smollm2()
+
+
+@pytest.fixture
+def scheduler(model):
+    s = Scheduler(model, cache_bytes=SlotCache.bytes_for(model.config, 6, CAPACITY), capacity=CAPACITY)
+    yield s
+    s.close()
+
+
+def request(model, text: str, n: int, **sampling) -> Request:
+    return Request(ids=tuple(model.encode(text)), n_new=n, **sampling)
+
+
+def alone(model, text: str, n: int, temperature=0.0, top_k=None, top_p=None, seed=0):
+    return model.generate(text, n, temperature, top_k, top_p, seed)
+
+
+def same_as_alone(model, w, text: str, n: int, **sampling) -> None:
+    want = alone(model, text, n, **sampling)
+    assert [s.token_id for s in w.steps] == want.token_ids
+    assert w.stopped == want.stopped
+    for got, exp in zip(w.steps, want.steps, strict=True):
+        assert abs(got.chosen_prob - exp.chosen_prob) < 1e-4
+        assert got.cache_positions == exp.cache_positions and got.cache_bytes == exp.cache_bytes
+    last, exp = w.steps[-1].attention, want.steps[-1].attention  # (L, H, c): the page draws the newest step's
+    assert last.shape == exp.shape and float((last - exp).abs().max()) < 1e-4
+
+
+def test_four_requests_written_together_equal_each_alone(model, scheduler):
+    sampling = [{}, {"temperature": 0.8, "seed": 3}, {"temperature": 1.0, "top_k": 20, "seed": 7},
+                {"temperature": 0.7, "top_p": 0.9, "seed": 11}]
+    ws = scheduler.submit_many([request(model, p, 6, **s) for p, s in zip(PROMPTS, sampling, strict=True)])
+    assert all(w.wait(WAIT) for w in ws)
+    assert max(w.batch for w in ws) == 4  # they did share steps
+    for w, p, s in zip(ws, PROMPTS, sampling, strict=True):
+        same_as_alone(model, w, p, 6, **s)
+
+
+def test_joining_a_running_batch_and_leaving_it_at_the_end_token(model, scheduler):
+    first = scheduler.submit_many([request(model, PROMPTS[0], 40), request(model, EOS_EARLY, 12)])
+    deadline = time.monotonic() + WAIT
+    while len(first[0].steps) < 3:  # the batch is running (37 steps to go): join it now
+        assert time.monotonic() < deadline and not first[0].done
+        time.sleep(0.01)
+    late = scheduler.submit(request(model, PROMPTS[2], 5))
+    assert all(w.wait(WAIT) for w in (*first, late))
+    same_as_alone(model, first[0], PROMPTS[0], 40)
+    same_as_alone(model, first[1], EOS_EARLY, 12)
+    same_as_alone(model, late, PROMPTS[2], 5)
+    assert first[1].stopped == "eos" and len(first[1].steps) < 12 and late.batch >= 2
+
+
+def test_more_requests_than_slots_wait_their_turn(model):
+    s = Scheduler(model, cache_bytes=SlotCache.bytes_for(model.config, 2, CAPACITY), capacity=CAPACITY, autostart=False)
+    try:
+        ws = s.submit_many([request(model, p, 3) for p in PROMPTS])
+        assert [w.position for w in ws] == [1, 2, 3, 4] and s.stats() == (0, 4)  # all in the line
+        s.start()
+        assert all(w.wait(WAIT) for w in ws)
+        assert max(s.batches) <= 2 and s.slots == 2
+        for w, p in zip(ws, PROMPTS, strict=True):
+            same_as_alone(model, w, p, 3)
+    finally:
+        s.close()
+
+
+def test_an_abandoned_request_leaves_and_frees_its_slot(model):
+    now = [0.0]
+    s = Scheduler(model, cache_bytes=SlotCache.bytes_for(model.config, 1, CAPACITY), capacity=CAPACITY,
+                  abandoned_after=30.0, clock=lambda: now[0])
+    try:
+        w = s.submit(request(model, PROMPTS[0], 60))
+        deadline = time.monotonic() + WAIT
+        while not w.steps:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        now[0] = 31.0  # no session has asked about it for 31 s (a closed tab)
+        assert w.wait(WAIT)
+        assert w.stopped == "cancelled" and len(w.steps) < 60
+        assert s.stats() == (0, 0) and s.find(w.request) is None  # gone, not kept among the results
+        nxt = s.submit(request(model, PROMPTS[1], 2))  # the one slot is free again
+        assert nxt.wait(WAIT) and nxt.stopped == "length"
+    finally:
+        s.close()
+
+
+def test_equal_requests_share_one_writing_and_the_bounds_hold(model):
+    s = Scheduler(model, cache_bytes=SlotCache.bytes_for(model.config, 1, CAPACITY), capacity=CAPACITY, max_waiting=3,
+                  max_results=1, autostart=False)
+    try:
+        a, b = s.submit_many([request(model, PROMPTS[0], 2), request(model, PROMPTS[0], 2)])
+        assert a is b and s.stats() == (0, 1)
+        with pytest.raises(QueueFull, match="3 requests are waiting"):
+            s.submit_many([request(model, p, 2) for p in PROMPTS[1:]])
+        s.start()
+        with pytest.raises(ValueError, match="do not fit 96 positions"):
+            s.submit(Request(ids=(1,) * 90, n_new=7))
+        with pytest.raises(ValueError, match="hold no slot"):
+            Scheduler(model, cache_bytes=1000, capacity=CAPACITY)
+        for w in (a, *[s.find(request(model, p, 2)) for p in PROMPTS[1:3]]):
+            assert w is not None and w.wait(WAIT)
+        assert s.find(request(model, PROMPTS[0], 2)) is None  # one result kept: the oldest went
+    finally:
+        s.close()

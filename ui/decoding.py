@@ -1,0 +1,262 @@
+"""The server's one decode scheduler for the language-model page: continuous batching (the app side of
+``core.decoder_batch``).
+
+A class presses "Write" at once. Decoded one session at a time, every step of every student reads all the
+weights again for one token. Here every request joins one running batch at the next step: one forward pass
+writes the next token of every sequence in it (``core.decoder_batch.decode_batch``), finished sequences leave
+and waiting ones take their slots. A prompt enters through the ordinary one-sequence pass. Each request keeps
+its own random generator, seeded as alone, and chooses its tokens with ``SmolLM2.choose`` as ``generate`` does,
+so it writes what it writes alone (``tests/app/test_decoding.py``).
+
+Bounds: the keys and values of every slot at most ``cache_bytes`` (allocated once: the batch is as large as
+that allows); at most ``max_waiting`` requests waiting; the ``max_results`` most recent results kept; a request
+whose session has not asked about it for ``abandoned_after`` seconds (a closed tab) leaves and frees its slot.
+Equal requests share one :class:`Writing`. The app holds one scheduler per process (``ui.compute.lm_scheduler``).
+No streamlit import: the tests drive a scheduler directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from core.decoder import Step
+from core.decoder_batch import SlotCache, decode_batch
+from core.decoder_forward import forward
+
+log = logging.getLogger(__name__)
+THREAD_NAME = "lm-decoding"
+NO_ROW = torch.zeros(0)  # an older step's attention row, dropped
+
+
+class QueueFull(RuntimeError):
+    """Raised by :meth:`Scheduler.submit` when the waiting line is full."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a session asks for: ``n_new`` tokens after the prompt's token ids, chosen as ``SmolLM2.generate`` would."""
+
+    ids: tuple[int, ...]
+    n_new: int
+    temperature: float = 0.0
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int = 0
+    stop_at_eos: bool = True
+
+
+class Writing:
+    """One request as its sessions see it: the steps written so far, its place in the line, the batch it ran in."""
+
+    def __init__(self, request: Request, now: float) -> None:
+        self.request = request
+        self.seen = now  # when a session last asked about it
+        self.steps: list[Step] = []
+        self.stopped: str | None = None  # "length", "eos", "cancelled", or "error"
+        self.batch = 0  # the largest batch it was written in
+        self.position: int | None = None  # 0 writing, k ≥ 1 with k − 1 ahead in the line, None when done
+        self.finished = threading.Event()
+        # the scheduler's own (its thread only)
+        self._slot: int | None = None
+        self._gen = torch.Generator(device="cpu").manual_seed(int(request.seed))
+        self._logits: torch.Tensor | None = None  # (vocab,): the next token's
+        self._attention: torch.Tensor | None = None  # (L, H, c): the row that predicted it
+
+    @property
+    def done(self) -> bool:
+        return self.finished.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.finished.wait(timeout)
+
+
+class Scheduler:
+    """Continuous batching over one :class:`core.decoder_batch.SlotCache` (module docstring)."""
+
+    def __init__(self, model, *, cache_bytes: int, capacity: int, max_waiting: int = 64, max_results: int = 64,
+                 abandoned_after: float = 30.0, clock: Callable[[], float] = time.monotonic, device: str = "cpu",
+                 autostart: bool = True) -> None:
+        slots = cache_bytes // SlotCache.bytes_for(model.config, 1, capacity)
+        if slots < 1:
+            raise ValueError(f"{cache_bytes} bytes hold no slot of {capacity} positions")
+        self.model, self.capacity, self.slots = model, capacity, int(slots)
+        self.max_waiting, self.max_results, self.abandoned_after = max_waiting, max_results, abandoned_after
+        self._clock, self._device = clock, device
+        self._cache: SlotCache | None = None  # made by the thread on its first request
+        self._lock = threading.Condition()
+        self._waiting: deque[Writing] = deque()
+        self._running: list[Writing] = []
+        self._results: OrderedDict[Request, Writing] = OrderedDict()
+        self._thread: threading.Thread | None = None
+        self._autostart = autostart  # False: the line fills until start() (the tests see it whole)
+        self._closed = False
+        self.batches: deque[int] = deque(maxlen=1000)  # the size of each recent step's batch (benchmarks)
+
+    # -- what sessions call
+    def submit(self, request: Request) -> Writing:
+        """The writing for ``request``: the one already waiting, running or done, or a new one in the line."""
+        if len(request.ids) + request.n_new > self.capacity or not request.ids or request.n_new < 1:
+            raise ValueError(f"{len(request.ids)} + {request.n_new} tokens do not fit {self.capacity} positions")
+        with self._lock:
+            found = self._find(request)
+            if found is not None:
+                found.seen = self._clock()
+                return found
+            if len(self._waiting) >= self.max_waiting:
+                raise QueueFull(f"{len(self._waiting)} requests are waiting")
+            w = Writing(request, self._clock())
+            self._waiting.append(w)
+            self._positions()
+            if self._autostart:
+                self.start()
+            self._lock.notify_all()
+            return w
+
+    def start(self) -> None:
+        """Start writing (the first request does, unless made with ``autostart=False``)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=THREAD_NAME, daemon=True)
+                self._thread.start()
+
+    def submit_many(self, requests: list[Request]) -> list[Writing]:
+        """:meth:`submit` each, all in the line before the next step begins (a class pressing at once)."""
+        with self._lock:  # re-entrant: the thread cannot take the line in between
+            return [self.submit(r) for r in requests]
+
+    def find(self, request: Request) -> Writing | None:
+        """The writing for ``request`` if one is waiting, running or kept; asking counts as being seen."""
+        with self._lock:
+            w = self._find(request)
+            if w is not None:
+                w.seen = self._clock()
+            return w
+
+    def cancel(self, writing: Writing) -> None:
+        """Stop ``writing`` (it leaves the line or the batch at the next step)."""
+        with self._lock:
+            writing.seen = -float("inf")
+            self._lock.notify_all()
+
+    def stats(self) -> tuple[int, int]:
+        """(writing now, waiting)."""
+        with self._lock:
+            return len(self._running), len(self._waiting)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    # -- the thread
+    def _find(self, request: Request) -> Writing | None:
+        for w in (*self._running, *self._waiting):
+            if w.request == request:
+                return w
+        w = self._results.get(request)
+        if w is not None:
+            self._results.move_to_end(request)
+        return w
+
+    def _positions(self) -> None:
+        for w in self._running:
+            w.position = 0
+        for i, w in enumerate(self._waiting):
+            w.position = i + 1
+
+    def _finish(self, w: Writing, stopped: str) -> None:
+        """Under the lock: ``w`` leaves (its slot freed); kept among the results unless cancelled."""
+        w.stopped, w.position = stopped, None
+        if w._slot is not None and self._cache is not None:
+            self._cache.release(w._slot)
+        w._slot, w._logits, w._attention = None, None, None
+        if w in self._running:
+            self._running.remove(w)
+        if stopped in ("length", "eos"):
+            self._results[w.request] = w
+            while len(self._results) > self.max_results:
+                self._results.popitem(last=False)
+        w.finished.set()
+
+    def _admit(self) -> list[Writing]:
+        """Under the lock: drop the abandoned, then move waiting requests into free slots → the ones to prefill."""
+        now = self._clock()
+        for w in [*self._running, *self._waiting]:
+            if now - w.seen > self.abandoned_after:
+                if w in self._waiting:
+                    self._waiting.remove(w)
+                self._finish(w, "cancelled")
+        if self._cache is None and self._waiting:
+            P = self.model.weights_on(self._device)
+            self._cache = SlotCache(self.model.config, self.slots, self.capacity, device=P.E.device, dtype=P.E.dtype)
+        joining = []
+        free = self._cache.free_slots() if self._cache is not None else []
+        while self._waiting and free:
+            w = self._waiting.popleft()
+            w._slot = free.pop(0)
+            self._cache.lengths[w._slot] = -1  # taken (filled below, outside the lock)
+            self._running.append(w)
+            joining.append(w)
+        self._positions()
+        return joining
+
+    def _loop(self) -> None:
+        P, c = self.model.weights_on(self._device), self.model.config
+        while True:
+            with self._lock:
+                while not self._closed and not self._running and not self._waiting:
+                    self._lock.wait(timeout=5.0)
+                if self._closed:
+                    return
+                joining = self._admit()
+                running = list(self._running)
+            try:
+                with torch.no_grad():
+                    self._step(joining, running, P, c)
+            except Exception:  # a failed step fails its requests, never the thread
+                log.exception("decoding step failed")
+                with self._lock:
+                    for w in running:
+                        self._finish(w, "error")
+
+    def _step(self, joining: list[Writing], running: list[Writing], P, c) -> None:
+        """Prefill the joining prompts, choose every running sequence's next token, then one batched pass."""
+        for w in joining:
+            out = forward(torch.tensor(w.request.ids, device=P.E.device), P, c, use_cache=True, keep_qkv=False,
+                          logits_for="last")
+            self._cache.fill(w._slot, out.caches)
+            w._logits, w._attention = out.logits[-1], out.attentions[:, :, -1, :].clone()
+        going = []
+        for w in running:
+            r = w.request
+            step = self.model.choose(w._logits, w._attention, len(r.ids) + len(w.steps), r.temperature, r.top_k, r.top_p,
+                                     w._gen, stop_at_eos=r.stop_at_eos)
+            with self._lock:
+                w.batch = max(w.batch, len(running))
+                if step is None:
+                    self._finish(w, "eos")
+                    continue
+                if w.steps:  # only the newest step keeps its attention row (L, H, c): the page shows that one
+                    w.steps[-1] = dataclasses.replace(w.steps[-1], attention=NO_ROW)
+                w.steps.append(step)
+                if len(w.steps) == r.n_new:
+                    self._finish(w, "length")
+                    continue
+            going.append(w)
+        if not going:
+            return
+        ids = torch.tensor([w.steps[-1].token_id for w in going], device=P.E.device)
+        batch = decode_batch(ids, [w._slot for w in going], self._cache, P, c)
+        self.batches.append(len(going))
+        for b, w in enumerate(going):
+            w._logits, w._attention = batch.logits[b].clone(), batch.attentions[:, b, :, : batch.positions[b] + 1].clone()
