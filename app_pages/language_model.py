@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from core.lab import gap_text, within_rounding
-from ui import compute, link, page, settings, state
+from ui import compute, decoding, link, page, settings, state
 from ui.i18n import current_lang, labeller, t
 from ui.pipeline import pipeline
 from ui.text import md, shorts
@@ -218,15 +218,44 @@ def writing_buttons() -> int:
     return int(st.session_state[KEYS.n_new])
 
 
+def _readable(tokens) -> str:
+    return "".join(tokens).replace("␣", " ").replace("↵", "\n")
+
+
+@st.fragment(run_every=0.5)
+def watch_writing(ask: tuple) -> None:
+    """While the server's batch writes this session's tokens: the place in the line, then the text as it grows
+    (this part alone reruns; asking keeps the request alive). Done: the whole page draws the result."""
+    w = compute.lm_writing(*ask)
+    if w.done:
+        st.rerun()
+    if w.position:
+        st.info(t("lm.batch.waiting", k=w.position))
+        return
+    steps = list(w.steps)
+    st.markdown(t("lm.batch.writing", n=len(steps), m=ask[1], b=w.batch))
+    st.code(ask[0] + _readable(s.token for s in steps), language=None, wrap_lines=True)
+
+
 def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> dict | None:
-    """The prompt continued by n tokens, shown as text, with the cache's size beside multi-head's."""
+    """The prompt continued by n tokens, shown as text, with the cache's size beside multi-head's. The server's
+    one batch writes them (``ui.decoding``); until it has, the text grows in place."""
     if n == 0:
         st.caption(t("lm.none_yet"))
         return None
-    g = compute.lm_generate(text, n, T, k, p, seed, settings.get("device"))
-    new = "".join(s["token"] for s in g["steps"]).replace("␣", " ").replace("↵", "\n")
+    ask = (text, n, T, k, p, seed, settings.get("device"))
+    try:
+        w = compute.lm_writing(*ask)
+    except decoding.QueueFull:
+        st.warning(t("lm.batch.full"))
+        return None
+    if not w.done:
+        watch_writing(ask)
+        return None
+    g = compute.lm_generate(*ask)
     st.markdown(t("lm.written", n=len(g["steps"])))
-    st.code(text + new, language=None, wrap_lines=True)
+    st.code(text + _readable(s["token"] for s in g["steps"]), language=None, wrap_lines=True)
+    st.caption(t("lm.batch.ran", b=g["batch"]) if g["batch"] > 1 else t("lm.batch.ran.alone"))
     if g["stopped"] == "eos":
         st.info(t("lm.eos"))
     if not g["steps"]:

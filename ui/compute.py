@@ -11,7 +11,6 @@ once per server, never mutated by a page.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ from attention_lab import scenario
 from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.lab import PlaygroundTrace
 
-from . import memo, training
+from . import decoding, memo, training
 
 HOUR = 3600
 ASSETS_TEXTS = Path(__file__).resolve().parent.parent / "assets" / "texts"
@@ -481,7 +480,7 @@ def attention_memory() -> dict:
 # ------------------------------------------------------------------ a language model writing: SmolLM2-135M (core.decoder)
 LM_MAX_TOKENS = 64  # the longest prompt the page runs (its model view draws 30 × 9 maps of n × n)
 LM_MAX_NEW = 64  # the most tokens one prompt may be continued by (core.decoder.MAX_NEW_TOKENS)
-LM_GENERATIONS = threading.BoundedSemaphore(2)  # generations running at once on this server; the others wait
+LM_CACHE_BYTES = 96 * 2**20  # the decode scheduler's keys and values, every slot: 16 slots of 128 positions (float32)
 LM_WINDOWS = (16, 32, 64)  # the KV windows of the StreamingLLM experiment
 LM_SINKS = 4  # the first tokens kept beside a window
 
@@ -537,21 +536,43 @@ def lm_sampling(logits: np.ndarray, temperature: float, top_k: int | None, top_p
             "kept": int((sampled > 0).sum())}
 
 
+@st.cache_resource(show_spinner=False)
+def lm_scheduler(device: str) -> decoding.Scheduler:
+    """The server's one decode scheduler per device (continuous batching, ``ui.decoding``): every session's writing
+    joins one batch; its keys and values take at most LM_CACHE_BYTES."""
+    return decoding.Scheduler(language_model(), cache_bytes=LM_CACHE_BYTES, capacity=LM_MAX_TOKENS + LM_MAX_NEW,
+                              device=device)
+
+
+def lm_writing(text: str, n_new: int, temperature: float, top_k: int | None, top_p: float | None, seed: int,
+               device: str) -> decoding.Writing:
+    """The server's writing of ``n_new`` tokens after ``text``: found (asking keeps it alive) or put in the line.
+    ValueError for a prompt the page does not run; ``decoding.QueueFull`` when the line is full."""
+    ids = language_model().encode(text)
+    if not 1 <= len(ids) <= LM_MAX_TOKENS:
+        raise ValueError(f"the text is {len(ids)} tokens long: 1 … {LM_MAX_TOKENS} are written after")
+    return lm_scheduler(device).submit(decoding.Request(ids=tuple(ids), n_new=n_new, temperature=float(temperature),
+                                                        top_k=top_k, top_p=top_p, seed=int(seed)))
+
+
 @memo.cached(max_entries=32, ttl=HOUR)
 def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, top_p: float | None, seed: int,
                 device: str) -> dict:
-    """``n_new`` tokens written after ``text`` (seeded: the first n − 1 are those of the call for n − 1).
-
-    At most LM_GENERATIONS run at once on the server (the rest wait their turn). Per step: the token,
-    its probability, the attention rows (30, 9, c) of the position that predicted it, the cache's size."""
-    with LM_GENERATIONS:
-        g = language_model().generate(text, n_new, temperature, top_k, top_p, seed, max_tokens=LM_MAX_TOKENS,
-                                      device=device)
+    """``n_new`` tokens written after ``text`` by the server's batch (seeded: the first n − 1 are those of the call
+    for n − 1), waiting until they are. Per step: the token, its probability, the cache's size; the attention rows
+    (30, 9, c) of the position that predicted the last one; the largest batch it was written in."""
+    w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)
+    while not w.wait(5.0):
+        w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)  # still wanted: keep it alive
+    if w.stopped not in ("length", "eos"):
+        raise ValueError(f"the writing stopped: {w.stopped}")
+    m = language_model()
     steps = [{"token": s.token, "prob": s.chosen_prob, "cache": s.cache_positions, "bytes": s.cache_bytes}
-             for s in g.steps]
-    last = g.steps[-1].attention.numpy() if g.steps else None
-    return {"steps": steps, "text": g.text, "stopped": g.stopped, "attention": last,
-            "context": list(g.prompt_tokens) + [s.token for s in g.steps[:-1]]}
+             for s in w.steps]
+    ids = list(w.request.ids)
+    return {"steps": steps, "text": m.decode(ids + [s.token_id for s in w.steps]), "stopped": w.stopped,
+            "attention": w.steps[-1].attention.numpy() if w.steps else None, "batch": w.batch,
+            "context": m.tokens(ids) + [s.token for s in w.steps[:-1]]}
 
 
 @memo.cached(max_entries=32, ttl=HOUR)

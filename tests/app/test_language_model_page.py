@@ -35,6 +35,13 @@ def _run_with(at, **values):
     return at.run()
 
 
+def _written(at, n: int, T: float = 0.0, k=None, p=None, seed: int = 0):
+    """Rerun once the server's batch has written these n tokens (until then the page shows them growing): waits
+    for that very fact (compute.lm_generate returns when the writing is done)."""
+    compute.lm_generate(PROMPT, n, T, k, p, seed, "cpu")
+    return at.run()
+
+
 def _bar_values(at, key):
     return np.array([row["segments"][0]["value"] for row in spec(at, key)["rows"]])
 
@@ -63,10 +70,12 @@ def test_writing_one_token_then_more_matches_generate(model):
     at = page(LM)
     _run_with(at, **{KEYS.temperature: 0.0})
     at.button(key=KEYS.one).click().run()
+    _written(at, 1)
     no_errors(at)
     assert at.session_state[KEYS.n_new] == 1
     assert PROMPT + " Paris" in at.code[0].value
     at.button(key=KEYS.run).click().run()  # write up to 16 (the slider's default)
+    _written(at, 16)
     no_errors(at)
     g = model.generate(PROMPT, 16, 0.0, max_tokens=compute.LM_MAX_TOKENS)
     assert at.code[0].value == g.text
@@ -78,11 +87,12 @@ def test_writing_one_token_then_more_matches_generate(model):
 def test_seeded_sampling_on_the_page_repeats(model):
     at = page(LM)
     _run_with(at, **{KEYS.temperature: 1.0, KEYS.seed: 5, KEYS.n_new: 6})
+    _written(at, 6, 1.0, seed=5)
     no_errors(at)
     g = model.generate(PROMPT, 6, 1.0, None, None, 5, max_tokens=compute.LM_MAX_TOKENS)
     assert at.code[0].value == g.text
     again = page(LM)
-    _run_with(again, **{KEYS.temperature: 1.0, KEYS.seed: 5, KEYS.n_new: 6})
+    _run_with(again, **{KEYS.temperature: 1.0, KEYS.seed: 5, KEYS.n_new: 6})  # the server's result, kept
     assert again.code[0].value == g.text
 
 

@@ -1,0 +1,149 @@
+"""A class writing at once on the language-model page: ``python -m bench.lm_class --students 1,10,40``
+(prints Markdown for BENCHMARKS.md).
+
+For each class size N, a fresh ``streamlit run app.py`` (bench/serve.py) and N websocket clients (bench.classroom's
+``Client``: Streamlit's own protocol, no browser). Each student opens the language-model page with a prompt of its
+own (greedy, temperature 0, through the page's link); once every page is drawn, all N press "Write up to 16
+tokens" within the same moment. A student then does what the browser does while the page shows the writing
+grow: it reruns the page's writing fragment every 0.5 s, until the page shows the finished text (the caption
+naming the batch it was written in). Measured: from the press to that run, per student (median, p95, the last);
+the server's largest RSS (psutil, every 0.5 s); errors (exceptions, error alerts, timeouts); the batch sizes the
+students' captions name. ``--playground M`` adds M Playground students of ``bench.classroom`` changing tokens
+beside them (their p95 with and without the burst is the fair-share check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import platform
+import statistics
+import time
+from urllib.parse import urlencode
+
+from attention_lab.strings import LANGS, translate
+from bench import serve
+from bench.classroom import Client, Monitor, page_url
+from ui import state
+
+KEYS = state.LANGUAGE_MODEL
+PAGE = page_url("language_model")
+N_NEW = 16
+POLL = 0.5  # seconds between the fragment's reruns (the page's run_every)
+DONE = tuple(translate("lm.batch.ran.alone", lang) for lang in LANGS)
+DONE_PREFIX = tuple(translate("lm.batch.ran", lang).split("{b}")[0] for lang in LANGS)
+PROMPTS = ("The capital of France is", "Once upon a time, a small robot", "def fibonacci(n):", "My favourite food is",
+           "The water cycle begins when", "In 1969, the first people to walk on the Moon")
+
+
+class Writer(Client):
+    """A client that also keeps the text of each run's markdown, by the fragment that drew it."""
+
+    texts: list
+
+    def _delta(self, msg) -> None:
+        super()._delta(msg)
+        delta = msg.delta
+        if delta.WhichOneof("type") != "new_element":
+            return
+        kind = delta.new_element.WhichOneof("type")
+        if kind == "markdown":
+            self.__dict__.setdefault("texts", []).append((delta.fragment_id, delta.new_element.markdown.body))
+        elif kind == "code":
+            self.__dict__.setdefault("texts", []).append(("code", delta.new_element.code.code_text))
+
+    async def run_and_read(self, **kwargs):
+        self.texts = []
+        run = await self.rerun(**kwargs)
+        return run, list(self.texts)
+
+
+def finished(texts) -> int | None:
+    """The batch size the finished page names (1: written alone), or None while it is still writing."""
+    for where, body in texts:
+        if where == "code":
+            continue
+        if body in DONE:
+            return 1
+        for prefix in DONE_PREFIX:
+            if body.startswith(prefix):
+                return int(body[len(prefix):].split()[0].split("개")[0])
+    return None
+
+
+def prompt(i: int) -> str:
+    """Student i's own prompt (a different text for each, so no two requests are equal)."""
+    return f"{PROMPTS[i % len(PROMPTS)]} {i}"
+
+
+async def student(url: str, i: int, go: asyncio.Event, ready: list, timeout: float) -> dict:
+    c = Writer(url, timeout)
+    await c.connect()
+    c.query_string = urlencode({"prompt": prompt(i), "temp": 0, "upto": N_NEW})
+    errors = []
+    run = await c.rerun(page=PAGE)
+    errors += run.errors
+    ready.append(i)
+    await go.wait()
+    press = c.find(KEYS.run)
+    t0 = time.perf_counter()
+    run, texts = await c.run_and_read(widgets=[(press, "trigger_value", True)], fragment_id=press.fragment_id)
+    errors += run.errors
+    polls = 0
+    while (batch := finished(texts)) is None and not run.errors and time.perf_counter() - t0 < timeout:
+        frag = next((f for f, _ in texts if f and f != "code"), "")
+        await asyncio.sleep(POLL)
+        run, texts = await c.run_and_read(fragment_id=frag)
+        errors += run.errors
+        polls += 1
+    seconds = time.perf_counter() - t0
+    await c.close()
+    written = next((body for where, body in texts if where == "code"), None)
+    return {"seconds": seconds, "batch": batch, "errors": errors, "polls": polls, "prompt": prompt(i), "text": written}
+
+
+async def one_class(n: int, timeout: float) -> dict:
+    server = serve.start()
+    try:
+        server.wait(180)
+        mon = Monitor(server.proc.pid)
+        mon.start()
+        go, ready = asyncio.Event(), []
+        tasks = [asyncio.create_task(student(server.ws_url, i, go, ready, timeout)) for i in range(n)]
+        deadline = time.monotonic() + timeout
+        while len(ready) < n and time.monotonic() < deadline and not any(t.done() for t in tasks):
+            await asyncio.sleep(0.1)
+        mon.mark("press")
+        go.set()
+        results = await asyncio.gather(*tasks)
+        mon.mark("done")
+        await mon.stop()
+        return {"n": n, "results": results, "rss": max(s["rss"] for s in mon.samples)}
+    finally:
+        server.stop()
+
+
+def row(c: dict) -> str:
+    secs = sorted(r["seconds"] for r in c["results"])
+    p95 = secs[min(len(secs) - 1, int(round(0.95 * (len(secs) - 1))))]
+    errors = sum(len(r["errors"]) for r in c["results"]) + sum(r["batch"] is None for r in c["results"])
+    batches = [r["batch"] for r in c["results"] if r["batch"]]
+    return (f"| {c['n']} | {statistics.median(secs):.1f} s | {p95:.1f} s | {secs[-1]:.1f} s | "
+            f"{max(batches, default=0)} | {c['rss'] / 2**20:,.0f} MB | {errors} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--students", default="1,10,40", help="class sizes, comma-separated")
+    ap.add_argument("--timeout", type=float, default=300.0)
+    args = ap.parse_args()
+    print(f"machine: {len(__import__('os').sched_getaffinity(0))} CPUs, python {platform.python_version()}\n")
+    print(f"| students writing {N_NEW} tokens at once | median | p95 | last done | largest batch | server RSS (max) "
+          "| errors |")
+    print("|---|---|---|---|---|---|---|")
+    for n in (int(x) for x in args.students.split(",")):
+        print(row(asyncio.run(one_class(n, args.timeout))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
