@@ -13,7 +13,7 @@ import pytest
 
 from attention_lab import scenario
 from core import decoder
-from ui import link, state
+from ui import compute, link, state
 
 from .helpers import no_errors, page
 
@@ -57,6 +57,8 @@ def test_the_language_model_page_comes_back_from_its_link():
               LMK.sinks: 2}
     for key, value in chosen.items():
         at.session_state[key] = value
+    at.run()
+    compute.lm_generate(chosen[LMK.prompt], 3, 1.25, 40, 0.9, 7, "cpu")  # until the server's batch has written them
     at.run()
     no_errors(at)
     again = _reopened(LM, at)
