@@ -536,7 +536,7 @@ def lm_sampling(logits: np.ndarray, temperature: float, top_k: int | None, top_p
             "kept": int((sampled > 0).sum())}
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=3)  # one per device: cpu, cuda, mps
 def lm_scheduler(device: str) -> decoding.Scheduler:
     """The server's one decode scheduler per device (continuous batching, ``ui.decoding``): every session's writing
     joins one batch; its keys and values take at most LM_CACHE_BYTES."""

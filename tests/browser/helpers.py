@@ -9,6 +9,9 @@ from ui.state import css_class as css
 
 from .conftest import ARTIFACTS, settled
 
+# a download made on the click (a notebook run with its outputs, a CSV): a bound for a hung one, never a pace; on a
+# busy 2-core machine (the CI run beside other work) a notebook's kernel took more than 120 s
+DOWNLOAD_WAIT = 300_000
 PG_WEIGHTS = state.item(state.PLAYGROUND.pipeline, "weights")  # the Playground's weights map
 # a map's root: a component of its own, or a panel of the Playground pipeline's one component
 FIND_Z = ("let root = null; const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"

@@ -15,6 +15,7 @@ from ui.i18n import table
 from ui.state import css_class as css
 
 from .conftest import ARTIFACTS, wait_idle
+from .helpers import DOWNLOAD_WAIT
 
 pytestmark = pytest.mark.browser
 KEYS = state.KV_CACHE
@@ -33,10 +34,10 @@ def test_a_chart_saves_as_plotlys_svg_and_png_with_the_korean_font_inside(server
         chart = page.locator(css(KEYS.cost) + " .js-plotly-plot svg.main-svg").first
         expect(chart).to_be_visible()
         width = round(chart.bounding_box()["width"])
-        with page.expect_download(timeout=120_000) as d:
+        with page.expect_download(timeout=DOWNLOAD_WAIT) as d:
             bar.get_by_role("button", name="SVG").click()
         svg = d.value.path().read_text(encoding="utf-8")
-        with page.expect_download(timeout=120_000) as d:
+        with page.expect_download(timeout=DOWNLOAD_WAIT) as d:
             bar.get_by_role("button", name="PNG").click()
         png = Image.open(d.value.path())
         png.load()

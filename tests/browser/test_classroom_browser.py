@@ -17,7 +17,7 @@ from ui import state
 from ui.state import css_class as css
 
 from .conftest import ARTIFACTS, settled, wait_idle
-from .helpers import PG_WEIGHTS, wait_z
+from .helpers import DOWNLOAD_WAIT, PG_WEIGHTS, wait_z
 
 KEYS = state.PLAYGROUND
 C18_X = tokens.c18_embedding()
@@ -106,12 +106,12 @@ def test_the_weights_map_saves_as_png_and_svg_with_its_labels_as_text(server_url
     ctx, page = open_at(chromium, f"{server_url}/Playground?{urlencode({'tok': evil, 'emb': 'random'})}", 1500, 1400)
     try:
         host = page.locator(css(PG_WEIGHTS))  # the weights panel: its picture buttons sit on its title line
-        with page.expect_download(timeout=120_000) as d:
+        with page.expect_download(timeout=DOWNLOAD_WAIT) as d:
             host.get_by_role("button", name="SVG").click()
         svg = d.value.path().read_text(encoding="utf-8")
         assert "&lt;b&gt;x&lt;/b&gt;" in svg and "<b>" not in svg and "나는" in svg  # labels are text, HTML stays text
         assert re.search(r"<text[^>]*>4 · ", svg) or "weights" in svg.lower()  # the map's title
-        with page.expect_download(timeout=120_000) as d:
+        with page.expect_download(timeout=DOWNLOAD_WAIT) as d:
             host.get_by_role("button", name="PNG 2×").click()
         png = Image.open(d.value.path())
         width, height = (int(v) for v in re.search(r'width="(\d+)" height="(\d+)"', svg).groups())

@@ -16,7 +16,7 @@ from ui import state
 from ui.state import css_class as css
 
 from .conftest import ARTIFACTS, wait_idle
-from .helpers import PG_WEIGHTS, wait_z
+from .helpers import DOWNLOAD_WAIT, PG_WEIGHTS, wait_z
 from .test_playground_browser import open_tab
 
 pytestmark = pytest.mark.browser
@@ -29,7 +29,7 @@ def test_the_downloaded_notebook_as_html_shows_the_pages_weights(server_url, new
     W = wait_z(page, PG_WEIGHTS, "z.length === 4 && z[0][1] === 0 && z[0][0] === 1")
     open_tab(page, "⑤ Share")
     wait_idle(page)  # the tab's run has ended: its download button is the one that stays
-    with page.expect_download(timeout=120_000) as download:
+    with page.expect_download(timeout=DOWNLOAD_WAIT) as download:
         page.locator(css(state.item(state.CODE_EXPORT.download, state.PLAYGROUND.code)) + " button").click()
     saved = tmp_path / "playground.ipynb"
     saved.write_bytes(Path(download.value.path()).read_bytes())

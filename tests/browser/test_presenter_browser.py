@@ -16,7 +16,7 @@ from ui.i18n import table
 from ui.state import css_class as css
 
 from .conftest import ARTIFACTS
-from .helpers import PG_WEIGHTS, wait_z
+from .helpers import DOWNLOAD_WAIT, PG_WEIGHTS, wait_z
 
 pytestmark = pytest.mark.browser
 
@@ -181,12 +181,12 @@ def test_png_pictures_at_the_chosen_scale_with_labels_as_on_screen(server_url, c
     try:
         wait_z(page, PG_WEIGHTS, "z.length === 4")
         host = page.locator(css(PG_WEIGHTS))
-        with page.expect_download(timeout=120_000) as d:
+        with page.expect_download(timeout=DOWNLOAD_WAIT) as d:
             host.get_by_role("button", name="SVG").click()
         svg = d.value.path().read_text(encoding="utf-8")
         width, height = (int(v) for v in re.search(r'width="(\d+)" height="(\d+)"', svg).groups())
         for scale in (2, 3):
-            with page.expect_download(timeout=120_000) as d:
+            with page.expect_download(timeout=DOWNLOAD_WAIT) as d:
                 host.get_by_role("button", name=f"PNG {scale}×").click()
             png = Image.open(d.value.path())
             assert png.format == "PNG" and png.size == (scale * width, scale * height), (scale, png.size, width, height)
@@ -208,7 +208,7 @@ def _svg_of_weights(server_url, chromium, tokens: str | None = None) -> str:
     ctx, page = _open(chromium, f"{server_url}/Playground?{query}", 1500, 1400, "ko")
     try:
         wait_z(page, PG_WEIGHTS, f"z.length === {len(tokens.split()) if tokens else 4}")
-        with page.expect_download(timeout=120_000) as d:
+        with page.expect_download(timeout=DOWNLOAD_WAIT) as d:
             page.locator(css(PG_WEIGHTS)).get_by_role("button", name="SVG").click()
         return d.value.path().read_text(encoding="utf-8")
     finally:
