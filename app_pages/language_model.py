@@ -222,37 +222,17 @@ def _readable(tokens) -> str:
     return "".join(tokens).replace("␣", " ").replace("↵", "\n")
 
 
-@st.fragment(run_every=0.5)
-def watch_writing(ask: tuple) -> None:
-    """While the server's batch writes this session's tokens: the place in the line, then the text as it grows
-    (this part alone reruns; asking keeps the request alive). Done: the whole page draws the result."""
-    w = compute.lm_writing(*ask)
-    if w.done:
-        st.rerun()
-    if w.position:
-        st.info(t("lm.batch.waiting", k=w.position))
-        return
-    steps = list(w.steps)
-    st.markdown(t("lm.batch.writing", n=len(steps), m=ask[1], b=w.batch))
-    st.code(ask[0] + _readable(s.token for s in steps), language=None, wrap_lines=True)
-
-
 def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> dict | None:
     """The prompt continued by n tokens, shown as text, with the cache's size beside multi-head's. The server's
-    one batch writes them (``ui.decoding``); until it has, the text grows in place."""
+    one batch writes them (``ui.decoding``: every session's writing shares its steps) while this run waits."""
     if n == 0:
         st.caption(t("lm.none_yet"))
         return None
-    ask = (text, n, T, k, p, seed, settings.get("device"))
     try:
-        w = compute.lm_writing(*ask)
+        g = compute.lm_generate(text, n, T, k, p, seed, settings.get("device"))
     except decoding.QueueFull:
         st.warning(t("lm.batch.full"))
         return None
-    if not w.done:
-        watch_writing(ask)
-        return None
-    g = compute.lm_generate(*ask)
     st.markdown(t("lm.written", n=len(g["steps"])))
     st.code(text + _readable(s["token"] for s in g["steps"]), language=None, wrap_lines=True)
     st.caption(t("lm.batch.ran", b=g["batch"]) if g["batch"] > 1 else t("lm.batch.ran.alone"))

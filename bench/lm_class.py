@@ -4,12 +4,11 @@
 For each class size N, a fresh ``streamlit run app.py`` (bench/serve.py) and N websocket clients (bench.classroom's
 ``Client``: Streamlit's own protocol, no browser). Each student opens the language-model page with a prompt of its
 own (greedy, temperature 0, through the page's link); once every page is drawn, all N press "Write up to 16
-tokens" within the same moment. A student then does what the browser does while the page shows the writing
-grow: it reruns the page's writing fragment every 0.5 s, until the page shows the finished text (the caption
-naming the batch it was written in). Measured: from the press to that run, per student (median, p95, the last);
+tokens" within the same moment. The page's run waits while the server's batch writes (a page that showed the
+writing grow instead would be rerun every 0.5 s; the student then reruns it likewise until it shows the finished
+text). Measured: from the press to that run, per student (median, p95, the last);
 the server's largest RSS (psutil, every 0.5 s); errors (exceptions, error alerts, timeouts); the batch sizes the
-students' captions name. ``--playground M`` adds M Playground students of ``bench.classroom`` changing tokens
-beside them (their p95 with and without the burst is the fair-share check).
+students' captions name (0: a page that names none, as before batching).
 """
 
 from __future__ import annotations
@@ -58,11 +57,18 @@ class Writer(Client):
         return run, list(self.texts)
 
 
+WRITTEN = tuple(translate("lm.written", lang).split("{n}") for lang in LANGS)
+
+
 def finished(texts) -> int | None:
-    """The batch size the finished page names (1: written alone), or None while it is still writing."""
+    """The batch size the finished page names (1: written alone; 0: a page that names none, as before batching),
+    or None while it is still writing."""
     for where, body in texts:
         if where == "code":
             continue
+        if any(body.startswith(a) and body.endswith(b) for a, b in WRITTEN) and not any(
+                b.startswith(p) or b in DONE for _, b in texts for p in DONE_PREFIX):
+            return 0
         if body in DONE:
             return 1
         for prefix in DONE_PREFIX:

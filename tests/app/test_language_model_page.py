@@ -36,8 +36,8 @@ def _run_with(at, **values):
 
 
 def _written(at, n: int, T: float = 0.0, k=None, p=None, seed: int = 0):
-    """Rerun once the server's batch has written these n tokens (until then the page shows them growing): waits
-    for that very fact (compute.lm_generate returns when the writing is done)."""
+    """Rerun once the server's batch has written these n tokens (compute.lm_generate returns when it has; the page's
+    own run waits for the same writing, so both read one result)."""
     compute.lm_generate(PROMPT, n, T, k, p, seed, "cpu")
     return at.run()
 
