@@ -47,3 +47,23 @@ def shot(page, name: str) -> None:
 # the values of a plotly heatmap as plotly.js holds them once drawn (the app sends them as a typed array:
 # float32 bytes), row by row as plain arrays; null before the chart is drawn
 PLOTLY_VALUES = "((gd) => gd && gd._fullData && gd._fullData[0] ? Array.from(gd._fullData[0].z, (row) => Array.from(row)) : null)"
+
+
+def download(page, selector: str, attempts: int = 3):
+    """Click the download button at ``selector`` and return the Download. On a busy machine the button can be
+    drawn again between the page settling and the click: the click then lands on the copy being replaced and
+    no download starts (seen twice in CI runs under load, never quietly). A learner would click again; so does
+    this, on the button drawn now, up to ``attempts`` times, each waiting its share of DOWNLOAD_WAIT."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(attempts):
+        try:
+            with page.expect_download(timeout=DOWNLOAD_WAIT // attempts) as started:
+                page.locator(selector).click()
+            return started.value
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
+            settled(page)
+    raise AssertionError("unreachable")
+

@@ -18,7 +18,7 @@ from ui import state
 from ui.state import css_class as css
 
 from .conftest import settled
-from .helpers import DOWNLOAD_WAIT, shot, wait_z
+from .helpers import download, shot, wait_z
 
 KEYS = state.TUTORIAL
 X = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, 1, 1]], dtype=float)
@@ -90,9 +90,8 @@ def test_masks_lesson_in_english(server_url, new_page):
     page.get_by_text(ui_text("en", "tu.code")).click()
     expect(page.get_by_text("mask = torch.tensor([").first).to_be_visible(timeout=30_000)
     settled(page)  # the code panel's run has ended and drawn, nothing still moving: its download button is the one that stays
-    with page.expect_download(timeout=DOWNLOAD_WAIT) as download:
-        page.locator(css(state.item(state.CODE_EXPORT.download, state.item(KEYS.panel, "masks"))) + " button").click()
-    nb = nbformat.reads(Path(download.value.path()).read_text(encoding="utf-8"), as_version=4)
+    saved = download(page, css(state.item(state.CODE_EXPORT.download, state.item(KEYS.panel, "masks"))) + " button")
+    nb = nbformat.reads(Path(saved.path()).read_text(encoding="utf-8"), as_version=4)
     nbformat.validate(nb)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert "core.lab.playground(" in code and "mask = torch.tensor([" in code and "softmax" in code
