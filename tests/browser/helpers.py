@@ -9,8 +9,8 @@ from ui.state import css_class as css
 
 from .conftest import ARTIFACTS, settled
 
-# a download made on the click (a notebook run with its outputs, a CSV): a bound for a hung one, never a pace; on a
-# busy 2-core machine (the CI run beside other work) a notebook's kernel took more than 120 s
+# a download made on the click (a notebook with its outputs, a CSV): a bound for a hung one, never a pace. (A missing
+# download under load was a click on a button being redrawn, not a slow file: see download() below.)
 DOWNLOAD_WAIT = 300_000
 PG_WEIGHTS = state.item(state.PLAYGROUND.pipeline, "weights")  # the Playground's weights map
 # a map's root: a component of its own, or a panel of the Playground pipeline's one component
