@@ -75,11 +75,6 @@ class SlotCache:
         """The slot is free again (its rows are overwritten by the next sequence; the mask hides them until then)."""
         self.lengths[slot] = 0
 
-    def keys(self, slot: int) -> KVCache:
-        """Slot ``slot``'s every block's keys and values as one cache: k (L, G, t, d_head)."""
-        t = self.lengths[slot]
-        return KVCache(k=self.k[:, slot, :, :t], v=self.v[:, slot, :, :t])
-
 
 @dataclass(frozen=True, eq=False)
 class BatchStep:

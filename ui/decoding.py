@@ -227,7 +227,8 @@ class Scheduler:
                 log.exception("decoding step failed")
                 with self._lock:
                     for w in running:
-                        self._finish(w, "error")
+                        if not w.done:  # those that finished before the failure keep their result
+                            self._finish(w, "error")
 
     def _step(self, joining: list[Writing], running: list[Writing], P, c) -> None:
         """Prefill the joining prompts, choose every running sequence's next token, then one batched pass."""
