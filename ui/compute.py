@@ -480,7 +480,7 @@ def attention_memory() -> dict:
 # ------------------------------------------------------------------ a language model writing: SmolLM2-135M (core.decoder)
 LM_MAX_TOKENS = 64  # the longest prompt the page runs (its model view draws 30 × 9 maps of n × n)
 LM_MAX_NEW = 64  # the most tokens one prompt may be continued by (core.decoder.MAX_NEW_TOKENS)
-LM_CACHE_BYTES = 96 * 2**20  # the decode scheduler's keys and values, every slot: 16 slots of 128 positions (float32)
+LM_CACHE_BYTES = 96 * 2**20  # the decode scheduler's keys and values: 17 slots of 128 positions (float32, 5.6 MiB each)
 LM_WINDOWS = (16, 32, 64)  # the KV windows of the StreamingLLM experiment
 LM_SINKS = 4  # the first tokens kept beside a window
 
