@@ -188,15 +188,20 @@ def test_a_long_sentence_draws_canvas_maps_that_hover_and_click(server_url, new_
     X = tokens.embed(toks, 3, seed=0)
     ref = core.attention(X, X, X).weights.numpy()
     np.testing.assert_allclose(W, ref, atol=6e-4)
-    geom = json.loads(page.evaluate(GEOM))
     canvas = page.locator(css(PG_WEIGHTS) + " canvas")
-    at = {"x": geom["left"] + 2.5 * geom["cell"], "y": geom["top"] + 7.5 * geom["cell"]}  # row 7, column 2
+
+    def cell_7_2() -> dict:  # row 7, column 2, from the map's geometry as it is now (read after the page settled)
+        settled(page)
+        geom = json.loads(page.evaluate(GEOM))
+        return {"x": geom["left"] + 2.5 * geom["cell"], "y": geom["top"] + 7.5 * geom["cell"]}
+
+    at = cell_7_2()
     canvas.hover(position=at)
     hover = page.locator(css(PG_WEIGHTS) + " .hover")
     expect(hover).to_contain_text("7 t7")
     expect(hover).to_contain_text("2 t2")
     expect(hover).to_contain_text(f"{ref[7, 2]:.3f}")
-    canvas.click(position=at)
+    canvas.click(position=cell_7_2())  # under load a late rerun can move the map between the hover and the click
     expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("7", timeout=30_000)
     expect(page.locator(css(state.scenario_picker("query")) + " option:checked")).to_have_text("7 t7")
     shot(page, "playground-24-tokens")
