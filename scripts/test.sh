@@ -9,6 +9,8 @@ need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # nginx: the two-replica test runs a session through Debian's nginx with session affinity
 [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+# redis-server: the live class's store contract and its Redis backend run against a real server
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 # no CJK system font is needed: the app ships its Korean web font, and the browser tests hide
 # the machine's CJK fonts to prove it (tests/browser/conftest.py)
 if [ ${#need_apt[@]} -gt 0 ]; then
