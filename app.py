@@ -12,7 +12,7 @@ from pathlib import Path
 import streamlit as st
 
 from attention_lab import tutorial
-from ui import nav, page, settings, state, uploads
+from ui import live, nav, page, settings, state, uploads
 from ui.i18n import t, this_run
 from ui.widgets import a11y
 from ui.widgets.guard import connection_guard, forget_button, memory
@@ -58,7 +58,7 @@ def frame(refused: list[str]) -> None:
         st.warning(t("err.url_settings", names=", ".join(refused)))
     st.title(current.title)  # (a material icon in a heading is fetched from Google: none here)
     remember(current)
-    page.boundary(current.run)
+    page.boundary(lambda: live.frame() or current.run())  # a seated student follows the class; paused: no page
 
 
 @cache

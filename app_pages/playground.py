@@ -4,7 +4,6 @@ inspector, and share/export. Controls → cached core call (ui.compute) → buil
 from __future__ import annotations
 
 import dataclasses
-import os
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -20,12 +19,11 @@ from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import md
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import file_uploader, token_labels
-from ui.widgets.qr import qr_png, show_qr
+from ui.widgets.qr import qr_with_host
 
 KEYS = state.PLAYGROUND
 WEIGHTS_CHART = weights_key(KEYS.pipeline)
 CIRCLED = "①②③④⑤"  # the setup tabs are numbered as shown: a lesson link that hides some starts at ①
-PUBLIC_URL_ENV = "ATTN_LAB_PUBLIC_URL"  # the address students use (a server behind a proxy): scheme://host[:port]
 
 
 # ---------------------------------------------------------------------------- callbacks
@@ -174,19 +172,6 @@ def current_query(v: view.View) -> dict:
     return scenario.to_query(ss.values(), ss.changed_matrices()) | view.to_query(v) | settings.query()
 
 
-def base_url() -> str:
-    """This page's address as students should open it: the browser's, with the host the teacher
-    typed (or ``ATTN_LAB_PUBLIC_URL``, for a server behind a proxy) in place of its own."""
-    try:
-        url = (st.context.url or "").split("?")[0]
-    except Exception:  # no browser (AppTest)
-        url = ""
-    for host in (st.session_state.get(KEYS.link_host) or "", os.environ.get(PUBLIC_URL_ENV, "")):
-        if host.strip() and (public := view.with_host(url, host)) is not None:
-            return public
-    return url
-
-
 def lesson_link(query: dict) -> str:
     """A focused link for a class: the scenario as it is now, with only the chosen control groups
     and panels (hidden controls keep their values), optionally in presenter view."""
@@ -202,24 +187,7 @@ def lesson_link(query: dict) -> str:
     focused = view.View(present=present, hidden=frozenset(g for g in view.GROUPS if g not in visible),
                         panels=tuple(p for p in view.STEP_PANELS if p in panels) or view.STEP_PANELS, student=not teacher)
     base = {k: q for k, q in query.items() if k not in view.url_keys()}
-    return f"{base_url()}?{urlencode(base | view.to_query(focused))}"
-
-
-def qr_code(link: str) -> None:
-    """The lesson link's QR code in its column (full screen on a click), a note when the link points
-    at this machine only, and the host students use (a typed one, checked)."""
-    png = qr_png(link)
-    if png is None:
-        st.caption(t("share.qr.too_long"))
-    else:
-        show_qr(png, link, key=KEYS.qr, caption=t("share.qr"), full=t("class.qr.full"), close=t("class.qr.close"))
-    if view.is_local(link):
-        st.warning(t("class.qr.localhost"))
-    st.text_input(t("class.host"), key=KEYS.link_host, max_chars=260, placeholder="192.168.0.12:8501",
-                  help=t("class.host.help", env=PUBLIC_URL_ENV))
-    typed = st.session_state.get(KEYS.link_host) or ""
-    if typed.strip() and view.with_host("http://x/", typed) is None:
-        st.error(t("class.host.bad"))
+    return f"{link.public_url(KEYS.link_host)}?{urlencode(base | view.to_query(focused))}"
 
 
 def share_tab(num: scenario.Numbers, conv: str, query: dict) -> None:
@@ -232,10 +200,10 @@ def share_tab(num: scenario.Numbers, conv: str, query: dict) -> None:
     st.markdown(t("share.link"))
     if not scenario.link_fits(ss.values(), ss.changed_matrices()):  # the link leaves the edited matrices out
         st.warning(t("share.too_long", kb=scenario.LINK_BYTES // 1000))
-    st.code(f"{base_url()}?{urlencode(query)}", language=None, wrap_lines=True)
-    link = lesson_link(query)
-    st.code(link, language=None, wrap_lines=True)
-    qr_code(link)
+    st.code(f"{link.public_url(KEYS.link_host)}?{urlencode(query)}", language=None, wrap_lines=True)
+    focused = lesson_link(query)
+    st.code(focused, language=None, wrap_lines=True)
+    qr_with_host(focused, key=KEYS.qr, host_key=KEYS.link_host)
     d1, d2 = st.columns(2)
     with d1:
         st.download_button(t("share.csv"), data=csv,

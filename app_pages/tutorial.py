@@ -14,7 +14,7 @@ import core
 from attention_lab import scenario
 from attention_lab import tutorial as tut
 from attention_lab.labels import parse_perm
-from ui import compute, link, nav, page, settings, state
+from ui import compute, link, live, nav, page, settings, state
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.concept_panels import PS_DIMS, head_maps, head_sizes, permutation_experiment, permutation_inputs, seeded_inputs
@@ -340,8 +340,11 @@ def key_tokens(lesson: tut.Lesson) -> list[str]:
     return core.tokens.tokenize(raw.get(name, scenario.DEFAULTS[name]))
 
 
-def record(lesson: tut.Lesson, ex: tut.Exercise, fb: tut.Feedback) -> None:
+def record(lesson: tut.Lesson, ex: tut.Exercise, fb: tut.Feedback, shown="") -> None:
+    """A checked answer: its feedback kept, the progress and tries counted, and in a live class, reported
+    (right or wrong, the checker's diagnosis and ``shown``, the answer as typed or picked)."""
     st.session_state[state.item(KEYS.feedback, ex.id)] = fb
+    live.report(ex.id, fb.ok, fb.message_key, shown)
     if fb.ok:
         mark_done(lesson, ex.id)
     else:
@@ -351,7 +354,8 @@ def record(lesson: tut.Lesson, ex: tut.Exercise, fb: tut.Feedback) -> None:
 def on_check(lesson_id: str, exercise_id: str) -> None:
     """A typed, picked or chosen answer, checked as the button is pressed (before the page draws)."""
     ex = tut.exercise(exercise_id)
-    record(tut.lesson(lesson_id), ex, ex.check(st.session_state.get(state.item(KEYS.answer, exercise_id))))
+    answer = st.session_state.get(state.item(KEYS.answer, exercise_id))
+    record(tut.lesson(lesson_id), ex, ex.check(answer), answer)
 
 
 def on_reveal(exercise_id: str) -> None:

@@ -141,6 +141,24 @@ def vit_attention(img: np.ndarray, P: int, cls: bool, seed: int) -> dict:
             "tokens": tuple(tr.tokens.shape)}
 
 
+# ------------------------------------------------------------------ a live class: the server's one store
+@st.cache_resource(show_spinner=False)
+def class_store():
+    """The live classes' store, once per server: SQLite (a file, the default) or Redis (``ATTN_LAB_STORE``)."""
+    from attention_lab.live.store import open_store
+
+    return open_store()
+
+
+@memo.cached(max_entries=64, ttl=HOUR)
+def class_question(qid: str, kind: str, state: dict, seed: int, query: int, key: int) -> dict:
+    """A question about the scenario ``state`` (the teacher's), with its right answer from core's weights."""
+    from attention_lab import tutorial
+    from attention_lab.live import classes
+
+    return classes.question(qid, kind, tutorial.scenario_trace(state, seed=seed), query, key)
+
+
 # ------------------------------------------------------------------ seq2seq: shipped models, one training at a time
 @st.cache_resource(show_spinner=False)
 def seq2seq_queue() -> training.TrainingQueue:

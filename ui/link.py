@@ -22,6 +22,7 @@ written at the end of every run — plainly while short, packed into one paramet
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -30,10 +31,11 @@ import streamlit as st
 
 from attention_lab import scenario as _scenario
 
-from . import scenario_state, settings, state
+from . import scenario_state, settings, state, view
 from .i18n import t
 from .widgets.guard import address
 
+PUBLIC_URL_ENV = "ATTN_LAB_PUBLIC_URL"  # the address students use (a server behind a proxy): scheme://host[:port]
 PAGE_PACKED = "pz"  # a page's kept values, packed (the scenario's own packed parameter is "z")
 
 
@@ -183,3 +185,16 @@ def write() -> None:
     query = {k: v for k, v in (kept | (scenario_part or {}) | settings.query() | parts).items() if v is not None}
     if current != query:
         st.query_params.from_dict(query)
+
+
+def public_url(host_key: str) -> str:
+    """This page's address as students should open it: the browser's, with the host the teacher typed (the
+    text box ``host_key``) or ``ATTN_LAB_PUBLIC_URL`` (a server behind a proxy) in place of its own."""
+    try:
+        url = (st.context.url or "").split("?")[0]
+    except Exception:  # no browser (AppTest)
+        url = ""
+    for host in (st.session_state.get(host_key) or "", os.environ.get(PUBLIC_URL_ENV, "")):
+        if host.strip() and (public := view.with_host(url, host)) is not None:
+            return public
+    return url

@@ -15,7 +15,7 @@ class PageInfo:
     url: str  # the URL path of old shared links: /Playground, /Score_functions, …
     icon: str
     curriculum: str  # the concept ids a teacher finds here (CURRICULUM.md), e.g. "C1–C2, C4–C9"
-    section: str = "explore"  # the navigation section: start, tutorial, explore, models, modern
+    section: str = "explore"  # the navigation section: start, class, tutorial, explore, models, modern
 
     @property
     def file(self) -> str:
@@ -68,6 +68,8 @@ PAGES = (
     PageInfo("delta_rule", "Gated_DeltaNet", ":material/memory:", "C4, C28", "modern"),
     PageInfo("language_model", "Language_model", ":material/edit_note:",
              "C11, C20, C23–C24 in a trained decoder", "models"),
+    # a live class: the teacher asks from the scenario on screen, the students answer (issue 37)
+    PageInfo("live_class", "Class", ":material/groups:", "C4–C6 asked of a class", "class"),
 )
-SECTIONS = ("start", "tutorial", "explore", "models", "modern")
+SECTIONS = ("start", "class", "tutorial", "explore", "models", "modern")
 PAGE_BY_NAME = {p.name: p for p in PAGES}

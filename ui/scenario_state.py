@@ -72,13 +72,17 @@ def link_part() -> dict[str, str] | None:
     scenario (the connection guard reopens the link; :func:`start` reads it); None when it did not."""
     if not st.session_state.pop(state.SCENARIO.started, False):
         return None
+    return scenario.to_query(values(), kept_matrices())
+
+
+def kept_matrices() -> dict:
+    """The learner's matrices as they stand: this run's where the page computed them, else the edits and
+    loaded ones kept so far (a page that draws no editor, such as the class page, reads them here)."""
     carried = {name: np.round(np.asarray(c["value"], dtype=float), 6).tolist()
                for name, c in st.session_state.get(state.SCENARIO.carry, {}).items()}
     loaded = {name: np.asarray(m, dtype=float).tolist()
               for name, m in st.session_state.get(state.SCENARIO.overrides, {}).items()}
-    # this run's matrices where the page computed them, else the learner's edits and loaded ones kept so far
-    matrices = loaded | carried | changed_matrices()
-    return scenario.to_query(values(), matrices)
+    return loaded | carried | changed_matrices()
 
 
 def note(kind: str, message: str) -> None:

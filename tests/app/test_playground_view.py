@@ -139,7 +139,7 @@ def test_the_link_host_can_be_set_for_a_server_behind_a_proxy_and_a_bad_one_is_r
 
 
 def test_the_link_host_comes_from_the_environment_for_a_server_behind_a_proxy(monkeypatch):
-    from app_pages.playground import PUBLIC_URL_ENV
+    from ui.link import PUBLIC_URL_ENV
 
     monkeypatch.setenv(PUBLIC_URL_ENV, "https://class.example.org")
     at = page()

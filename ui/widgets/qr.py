@@ -10,6 +10,9 @@ import qrcode
 import streamlit as st
 from qrcode.image.pil import PilImage
 
+from .. import view
+from ..i18n import t
+from ..link import PUBLIC_URL_ENV
 from .heatmap import ASSETS, DOM_LIB
 
 MAX_LINK = 2900  # a version-40 QR code (low error correction) holds about 2,950 bytes
@@ -36,3 +39,21 @@ def show_qr(png: bytes, link: str, *, key: str, caption: str, full: str, close: 
     button (labels ``full`` / ``close``, in the current language)."""
     _QR_COMPONENT(data={"png": base64.b64encode(png).decode("ascii"), "link": link, "caption": caption,
                         "full": full, "close": close}, key=key)
+
+
+def qr_with_host(link: str, *, key: str, host_key: str, caption: str | None = None) -> None:
+    """A class link's QR code in its column (full screen on a click), a note when the link points at this
+    machine only, and the host students use (the text box ``host_key``, checked). ``caption``: under the code
+    (the Share tab's words for its focused link by default)."""
+    png = qr_png(link)
+    if png is None:
+        st.caption(t("share.qr.too_long"))
+    else:
+        show_qr(png, link, key=key, caption=caption or t("share.qr"), full=t("class.qr.full"), close=t("class.qr.close"))
+    if view.is_local(link):
+        st.warning(t("class.qr.localhost"))
+    st.text_input(t("class.host"), key=host_key, max_chars=260, placeholder="192.168.0.12:8501",
+                  help=t("class.host.help", env=PUBLIC_URL_ENV))
+    typed = st.session_state.get(host_key) or ""
+    if typed.strip() and view.with_host("http://x/", typed) is None:
+        st.error(t("class.host.bad"))

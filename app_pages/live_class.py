@@ -1,0 +1,387 @@
+"""Class: a live class. A teacher starts one and gets a join code, a student link with its QR code and a
+private teacher link; students join with the code and a nickname on their own screens. The teacher paces
+them (follow me, pause), asks questions from the scenario on screen (the right answers come from core),
+sees the class's answers live beside the model's, and the tutorial's exercises answered in class; the
+export is a CSV in the teacher's language. The class lives in ``attention_lab.live`` (its store) and the
+session's side in ``ui/live.py``.
+
+URL: ``class=<join code>`` (a student link) and ``key=<teacher key>`` (the teacher's own link)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attention_lab import scenario, tutorial
+from attention_lab.live import classes
+from attention_lab.live.store import now
+from ui import compute, link, live, page, settings, state
+from ui import scenario_state as ss
+from ui.i18n import current_lang, labeller, t
+from ui.text import md
+from ui.widgets.figures import line_figure, show_chart
+from ui.widgets.layout import token_labels
+from ui.widgets.qr import qr_with_host
+
+KEYS = state.LIVE
+URL_CLASS, URL_KEY = "class", "key"
+ROW_MAX_KEYS = 12  # a "spread 1.0" question asks one number per key: at most this many on a phone
+BLUE, ORANGE = "#2563eb", "#f97316"  # the class, the model (colour-vision safe; each also named in the legend)
+
+
+def say(kind: str, key: str, **values) -> None:
+    """A message for the next run (from a callback)."""
+    st.session_state.setdefault(KEYS.messages, []).append((kind, t(key, **values)))
+
+
+def refused(err: classes.Refused) -> None:
+    say("error", f"live.err.{err.reason}", n=classes.MAX_STUDENTS, m=classes.MAX_CLASSES)
+
+
+def from_url(problems: list) -> None:
+    """Once per session: a teacher link opens the dashboard (only with the right key), a student link fills in the code."""
+    if st.session_state.get(KEYS.url_loaded):
+        return
+    st.session_state[KEYS.url_loaded] = True
+    typed = st.query_params.get(URL_CLASS)
+    code, key = classes.read_code(typed), st.query_params.get(URL_KEY)
+    if typed is not None and code is None:
+        problems.append(("error", t("live.err.bad_code")))
+    elif key is not None:
+        if code and classes.is_teacher(live.store(), code, key, now()):
+            st.session_state[KEYS.teacher] = (code, key)
+        else:
+            problems.append(("error", t("live.err.key")))
+    elif code:
+        st.session_state[KEYS.code] = code
+
+
+# ---------------------------------------------------------------------------- joining and starting
+def on_join() -> None:
+    code = classes.read_code(st.session_state.get(KEYS.code) or "")
+    if code is None:
+        return say("error", "live.err.bad_code")
+    seat = live.current()
+    sid = seat[1] if seat and seat[0] == code else classes.new_sid()
+    try:
+        name = classes.join(live.store(), code, sid, st.session_state.get(KEYS.nick) or "", now())
+    except classes.Refused as err:
+        return refused(err)
+    live.sit(code, sid, name)
+
+
+def on_start() -> None:
+    try:
+        st.session_state[KEYS.teacher] = classes.start(live.store(), now())
+    except classes.Refused as err:
+        refused(err)
+
+
+def lobby() -> None:
+    """Join a class (code and nickname), or start one."""
+    c1, c2 = st.columns(2, gap="large")
+    with c1:
+        st.subheader(t("live.join.title"))
+        st.text_input(t("live.join.code"), key=KEYS.code, max_chars=12, placeholder="ABC234")
+        st.text_input(t("live.join.nick"), key=KEYS.nick, max_chars=classes.NICK_MAX, help=t("live.join.nick.help"))
+        st.button(t("live.join.go"), key=KEYS.send, on_click=on_join, type="primary")
+        st.caption(t("live.join.kept"))
+    with c2:
+        st.subheader(t("live.start.title"))
+        st.markdown(t("live.start.body"))
+        st.button(t("live.start.go"), key=KEYS.start, on_click=on_start)
+        st.caption(t("live.start.kept", hours=f"{classes.ttl_s() / 3600:g}"))
+
+
+# ---------------------------------------------------------------------------- the teacher
+def change(code: str, **changes) -> None:
+    """Write the teacher's change into the class's record (every student's screen follows)."""
+    try:
+        record = classes.live_record(live.store(), code, now())
+    except classes.Refused as err:
+        return refused(err)
+    live.store().put_record(code, record | changes)
+
+
+def on_flag(code: str, name: str, widget: str) -> None:
+    change(code, **{name: bool(st.session_state.get(widget))})
+
+
+def on_follow(code: str) -> None:
+    target = st.session_state.get(KEYS.target) or "free"
+    if target == "free":
+        return change(code, follow=None)
+    if target == "playground":
+        return change(code, follow={"page": "playground", "query": scenario.to_query(ss.values(), ss.kept_matrices())})
+    change(code, follow={"page": "tutorial", "lesson": target})
+
+
+def teacher_scenario() -> dict:
+    """The scenario on the teacher's screen, as a checker reads it (values, edited matrices, seed)."""
+    return ss.values() | {"matrices": ss.kept_matrices(), "seed": int(settings.get("seed"))}
+
+
+def on_ask(code: str, record: dict) -> None:
+    kind = st.session_state.get(KEYS.kind) or "top"
+    q_at, k_at = int(st.session_state.get(KEYS.query) or 0), int(st.session_state.get(KEYS.key) or 0)
+    qid = f"q{len(record['asked']) + 1}"
+    try:
+        q = compute.class_question(qid, kind, teacher_scenario(), int(settings.get("seed")), q_at, k_at)
+        if kind == "row" and len(q["row"]) > ROW_MAX_KEYS:
+            raise classes.Refused("row_long")
+        classes.ask(live.store(), code, q, now())
+    except classes.Refused as err:
+        return refused(err)
+    except ValueError as err:  # the scenario core cannot compute
+        return say("error", "err.compute", detail=str(err))
+    change(code, follow={"page": "live_class"})  # students come to the class page to answer
+
+
+def on_end(code: str) -> None:
+    classes.end(live.store(), code)
+    st.session_state.pop(KEYS.teacher, None)
+    say("success", "live.ended.teacher")
+
+
+def join_panel(code: str) -> None:
+    """The join code, large; the student link and its QR code; the host students use."""
+    st.caption(t("live.code"))
+    st.markdown(f"<p class='al-join-code'>{' '.join(code)}</p>", unsafe_allow_html=True)  # the alphabet: no markup
+    student_link = f"{link.public_url(KEYS.host)}?{URL_CLASS}={code}"
+    st.code(student_link, language=None, wrap_lines=True)
+    qr_with_host(student_link, key=KEYS.qr, host_key=KEYS.host, caption=t("live.qr"))
+
+
+def pacing(code: str, record: dict) -> None:
+    st.toggle(t("live.pause"), value=record["paused"], key=KEYS.pause, on_change=on_flag, args=(code, "paused", KEYS.pause),
+              help=t("live.pause.help"))
+    st.toggle(t("live.anonymous"), value=record["anonymous"], key=KEYS.anonymous, on_change=on_flag,
+              args=(code, "anonymous", KEYS.anonymous), help=t("live.anonymous.help"))
+    lang = current_lang()
+    targets = ["free", "playground", *(x.id for x in tutorial.LESSONS)]
+    words = {"free": t("live.follow.free"), "playground": t("live.follow.playground")}
+    st.selectbox(t("live.follow"), targets, key=KEYS.target, help=t("live.follow.help"),
+                 format_func=lambda x: words.get(x) or tutorial.lesson_title(x, lang))
+    st.button(t("live.follow.go"), key=KEYS.follow, on_click=on_follow, args=(code,))
+    st.caption(t("live.follow.now", where=where(record["follow"], lang)))
+
+
+def where(target: dict | None, lang: str) -> str:
+    if not target:
+        return t("live.follow.free")
+    if target.get("page") == "tutorial":
+        return tutorial.lesson_title(target["lesson"], lang)
+    return t(f"live.follow.{target.get('page')}")
+
+
+def asking(code: str, record: dict) -> None:
+    """Ask from the scenario on screen: which kind, about which query (and key)."""
+    lt = tutorial.scenario_trace(teacher_scenario(), seed=int(settings.get("seed")))
+    q_labels, k_labels = token_labels(lt.q_tokens), token_labels(lt.k_tokens)
+    st.radio(t("live.ask.kind"), classes.KINDS, key=KEYS.kind, format_func=labeller("live.kind."))
+    st.selectbox(t("live.ask.query"), range(len(q_labels)), key=KEYS.query, format_func=lambda i: q_labels[i])
+    if st.session_state.get(KEYS.kind) == "alpha":
+        st.selectbox(t("live.ask.key"), range(len(k_labels)), key=KEYS.key, format_func=lambda i: k_labels[i])
+    st.caption(t("live.ask.from", tokens=md(" ".join(lt.k_tokens))))
+    c1, c2 = st.columns(2)
+    c1.button(t("live.ask.go"), key=KEYS.ask, on_click=on_ask, args=(code, record), type="primary")
+    c2.button(t("live.reveal"), key=KEYS.reveal, on_click=change, args=(code,), kwargs={"revealed": True},
+              disabled=record["question"] is None or record["revealed"])
+
+
+def closing(code: str) -> None:
+    lang = current_lang()
+
+    def csv() -> str:  # made on the click, in a thread of its own (no session there)
+        s = compute.class_store()
+        return classes.export_csv(s.record(code) or {}, s.students(code), s.answers(code), lang)
+
+    st.download_button(t("live.export"), data=csv, file_name=f"class-{code}.csv", mime="text/csv", key=KEYS.export)
+    sure = st.checkbox(t("live.end.sure"), key=KEYS.end_sure)
+    st.button(t("live.end"), key=KEYS.end, on_click=on_end, args=(code,), disabled=not sure)
+
+
+def dashboard(code: str, key: str) -> None:
+    st.session_state[KEYS.version] = live.store().version(code)
+    try:
+        record = classes.live_record(live.store(), code, now())
+    except classes.Refused:
+        st.session_state.pop(KEYS.teacher, None)
+        st.info(t("live.err.no_class"))
+        return
+    link.add({URL_CLASS: code, URL_KEY: key}, scenario=False)
+    live.watch(code, live.TEACHER_POLL_S)
+    students, rows = live.store().students(code), live.store().answers(code)
+    st.caption(t("live.teacher.private"))
+    left, right = st.columns([1, 2], gap="large")  # the projector: the code and the class's answers in view
+    with left:
+        join_panel(code)
+    with right:
+        results(record, students, rows)
+    c1, c2, c3 = st.columns(3, gap="medium")
+    with c1.expander(t("live.pacing"), expanded=True):
+        pacing(code, record)
+    with c2.expander(t("live.ask"), expanded=True):
+        asking(code, record)
+    with c3.expander(t("live.closing")):
+        closing(code)
+    exercises(record, students, rows)
+
+
+# ---------------------------------------------------------------------------- what the projector shows
+def prompt(q: dict) -> str:
+    return t(f"live.q.{q['kind']}", q=md(q["q_token"]), k=md(q["k_tokens"][q["key"]]))
+
+
+def results(record: dict, students: dict, rows: list[dict]) -> None:
+    """The question on screen with the class's answers (and, once revealed, the model's); every student by name
+    (or anonymised) with where they are on it."""
+    names = classes.names(students, record["anonymous"], current_lang())
+    q = record["question"]
+    st.metric(t("live.students"), len(students))
+    if q is None:
+        st.info(t("live.no_question"))
+    else:
+        tally = classes.tally(q, rows)
+        st.markdown(f"**{prompt(q)}**")
+        st.caption(t("live.answered", n=tally["n"], of=len(students)))
+        chart(q, tally, record["revealed"])
+        if record["revealed"]:
+            st.success(truth(q) + " " + t("live.right_count", n=tally["right"], of=tally["n"]))
+    mine = {r["sid"]: r for r in rows if q is not None and r["qid"] == q["id"]}
+    marks = [f"{md(names[s])}" + (f" {mark(mine.get(s), record['revealed'])}" if q else "") for s in names]
+    st.markdown(" · ".join(marks) if marks else t("live.nobody_joined"))
+
+
+def mark(row: dict | None, revealed: bool) -> str:
+    if row is None:
+        return t("live.mark.none")
+    if not revealed:
+        return t("live.mark.sent")
+    return t("live.mark.right") if row["right"] else t("live.mark.wrong")
+
+
+def truth(q: dict) -> str:
+    """The right answer, as core computed it when the question was asked."""
+    if q["kind"] == "top":
+        return t("live.truth.top", k=md(", ".join(q["k_tokens"][i] for i in q["top"])), w=f"{q['row'][q['top'][0]]:.3f}")
+    if q["kind"] == "alpha":
+        return t("live.truth.alpha", a=f"{q['alpha']:.3f}", tol=classes.ALPHA_TOLERANCE)
+    return t("live.truth.row", row=", ".join(f"{md(k)} {w:.2f}" for k, w in zip(q["k_tokens"], q["row"], strict=True)),
+             tol=classes.ROW_TOLERANCE)
+
+
+def chart(q: dict, tally: dict, revealed: bool) -> None:
+    """The class's answers (blue) — and, once revealed, the model's (orange) — with the numbers in words."""
+    keys = token_labels(q["k_tokens"])
+    if q["kind"] == "top":
+        data = [{"type": "bar", "x": keys, "y": tally["counts"], "name": t("live.chart.class"), "marker": {"color": BLUE}}]
+        words = ", ".join(f"{k} {n}" for k, n in zip(keys, tally["counts"], strict=True))
+    elif q["kind"] == "alpha":
+        bins = [f"{b / 10:.1f}–{(b + 1) / 10:.1f}" for b in range(10)]
+        data = [{"type": "bar", "x": bins, "y": tally["bins"], "name": t("live.chart.class"), "marker": {"color": BLUE}}]
+        words = t("live.chart.alpha_words", **{k: f"{tally[k]:.2f}" for k in ("mean", "median", "least", "most")}) \
+            if tally["n"] else t("live.nobody")
+    else:
+        data = [{"type": "bar", "x": keys, "y": tally["mean_row"] or [0] * len(keys), "name": t("live.chart.class"),
+                 "marker": {"color": BLUE}}]
+        if revealed:
+            data.append({"type": "bar", "x": keys, "y": q["row"], "name": t("live.chart.model"), "marker": {"color": ORANGE,
+                         "pattern": {"shape": "/"}}})
+        words = ", ".join(f"{k} {w:.2f}" for k, w in zip(keys, tally["mean_row"], strict=True)) or t("live.nobody")
+    counts = {"rangemode": "tozero", "dtick": 1, "tickformat": "d"} if q["kind"] != "row" else {"range": [0, 1]}
+    fig = line_figure(data, {"barmode": "group", "yaxis": counts}, height=260)
+    show_chart(fig, key=state.item(KEYS.answer, "chart"), title=prompt(q), alt=t("live.chart.alt", words=words))
+    st.caption(words)
+
+
+def exercises(record: dict, students: dict, rows: list[dict]) -> None:
+    """The tutorial's exercises answered in class: students × exercises (✓, ✗, ·) and the commonest mistakes."""
+    ids, grid, wrong = classes.exercise_grid(rows)
+    if not ids:
+        return
+    names = classes.names(students, record["anonymous"], current_lang())
+    st.subheader(t("live.exercises"))
+    cell = {True: "✓", False: "✗", None: "·"}
+    table = {t("live.csv.student"): list(names.values())} | {
+        ex: [cell[grid.get(s, {}).get(ex)] for s in names] for ex in ids}
+    st.dataframe(table, hide_index=True, width="stretch")
+    for what, n in wrong[:5]:
+        ex, why = what.split("|", 1)
+        st.markdown(f"- {t('live.mistake', n=n, ex=md(ex))}: {md(tutorial.text(why, current_lang()))}")
+
+
+# ---------------------------------------------------------------------------- a student
+def on_answer(code: str, sid: str, q: dict) -> None:
+    if q["kind"] == "row":
+        value = [st.session_state.get(state.item(KEYS.answer, q["id"], i)) or 0.0 for i in range(len(q["row"]))]
+    else:
+        value = st.session_state.get(state.item(KEYS.answer, q["id"]))
+    try:
+        classes.submit(live.store(), code, sid, value, now())
+    except classes.Refused as err:
+        return refused(err)
+    say("success", "live.sent")
+
+
+def answer_form(code: str, sid: str, q: dict) -> None:
+    keys = token_labels(q["k_tokens"])
+    with st.form(state.item(KEYS.answer, "form", q["id"]), border=True):
+        if q["kind"] == "top":
+            st.radio(t("live.your.key"), range(len(keys)), key=state.item(KEYS.answer, q["id"]),
+                     format_func=lambda i: keys[i], index=None)
+        elif q["kind"] == "alpha":
+            st.slider("α", 0.0, 1.0, 0.5, 0.01, key=state.item(KEYS.answer, q["id"]))
+        else:
+            st.caption(t("live.your.row"))
+            cols = st.columns(min(len(keys), 4))
+            for i, k in enumerate(keys):
+                cols[i % len(cols)].number_input(k, 0.0, 1.0, round(1 / len(keys), 2), 0.05,
+                                                 key=state.item(KEYS.answer, q["id"], i))
+        st.form_submit_button(t("live.send"), on_click=on_answer, args=(code, sid, q), type="primary")
+
+
+def student(seat: tuple) -> None:
+    code, sid, name = seat
+    try:
+        record = classes.live_record(live.store(), code, now())
+    except classes.Refused:
+        return
+    link.add({URL_CLASS: code}, scenario=False)
+    c1, c2 = st.columns([4, 1], vertical_alignment="center")
+    c1.markdown(t("live.you", code=code, name=md(name)))
+    c2.button(t("live.leave"), key=KEYS.leave, on_click=live.leave)
+    q = record["question"]
+    if q is None:
+        st.info(t("live.wait"))
+        return
+    st.markdown(f"**{prompt(q)}**")
+    mine = next((r for r in live.store().answers(code) if r["qid"] == q["id"] and r["sid"] == sid), None)
+    if record["revealed"]:
+        st.success(truth(q))
+        if mine is not None:
+            (st.success if mine["right"] else st.warning)(t("live.yours." + ("right" if mine["right"] else "wrong")))
+        return
+    answer_form(code, sid, q)
+    if mine is not None:
+        st.caption(t("live.sent.change"))
+
+
+# ---------------------------------------------------------------------------- the page
+def body() -> None:
+    problems: page.Problems = []
+    ss.start(problems)  # the teacher's questions come from the scenario (the Playground's)
+    from_url(problems)
+    problems += st.session_state.pop(KEYS.messages, [])
+    page.show_problems(problems)
+    teacher, seat = st.session_state.get(KEYS.teacher), live.current()
+    if teacher:
+        dashboard(*teacher)
+    elif seat:
+        student(seat)
+    else:
+        link.add({URL_CLASS: None, URL_KEY: None}, scenario=False)
+        lobby()
+
+
+st.caption(t("live.intro"))
+body()

@@ -1,0 +1,213 @@
+"""A live class on one server: ``python -m bench.live_class --students 40`` (prints Markdown for BENCHMARKS.md).
+
+A fresh ``streamlit run app.py`` (bench/serve.py) on a class store of its own (a temporary SQLite file), one teacher
+and N students as websocket clients (bench.classroom's ``Client``: Streamlit's own protocol, no browser). The class
+is started, asked and paced through ``attention_lab.live`` (what the dashboard's buttons call); everything the
+students and the teacher's dashboard see comes from their own sessions on the server. Each client does what the
+browser does with a fragment that has ``run_every``: when the server sends ``auto_rerun`` (interval, fragment id) it
+asks for that fragment's rerun at that interval. Phases:
+
+1. **join**: every student opens ``/Class?class=CODE``, types a nickname and presses Join;
+2. **idle**: nobody does anything for ``--idle`` seconds while every page checks the class's version: the server's
+   CPU (psutil), in % of one core;
+3. **follow me**: the teacher sends the class to the Playground; per student, the time until its session switched
+   page (the student's page runs again only after its check sees the new version);
+4. **answer**: the teacher asks which key gets the most weight; every student's page shows the question (on its
+   own), then all answer at once through the page's form; per answer, the time from sending it until the teacher's
+   dashboard (a session of its own, checking every second) counts it.
+
+Reported: the phases' medians, p95 and maxima, the idle CPU, the server's largest RSS, errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from attention_lab import tutorial
+from attention_lab.live import classes
+from attention_lab.live.store import open_store
+from bench import serve
+from bench.classroom import Client, Monitor, page_url
+from ui import state
+
+KEYS = state.LIVE
+PAGE, FOLLOW_PAGE = page_url("live_class"), page_url("playground")
+COUNTED = re.compile(r"(\d+) of (\d+) students answered")
+
+
+class Seat(Client):
+    """A client that reruns the fragments the server asks it to rerun (``auto_rerun``), one run at a time, and keeps
+    the time each dashboard count was first drawn."""
+
+    def __init__(self, url: str, timeout: float):
+        super().__init__(url, timeout)
+        self.auto: dict[str, float] = {}  # fragment id → interval
+        self.counts: list[tuple[float, int]] = []
+        self.lock = asyncio.Lock()
+
+    def _handle(self, msg) -> None:
+        kind = msg.WhichOneof("type")
+        if kind == "auto_rerun":
+            self.auto[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
+        elif kind == "new_session" and not msg.metadata.run.fragment_ids:
+            self.auto.clear()  # a full run: the browser drops its timers, and the run sends the ones it draws
+        elif kind == "stop_auto_rerun":
+            for fid in msg.stop_auto_rerun.fragment_ids:
+                self.auto.pop(fid, None)
+        super()._handle(msg)
+
+    def _delta(self, msg) -> None:
+        super()._delta(msg)
+        el = msg.delta.new_element if msg.delta.WhichOneof("type") == "new_element" else None
+        if el is not None and el.WhichOneof("type") == "markdown" and (m := COUNTED.search(el.markdown.body)):
+            self.counts.append((time.monotonic(), int(m.group(1))))
+
+    async def act(self, **kw):
+        async with self.lock:
+            return await self.rerun(**kw)
+
+    async def keep_checking(self, stop: asyncio.Event) -> None:
+        """The browser's timer: each fragment the server asked for, rerun at its interval."""
+        next_at: dict[str, float] = {}
+        while not stop.is_set():
+            now = time.monotonic()
+            for fid, every in list(self.auto.items()):
+                if now >= next_at.setdefault(fid, now + every):
+                    next_at[fid] = now + every
+                    async with self.lock:
+                        await self.rerun(fragment_id=fid)
+            await asyncio.sleep(0.05)
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else float("nan")
+
+
+async def join(url: str, code: str, i: int, timeout: float) -> Seat:
+    s = Seat(url, timeout)
+    await s.connect()
+    s.query_string = f"class={code}&lang=en"
+    await s.act(page=PAGE)
+    nick, go = s.find(KEYS.nick), s.find(KEYS.send)
+    run = await s.act(widgets=[(nick, "string_value", f"student {i}"), (go, "trigger_value", True)])
+    s.errors = list(run.errors)
+    return s
+
+
+async def answer(s: Seat, qid: str, choice: int) -> float:
+    """Send one answer through the page's form (the radio's value and the form's button) → the time it left."""
+    radio = s.find(state.item(KEYS.answer, qid))
+    submit = next((w for w in s.widgets.values() if w.kind == "button" and w.proto.is_form_submitter), None)
+    if radio is None or submit is None:
+        s.errors.append(("no_form", qid))
+        return float("nan")
+    async with s.lock:
+        # a radio's value travels as its option's label, as the browser sends it
+        run = await s.rerun(widgets=[(radio, "string_value", radio.proto.options[choice]), (submit, "trigger_value", True)])
+    s.errors += run.errors
+    return run.sent
+
+
+async def wait_for(cond, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if cond():
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def arrivals(students: list[Seat], cond, t0: float, seconds: float) -> list[float]:
+    """Per student, the seconds from ``t0`` until ``cond(student)`` first held (NaN: not within ``seconds``)."""
+    times = [float("nan")] * len(students)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and any(t != t for t in times):
+        for i, s in enumerate(students):
+            if times[i] != times[i] and cond(s):
+                times[i] = time.monotonic() - t0
+        await asyncio.sleep(0.02)
+    return times
+
+
+async def one_class(n: int, idle: float, timeout: float) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix="live-class-"))
+    where = str(folder / "classes.sqlite3")
+    os.environ["ATTN_LAB_STORE"] = where
+    store = open_store(where)
+    with serve.serve(env={"ATTN_LAB_STORE": where}, log=folder / "server.log") as srv:
+        mon = Monitor(srv.pid)
+        mon.start()
+        code, key = classes.start(store, time.time())
+        teacher = Seat(srv.ws_url, timeout)
+        await teacher.connect()
+        teacher.query_string = f"class={code}&key={key}&lang=en"
+        await teacher.act(page=PAGE)
+        students = [await join(srv.ws_url, code, i, timeout) for i in range(n)]
+        stop = asyncio.Event()
+        loops = [asyncio.create_task(c.keep_checking(stop)) for c in (teacher, *students)]
+        await wait_for(lambda: all(s.auto for s in students), 30)
+        mon.mark("idle0")
+        await asyncio.sleep(idle)  # the fact measured is the idle CPU over this window
+        mon.mark("idle1")
+        t0 = time.monotonic()
+        record = store.record(code)
+        store.put_record(code, record | {"follow": {"page": "playground", "query": {}}})
+        follow = await arrivals(students, lambda s: s.page == FOLLOW_PAGE, t0, timeout)
+        q = classes.question("q1", "top", tutorial.scenario_trace({}, seed=0), 0)
+        classes.ask(store, code, q, time.time())
+        store.put_record(code, store.record(code) | {"follow": {"page": "live_class"}})
+        await wait_for(lambda: all(s.find(state.item(KEYS.answer, "q1")) is not None for s in students), timeout)
+        sent = await asyncio.gather(*(answer(s, "q1", i % 4) for i, s in enumerate(students)))
+        await wait_for(lambda: teacher.counts and teacher.counts[-1][1] >= n, timeout)
+        stop.set()
+        await asyncio.gather(*loops)
+        mon.mark("end")
+        for c in (teacher, *students):
+            await c.close()
+        await mon.stop()
+    order = sorted(t for t in sent if t == t)
+    counted = []
+    for k, t in enumerate(order, start=1):  # the k-th answer is counted once the dashboard shows ≥ k
+        seen = next((at for at, shown in teacher.counts if shown >= k and at >= t), None)
+        counted.append(seen - t if seen is not None else float("nan"))
+    idle_w = mon.window("idle0", "idle1")
+    return {"n": n, "follow": follow, "counted": counted, "idle_cpu": idle_w["server_cores"] * 100,
+            "idle_s": idle_w["seconds"], "rss": mon.window("idle0", "end")["rss_peak"],
+            "errors": [e for s in students for e in s.errors] + [e for e in getattr(teacher, "errors", [])],
+            "answers": len(store.answers(code))}
+
+
+def row(c: dict) -> str:
+    f, a = c["follow"], c["counted"]
+    return (f"| {c['n']} | {c['idle_cpu']:.1f} % | {statistics.median(f):.2f} / {pct(f, 0.95):.2f} / {max(f):.2f} s | "
+            f"{statistics.median(a):.2f} / {pct(a, 0.95):.2f} / {max(a):.2f} s | {c['rss'] / 2**20:.0f} MiB | "
+            f"{c['answers']} | {len(c['errors'])} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--students", type=int, default=40)
+    ap.add_argument("--idle", type=float, default=30.0, help="seconds of the idle phase")
+    ap.add_argument("--timeout", type=float, default=120.0)
+    args = ap.parse_args()
+    c = asyncio.run(one_class(args.students, args.idle, args.timeout))
+    print(f"{platform.node()}, {os.cpu_count()} cores, SQLite store, {time.strftime('%Y-%m-%d %H:%M')}\n")
+    print("| students | server CPU, idle class | follow me: median / p95 / last | answer → dashboard: median / p95 / "
+          "max | server RSS | answers kept | errors |")
+    print("|---|---|---|---|---|---|---|")
+    print(row(c))
+    if c["errors"]:
+        print("\nerrors:", c["errors"][:10])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Real browser, real server: a live class. A teacher (1280×720, the projector) and three students (390×844, phones),
+each in a browser context of its own: they join, follow the teacher, answer, see the reveal; the dashboard counts
+them without a reload; names are hidden on the projector and never reach another student's page; the export and
+the end of the class, after which the class's rows are gone from the store the server used."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from playwright.sync_api import expect
+
+from attention_lab.live.store import open_store
+from ui import state
+from ui.state import css_class as css
+
+from .conftest import ARTIFACTS, settled, wait_idle
+from .helpers import download
+
+KEYS = state.LIVE
+LIVE_WAIT = 60_000  # ms: the students' check runs every 2 s; a loaded CI machine takes longer to rerun a page
+NAMES = ("Zorvath", "Quilbex", "<i>Xyphor</i>")  # words no page holds otherwise
+
+
+def _context(chromium, width: int, height: int):
+    ctx = chromium.new_context(viewport={"width": width, "height": height}, locale="en-US", accept_downloads=True)
+    return ctx, ctx.new_page()
+
+
+def _text(page, text: str, timeout: int = LIVE_WAIT) -> None:
+    """Wait until the page shows ``text`` (it arrives by itself: nobody reloads)."""
+    expect(page.get_by_text(text, exact=False).first).to_be_visible(timeout=timeout)
+
+
+def _choose(page, key: str, option: str, attempts: int = 3) -> None:
+    """Pick ``option`` in the select box ``key``. The dashboard runs again whenever the class changes; a click that
+    lands while the box is being drawn again opens nothing, and a teacher would click again: so does this."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(attempts):
+        settled(page)
+        page.locator(css(key)).click()
+        try:
+            page.get_by_role("option", name=option).click(timeout=LIVE_WAIT // attempts)
+            return
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
+
+
+def _join(chromium, server_url: str, code: str, name: str):
+    ctx, page = _context(chromium, 390, 844)
+    page.goto(f"{server_url}/Class?class={code}")
+    wait_idle(page)
+    page.locator(css(KEYS.nick) + " input").fill(name)
+    page.locator(css(KEYS.nick) + " input").press("Enter")
+    settled(page)
+    page.locator(css(KEYS.send) + " button").click()
+    _text(page, "You are in class")
+    return ctx, page
+
+
+def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
+    contexts = []
+    try:
+        tctx, teacher = _context(chromium, 1280, 720)
+        contexts.append(tctx)
+        teacher.goto(f"{server_url}/Class")
+        wait_idle(teacher)
+        teacher.locator(css(KEYS.start) + " button").click()
+        code = teacher.locator(".al-join-code").inner_text(timeout=LIVE_WAIT).replace(" ", "")
+        assert len(code) == 6
+        teacher.wait_for_url("**key=**", timeout=LIVE_WAIT)  # the teacher link, written when the run ends
+        students = []
+        for name in NAMES:
+            ctx, page = _join(chromium, server_url, code, name)
+            contexts.append(ctx)
+            students.append(page)
+        _text(teacher, "<i>Xyphor</i>")  # the dashboard lists them as they join (as text, never as markup)
+        assert teacher.locator("i", has_text="Xyphor").count() == 0
+
+        # follow me: every phone goes to the Playground, then the question brings them back
+        _choose(teacher, KEYS.target, "the Playground, with my current scenario")
+        teacher.locator(css(KEYS.follow) + " button").click()
+        for page in students:
+            page.wait_for_url("**/Playground**", timeout=LIVE_WAIT)
+        settled(teacher)
+        teacher.locator(css(KEYS.ask) + " button").click()
+        for i, page in enumerate(students):
+            page.wait_for_url("**/Class**", timeout=LIVE_WAIT)
+            _text(page, "Which key gets the most weight from the query")
+            settled(page)
+            page.locator(css(state.item(KEYS.answer, "q1")) + " [data-testid=stRadioOption]").nth(i % 2).click()
+            page.get_by_role("button", name="Send").click()
+            _text(page, "Your answer is in.")
+        _text(teacher, "3 of 3 students answered.")
+        teacher.screenshot(path=str(ARTIFACTS / "live-class-teacher-1280x720.png"), full_page=True)
+        students[0].screenshot(path=str(ARTIFACTS / "live-class-student-390x844.png"), full_page=True)
+
+        teacher.locator(css(KEYS.reveal) + " button").click()
+        for page in students:
+            _text(page, "The model:")
+        _text(teacher, "answers were right.")
+
+        teacher.locator(css(KEYS.anonymous) + " label").click()
+        _text(teacher, "Student 3")
+        settled(teacher)
+        projector = teacher.content()
+        assert not any(name in projector for name in ("Zorvath", "Quilbex", "Xyphor"))
+        for i, page in enumerate(students):  # a student's page holds no other student's name
+            settled(page)
+            html = page.content()
+            assert not [n for j, n in enumerate(("Zorvath", "Quilbex", "Xyphor")) if j != i and n in html]
+
+        teacher.get_by_text("Export and end").click()
+        rows = list(csv.reader(io.StringIO(open(download(teacher, css(KEYS.export) + " button").path(),
+                                                encoding="utf-8").read())))
+        assert rows[0] == ["Student", "Question", "Time (UTC)", "Answer", "Right"]
+        assert sorted(r[0] for r in rows[1:]) == sorted(NAMES)  # the teacher's own export keeps the names
+
+        teacher.locator(css(KEYS.end_sure) + " label").click()
+        settled(teacher)
+        teacher.locator(css(KEYS.end) + " button").click()
+        _text(teacher, "The class has ended.")
+        store = open_store()  # the server's store: the app folder's data/classes.sqlite3 (no ATTN_LAB_STORE here)
+        assert [store.count(part, code) for part in ("classes", "students", "answers")] == [0, 0, 0]
+        for page in students:
+            _text(page, "There is no class with this code now")
+    finally:
+        for i, ctx in enumerate(contexts):  # each screen as it was at the end (or at a failure)
+            for page in ctx.pages:
+                page.screenshot(path=str(ARTIFACTS / f"live-class-final-{i}.png"))
+                (ARTIFACTS / f"live-class-final-{i}.html").write_text(page.content(), encoding="utf-8")
+            ctx.close()

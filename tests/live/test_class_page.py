@@ -1,0 +1,182 @@
+"""The class page through AppTest: a teacher and students, each a session of its own, sharing one SQLite file (as
+sessions on one server, or replicas on one machine, do). Start, join, a tampered teacher key, ask, answer (the last
+answer counts), reveal, anonymise, pause, follow me, an exercise checked in class, end (the rows gone)."""
+
+from __future__ import annotations
+
+import pytest
+
+from attention_lab import tutorial
+from attention_lab.live import classes
+from tests.app import helpers as h
+from ui import compute, state
+
+PAGE = "app_pages/live_class.py"
+KEYS = state.LIVE
+
+
+@pytest.fixture(autouse=True)
+def class_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_LAB_STORE", str(tmp_path / "classes.sqlite3"))
+    compute.class_store.clear()  # the server's one store, opened on the file of this test
+    yield
+    compute.class_store.clear()
+
+
+def texts(at) -> str:
+    """Every text the page shows (markdown, captions, messages, labels), as one string."""
+    parts = [str(x.value) for kind in ("markdown", "caption", "subheader", "info", "success", "warning", "error", "metric")
+             for x in at.get(kind)]
+    parts += [str(w.label) for kind in ("button", "radio", "selectbox", "text_input", "toggle") for w in at.get(kind)]
+    return "\n".join(parts)
+
+
+def teacher():
+    at = h.page(PAGE)
+    at.button(key=KEYS.start).click().run()
+    h.no_errors(at)
+    return at, at.query_params["class"][0] if isinstance(at.query_params["class"], list) else at.query_params["class"]
+
+
+def param(at, name: str) -> str:
+    v = at.query_params[name]
+    return v[0] if isinstance(v, list) else v
+
+
+def student(code: str, nick: str):
+    at = h.page(PAGE, query={"class": code})
+    assert at.text_input(key=KEYS.code).value == code.upper()  # the student link fills in the code
+    at.text_input(key=KEYS.nick).input(nick)
+    at.button(key=KEYS.send).click().run()
+    h.no_errors(at)
+    return at
+
+
+def test_a_teacher_starts_a_class_and_students_join_it():
+    t, code = teacher()
+    key = param(t, "key")
+    assert classes.read_code(code) == code and len(key) >= 22
+    assert " ".join(code) in texts(t)  # the join code, large
+    a = student(code, "<b>Ada</b>")
+    assert "<b>Ada</b>" in h.shown(texts(a)) and code in texts(a)
+    b = student(code.lower(), "Bo")  # typed in lower case: the same class
+    t.run()
+    assert t.metric[0].value == "2"
+    assert "Ada" in texts(t) and "Bo" in texts(t)
+    assert "Bo" not in texts(a)  # a student never sees the other students
+
+
+def test_a_tampered_teacher_key_gets_a_message_never_the_dashboard():
+    t, code = teacher()
+    key = param(t, "key")
+    for wrong in (key[:-2] + "xx", "", "x" * 200, key + "A"):
+        at = h.page(PAGE, query={"class": code, "key": wrong})
+        assert not at.exception
+        assert any("not valid" in e.value for e in at.error), wrong
+        assert not [b for b in at.button if b.key == KEYS.ask]  # no controls
+    ok = h.page(PAGE, query={"class": code, "key": key})  # the teacher's own link, in a new session
+    assert [b for b in ok.button if b.key == KEYS.ask]
+
+
+def test_bad_codes_and_nicknames_get_a_message_and_the_page_goes_on():
+    t, code = teacher()
+    at = h.page(PAGE, query={"class": "<script>"})
+    assert any("6 letters" in e.value for e in at.error)
+    at.text_input(key=KEYS.code).input("ZZZZZZ")
+    at.text_input(key=KEYS.nick).input("Ada")
+    at.button(key=KEYS.send).click().run()
+    assert any("no class with this code" in e.value for e in at.error)
+    at.text_input(key=KEYS.code).input(code)
+    at.text_input(key=KEYS.nick).input("   ")
+    at.button(key=KEYS.send).click().run()
+    assert any("type a nickname" in e.value for e in at.error)
+    at.text_input(key=KEYS.nick).input("Ada")
+    at.button(key=KEYS.send).click().run()
+    h.no_errors(at)
+    assert "Ada" in texts(at)
+
+
+def ask(t, kind: str = "top", query: int = 0):
+    t.radio(key=KEYS.kind).set_value(kind).run()
+    t.selectbox(key=KEYS.query).set_value(query).run()
+    t.button(key=KEYS.ask).click().run()
+    h.no_errors(t)
+
+
+def test_ask_answer_reveal_the_last_answer_counts():
+    t, code = teacher()
+    a, b = student(code, "Ada"), student(code, "Bo")
+    ask(t, "top", 0)
+    record = compute.class_store().record(code)
+    q = record["question"]
+    assert q["row"] == pytest.approx(tutorial.scenario_trace({}, seed=0).weights[0].tolist(), abs=1e-7)  # the Playground's
+    wrong = next(i for i in range(len(q["row"])) if i not in q["top"])
+    for at, choice in ((a, wrong), (b, q["top"][0])):
+        at.run()
+        at.radio(key=state.item(KEYS.answer, q["id"])).set_value(choice)
+        at.button[[x.label for x in at.button].index("Send")].click().run()
+        h.no_errors(at)
+        assert "Your answer is in." in texts(at)
+    t.run()
+    assert "2 of 2 students answered." in texts(t)
+    rows = compute.class_store().answers(code)
+    assert sorted(r["right"] for r in rows) == [False, True]
+    t.button(key=KEYS.reveal).click().run()
+    assert "1 of 2 answers were right." in texts(t)
+    a.run()
+    assert "Your answer was not within the tolerance." in texts(a)
+    assert "gets the most weight" in texts(a)  # the model's answer, on the student's screen
+
+
+def test_anonymised_names_leave_the_projector():
+    t, code = teacher()
+    student(code, "Ada"), student(code, "Bo")
+    t.toggle(key=KEYS.anonymous).set_value(True).run()
+    shown = texts(t)
+    assert "Student 1" in shown and "Student 2" in shown
+    assert "Ada" not in shown and "Bo" not in shown
+
+
+def test_pause_freezes_the_students_screens():
+    t, code = teacher()
+    a = student(code, "Ada")
+    ask(t)
+    t.toggle(key=KEYS.pause).set_value(True).run()
+    a.run()
+    assert any("paused" in i.value for i in a.info)
+    question = state.item(KEYS.answer, compute.class_store().record(code)["question"]["id"])
+    assert not [r for r in a.radio if r.key == question]  # the question waits
+    t.toggle(key=KEYS.pause).set_value(False).run()
+    a.run()
+    assert [r for r in a.radio if r.key == question]
+
+
+def test_follow_me_takes_every_student_to_the_lesson_and_exercises_reach_the_dashboard():
+    t, code = teacher()
+    a = student(code, "Ada")
+    t.selectbox(key=KEYS.target).set_value("weighted-average").run()
+    t.button(key=KEYS.follow).click().run()
+    a.run()
+    h.no_errors(a)
+    assert a.session_state[state.TUTORIAL.lesson] == "weighted-average"
+    choice = a.radio(key=state.item(state.TUTORIAL.answer, "weighted-average.row-sum"))
+    choice.set_value(tutorial.exercise("weighted-average.row-sum").options[0])
+    a.button(key=state.item(state.TUTORIAL.check, "weighted-average.row-sum")).click().run()
+    t.run()
+    assert "The tutorial's exercises in class" in texts(t)
+    rows = [r for r in compute.class_store().answers(code) if r["qid"].startswith("ex:")]
+    assert [r["qid"] for r in rows] == ["ex:weighted-average.row-sum"]
+
+
+def test_ending_the_class_deletes_it_and_sends_the_students_home():
+    t, code = teacher()
+    a = student(code, "Ada")
+    ask(t)
+    t.checkbox(key=KEYS.end_sure).check().run()
+    t.button(key=KEYS.end).click().run()
+    h.no_errors(t)
+    s = compute.class_store()
+    assert [s.count(p, code) for p in ("classes", "students", "answers")] == [0, 0, 0]
+    a.run()
+    assert any("no class with this code" in i.value for i in a.info)
+    assert [b for b in a.button if b.key == KEYS.send]  # the join form again
