@@ -122,7 +122,8 @@ def teacher_scenario() -> dict:
 
 def on_ask(code: str, record: dict) -> None:
     kind = st.session_state.get(KEYS.kind) or "top"
-    q_at, k_at = int(st.session_state.get(KEYS.query) or 0), int(st.session_state.get(KEYS.key) or 0)
+    q_at = int(st.session_state.get(KEYS.query) or 0)
+    k_at = int(st.session_state.get(KEYS.key) or 0) if kind == "alpha" else 0  # drawn for an estimate only
     qid = f"q{len(record['asked']) + 1}"
     try:
         q = compute.class_question(qid, kind, teacher_scenario(), int(settings.get("seed")), q_at, k_at)
@@ -145,7 +146,7 @@ def on_end(code: str) -> None:
 def join_panel(code: str) -> None:
     """The join code, large; the student link and its QR code; the host students use."""
     st.caption(t("live.code"))
-    st.markdown(f"<p class='al-join-code'>{' '.join(code)}</p>", unsafe_allow_html=True)  # the alphabet: no markup
+    st.markdown(f"<p class='al-join-code'>{code}</p>", unsafe_allow_html=True)  # the alphabet: no markup
     student_link = f"{link.public_url(KEYS.host)}?{URL_CLASS}={code}"
     st.code(student_link, language=None, wrap_lines=True)
     qr_with_host(student_link, key=KEYS.qr, host_key=KEYS.host, caption=t("live.qr"))
@@ -287,7 +288,8 @@ def chart(q: dict, tally: dict, revealed: bool) -> None:
         if revealed:
             data.append({"type": "bar", "x": keys, "y": q["row"], "name": t("live.chart.model"), "marker": {"color": ORANGE,
                          "pattern": {"shape": "/"}}})
-        words = ", ".join(f"{k} {w:.2f}" for k, w in zip(keys, tally["mean_row"], strict=True)) or t("live.nobody")
+        words = ", ".join(f"{k} {w:.2f}" for k, w in zip(keys, tally["mean_row"], strict=True)) \
+            if tally["mean_row"] else t("live.nobody")
     counts = {"rangemode": "tozero", "dtick": 1, "tickformat": "d"} if q["kind"] != "row" else {"range": [0, 1]}
     fig = line_figure(data, {"barmode": "group", "yaxis": counts}, height=260)
     show_chart(fig, key=state.item(KEYS.answer, "chart"), title=prompt(q), alt=t("live.chart.alt", words=words))
@@ -335,7 +337,7 @@ def answer_form(code: str, sid: str, q: dict) -> None:
             st.caption(t("live.your.row"))
             cols = st.columns(min(len(keys), 4))
             for i, k in enumerate(keys):
-                cols[i % len(cols)].number_input(k, 0.0, 1.0, round(1 / len(keys), 2), 0.05,
+                cols[i % len(cols)].number_input(k, 0.0, 10.0, round(1 / len(keys), 2), 0.05,
                                                  key=state.item(KEYS.answer, q["id"], i))
         st.form_submit_button(t("live.send"), on_click=on_answer, args=(code, sid, q), type="primary")
 

@@ -165,13 +165,12 @@ def question(qid: str, kind: str, lt, query: int, key: int = 0) -> dict:
     """A question about query ``query`` of a scenario's numbers ``lt`` (a ``LessonTrace``: weights (n_q, n_k),
     row convention), with its right answer: the keys of the largest weight (``top``), α_qk (``alpha``),
     the whole row (``row``)."""
-    if kind not in KINDS:
+    if kind not in KINDS or not 0 <= query < lt.weights.shape[0] or not 0 <= key < lt.weights.shape[1]:
         raise Refused("bad_question")
     row = [float(w) for w in lt.weights[query].tolist()]  # (n_k,)
-    if not 0 <= key < len(row):
-        raise Refused("bad_question")
     best = max(row)
-    return {"id": qid, "kind": kind, "query": int(query), "key": int(key), "q_token": lt.q_tokens[query], "q_tokens": list(lt.q_tokens),
+    return {"id": qid, "kind": kind, "query": int(query), "key": int(key), "q_token": lt.q_tokens[query],
+            "q_tokens": list(lt.q_tokens),
             "k_tokens": list(lt.k_tokens), "row": row, "top": [i for i, w in enumerate(row) if best - w < 1e-6],
             "alpha": row[key]}
 

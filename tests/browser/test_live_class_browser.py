@@ -1,7 +1,8 @@
 """Real browser, real server: a live class. A teacher (1280×720, the projector) and three students (390×844, phones),
 each in a browser context of its own: they join, follow the teacher, answer, see the reveal; the dashboard counts
 them without a reload; names are hidden on the projector and never reach another student's page; the export and
-the end of the class, after which the class's rows are gone from the store the server used."""
+the end of the class, after which the class's rows are gone from the store the server used. axe finds nothing
+serious on the dashboard or on a phone with a question open."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from attention_lab.live.store import open_store
 from ui import state
 from ui.state import css_class as css
 
+from .a11y_audit import audit, grown
 from .conftest import ARTIFACTS, settled, wait_idle
 from .helpers import download
 
@@ -94,6 +96,10 @@ def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
             page.get_by_role("button", name="Send").click()
             _text(page, "Your answer is in.")
         _text(teacher, "3 of 3 students answered.")
+        for page in (teacher, students[0]):  # WCAG 2.2 AA: the projector's dashboard and a phone with a question
+            settled(page)
+            own, streamlit = audit(page)
+            assert not own and not grown(streamlit), (own, grown(streamlit))
         teacher.screenshot(path=str(ARTIFACTS / "live-class-teacher-1280x720.png"), full_page=True)
         students[0].screenshot(path=str(ARTIFACTS / "live-class-student-390x844.png"), full_page=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -28,12 +29,11 @@ def nginx_binary() -> str | None:
     return "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
 
 
-@pytest.fixture(scope="module")
-def replicas(tmp_path_factory):
-    """Two `streamlit run app.py` servers, as the deployment runs them (headless, no file watcher):
-    bench.serve.Server objects (port, proc, log, url, addr)."""
-    logs = tmp_path_factory.mktemp("replicas")
-    started = [serve.start(log=logs / f"replica-{i}.log") for i in range(2)]
+@contextlib.contextmanager
+def two_replicas(logs: Path, env: dict | None = None):
+    """Two `streamlit run app.py` servers, as the deployment runs them (headless, no file watcher), with ``env``
+    added to their environment: bench.serve.Server objects (port, proc, log, url, addr)."""
+    started = [serve.start(log=logs / f"replica-{i}.log", env=env) for i in range(2)]
     try:
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(lambda r: r.wait(90), started))
@@ -41,6 +41,12 @@ def replicas(tmp_path_factory):
     finally:
         for r in started:
             r.stop()
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory):
+    with two_replicas(tmp_path_factory.mktemp("replicas")) as started:
+        yield started
 
 
 @dataclass

@@ -56,10 +56,10 @@ def test_a_teacher_starts_a_class_and_students_join_it():
     t, code = teacher()
     key = param(t, "key")
     assert classes.read_code(code) == code and len(key) >= 22
-    assert " ".join(code) in texts(t)  # the join code, large
+    assert f"<p class='al-join-code'>{code}</p>" in texts(t)  # the join code, large
     a = student(code, "<b>Ada</b>")
     assert "<b>Ada</b>" in h.shown(texts(a)) and code in texts(a)
-    b = student(code.lower(), "Bo")  # typed in lower case: the same class
+    student(code.lower(), "Bo")  # typed in lower case: the same class
     t.run()
     assert t.metric[0].value == "2"
     assert "Ada" in texts(t) and "Bo" in texts(t)
@@ -180,3 +180,25 @@ def test_ending_the_class_deletes_it_and_sends_the_students_home():
     a.run()
     assert any("no class with this code" in i.value for i in a.info)
     assert [b for b in a.button if b.key == KEYS.send]  # the join form again
+
+
+def test_an_estimate_and_a_spread_row_are_answered_on_the_phone():
+    t, code = teacher()
+    a = student(code, "Ada")
+    t.radio(key=KEYS.kind).set_value("alpha").run()
+    t.selectbox(key=KEYS.key).set_value(2).run()
+    ask(t, "alpha", 1)
+    a.run()
+    a.slider(key=state.item(KEYS.answer, "q1")).set_value(0.25)
+    a.button[[x.label for x in a.button].index("Send")].click().run()
+    h.no_errors(a)
+    ask(t, "row", 0)
+    a.run()
+    for i, v in enumerate((2.0, 1.0, 1.0, 0.0)):
+        a.number_input(key=state.item(KEYS.answer, "q2", i)).set_value(v)
+    a.button[[x.label for x in a.button].index("Send")].click().run()
+    h.no_errors(a)
+    rows = {r["qid"]: r["value"] for r in compute.class_store().answers(code)}
+    assert rows == {"q1": 0.25, "q2": [0.5, 0.25, 0.25, 0.0]}
+    q1 = compute.class_store().record(code)["asked"][0]
+    assert (q1["query"], q1["key"]) == (1, 2)

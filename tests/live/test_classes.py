@@ -102,6 +102,8 @@ def test_the_right_answers_are_the_weights_the_model_computes(lt):
         cl.question("q", "alpha", lt, 0, len(lt.k_tokens))
     with pytest.raises(cl.Refused):
         cl.question("q", "guess", lt, 0)
+    with pytest.raises(cl.Refused):  # the scenario changed under the teacher's choice
+        cl.question("q", "top", lt, len(lt.q_tokens))
 
 
 def test_answers_are_graded_against_the_model(lt):

@@ -51,8 +51,8 @@ div[data-testid="stMetricValue"] {font-size: 1.4rem;}
 .stMainBlockContainer {padding-top: 2.2rem; padding-left: 2.5rem; padding-right: 2.5rem;}
 h1 {font-size: 2.1rem !important; padding-top: 0.2rem !important; padding-bottom: 0.4rem !important;}
 /* a live class's join code, read from the back of the room */
-.stMarkdown p.al-join-code {font-family: "Source Code Pro", ui-monospace, monospace; font-size: 3.4rem !important;
-  font-weight: 700; letter-spacing: 0.12em; line-height: 1.1; margin: 0 0 0.4rem 0; color: inherit;}
+.stMarkdown p.al-join-code {font-family: "Source Code Pro", ui-monospace, monospace; font-size: 2.8rem !important;
+  font-weight: 700; letter-spacing: 0.14em; white-space: nowrap; line-height: 1.1; margin: 0 0 0.4rem 0; color: inherit;}
 </style>
 """
 
