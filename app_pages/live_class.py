@@ -202,7 +202,7 @@ def closing(code: str) -> None:
 
 
 def dashboard(code: str, key: str) -> None:
-    st.session_state[KEYS.version] = live.store().version(code)
+    live.seen(code, teacher=True)
     try:
         record = classes.live_record(live.store(), code, now())
     except classes.Refused:
@@ -210,7 +210,7 @@ def dashboard(code: str, key: str) -> None:
         st.info(t("live.err.no_class"))
         return
     link.add({URL_CLASS: code, URL_KEY: key}, scenario=False)
-    live.watch(code, live.TEACHER_POLL_S)
+    live.watch(code, live.TEACHER_POLL_S, teacher=True)
     students, rows = live.store().students(code), live.store().answers(code)
     st.caption(t("live.teacher.private"))
     left, right = st.columns([1, 2], gap="large")  # the projector: the code and the class's answers in view
@@ -344,14 +344,26 @@ def answer_form(code: str, sid: str, q: dict) -> None:
 
 def student(seat: tuple) -> None:
     code, sid, name = seat
-    try:
-        record = classes.live_record(live.store(), code, now())
-    except classes.Refused:
-        return
     link.add({URL_CLASS: code}, scenario=False)
     c1, c2 = st.columns([4, 1], vertical_alignment="center")
     c1.markdown(t("live.you", code=code, name=md(name)))
     c2.button(t("live.leave"), key=KEYS.leave, on_click=live.leave)
+    question_part(code, sid)
+
+
+@st.fragment
+def question_part(code: str, sid: str) -> None:
+    """The question on the student's screen and the answer form: sending an answer reruns this part alone (forty
+    phones answering at once cost the server forty small runs, not forty pages)."""
+    page.boundary(lambda: question_view(code, sid))
+
+
+def question_view(code: str, sid: str) -> None:
+    page.show_problems(st.session_state.pop(KEYS.messages, []))
+    try:
+        record = classes.live_record(live.store(), code, now())
+    except classes.Refused:
+        return
     q = record["question"]
     if q is None:
         st.info(t("live.wait"))

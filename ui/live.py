@@ -3,8 +3,9 @@
 the exercises a seated student checks, reported to the class.
 
 Live without reloading: a seated student's every page (and the teacher's dashboard) holds a small fragment
-that reruns every few seconds and reads one number, the class's version in the store. Only when it changed
-does the page run again, from the store: nothing is drawn or sent while nothing changed."""
+that reruns every few seconds and reads one number in the store (a student: the version of the teacher's record;
+the dashboard: the class's version, bumped by every write). Only when it changed does the page run again, from the
+store: nothing is drawn or sent while nothing changed."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from .widgets.assets import ASSETS, SILENT_LIB
 
 KEYS = state.LIVE
 log = logging.getLogger(__name__)
-STUDENT_POLL_S = 2.0  # a student's page checks the class's version this often (follow me: within ~3 s)
+STUDENT_POLL_S = 2.0  # a student's page checks the teacher's record this often (follow me: ~3–4 s for 40, BENCHMARKS.md)
 TEACHER_POLL_S = 1.0  # the dashboard: an answer shows within ~2 s
 _SEAT = st.components.v2.component("attention_lab_seat",
                                    js=SILENT_LIB + (ASSETS / "seat.js").read_text(encoding="utf-8"))
@@ -79,18 +80,28 @@ def keeper() -> None:
     _SEAT(data=data, key=KEYS.keeper, on_seat_change=_restored)
 
 
-def watch(code: str, every: float) -> None:
-    """The cheap check: every ``every`` s, the class's version; the page runs again only when it changed."""
+def watch(code: str, every: float, *, teacher: bool = False) -> None:
+    """The cheap check: every ``every`` s, one number of the class; the page runs again only when it changed. A
+    student's page reads the record's version (the teacher's changes), the dashboard the class's (every write)."""
     def check() -> None:
         try:
-            version = store().version(code)
+            version = versions(code, teacher=teacher)
         except Exception:  # noqa: BLE001 — a store that is away for a moment: the next check tries again
             log.warning("class store unreachable", exc_info=True)
             return
-        if version != st.session_state.get(KEYS.version):
+        if version != st.session_state.get(KEYS.teacher_version if teacher else KEYS.version):
             st.rerun(scope="app")
 
     st.fragment(check, run_every=every)()
+
+
+def versions(code: str, *, teacher: bool = False) -> int | None:
+    return store().version(code) if teacher else store().record_version(code)
+
+
+def seen(code: str, *, teacher: bool = False) -> None:
+    """The number this run drew from (the check compares with it)."""
+    st.session_state[KEYS.teacher_version if teacher else KEYS.version] = versions(code, teacher=teacher)
 
 
 def frame() -> bool:
@@ -101,7 +112,7 @@ def frame() -> bool:
     if seat is None:
         return False
     try:
-        st.session_state[KEYS.version] = store().version(seat[0])
+        seen(seat[0])
         record = classes.live_record(store(), seat[0], now())
     except classes.Refused:
         leave()

@@ -4,7 +4,8 @@ A class is three things under its join code, and nothing else: its record (the t
 pacing, the question on screen, …, a JSON object the teacher's session writes), its students (id →
 nickname, join time, the times of their last answers) and its answers ((question, student) → value,
 right or wrong, time). Every write bumps the class's **version**, a number a session reads cheaply to
-know whether anything changed since it last drew.
+know whether anything changed since it last drew; the teacher's own changes (the record) also bump its
+**record version**, which is all a student's page needs to watch (another student's answer changes nothing there).
 
 * :class:`SQLiteStore`: the default, a file (WAL mode: one writer and many readers across threads and
   processes on one machine), a connection per thread.
@@ -38,6 +39,7 @@ class Store(Protocol):
     def record(self, code: str) -> dict | None: ...
     def put_record(self, code: str, record: dict) -> None: ...
     def version(self, code: str) -> int | None: ...
+    def record_version(self, code: str) -> int | None: ...
     def join(self, code: str, sid: str, student: dict) -> None: ...
     def students(self, code: str) -> dict[str, dict]: ...
     def answer(self, code: str, qid: str, sid: str, row: dict) -> None: ...
@@ -49,7 +51,7 @@ class Store(Protocol):
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes (code TEXT PRIMARY KEY, record TEXT NOT NULL, version INTEGER NOT NULL,
-                                    expires REAL NOT NULL);
+                                    expires REAL NOT NULL, rversion INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, sid TEXT NOT NULL, student TEXT NOT NULL,
                                      PRIMARY KEY (code, sid));
 CREATE TABLE IF NOT EXISTS answers (code TEXT NOT NULL, qid TEXT NOT NULL, sid TEXT NOT NULL, row TEXT NOT NULL,
@@ -80,7 +82,7 @@ class SQLiteStore:
 
     def create(self, code: str, record: dict, expires: float) -> bool:
         with self._db() as db:
-            got = db.execute("INSERT OR IGNORE INTO classes VALUES (?, ?, 1, ?)", (code, json.dumps(record), expires))
+            got = db.execute("INSERT OR IGNORE INTO classes VALUES (?, ?, 1, ?, 1)", (code, json.dumps(record), expires))
             return got.rowcount == 1
 
     def record(self, code: str) -> dict | None:
@@ -90,11 +92,17 @@ class SQLiteStore:
 
     def put_record(self, code: str, record: dict) -> None:
         with self._db() as db:
-            db.execute("UPDATE classes SET record = ?, version = version + 1 WHERE code = ?", (json.dumps(record), code))
+            db.execute("UPDATE classes SET record = ?, version = version + 1, rversion = rversion + 1 WHERE code = ?",
+                       (json.dumps(record), code))
 
     def version(self, code: str) -> int | None:
         with self._db() as db:
             row = db.execute("SELECT version FROM classes WHERE code = ?", (code,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def record_version(self, code: str) -> int | None:
+        with self._db() as db:
+            row = db.execute("SELECT rversion FROM classes WHERE code = ?", (code,)).fetchone()
         return None if row is None else int(row[0])
 
     def _bump(self, db, code: str) -> bool:
@@ -178,7 +186,7 @@ class RedisStore:
         main, *_ = self._keys(code)
         if not self.r.hsetnx(main, "record", json.dumps(record)):
             return False
-        self.r.hset(main, mapping={"version": 1, "expires": expires})
+        self.r.hset(main, mapping={"version": 1, "rversion": 1, "expires": expires})
         self.r.expireat(main, int(expires) + 1)
         return True
 
@@ -194,10 +202,15 @@ class RedisStore:
         main, *_ = self._keys(code)
         if self.r.exists(main):
             with self.r.pipeline() as p:
-                p.hset(main, "record", json.dumps(record)).hincrby(main, "version", 1).execute()
+                p.hset(main, "record", json.dumps(record)).hincrby(main, "version", 1).hincrby(main, "rversion", 1)
+                p.execute()
 
     def version(self, code: str) -> int | None:
         got = self.r.hget(self._keys(code)[0], "version")
+        return None if got is None else int(got)
+
+    def record_version(self, code: str) -> int | None:
+        got = self.r.hget(self._keys(code)[0], "rversion")
         return None if got is None else int(got)
 
     def _write(self, code: str, key: str, field: str, value: dict) -> None:

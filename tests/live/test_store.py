@@ -44,14 +44,16 @@ def test_what_is_written_is_read_back_and_every_write_bumps_the_version(where):
     assert s.version("ABC234") == 1
     s.put_record("ABC234", {"teacher": "h", "x": 2})
     assert s.record("ABC234")["x"] == 2 and s.version("ABC234") == 2
+    assert s.record_version("ABC234") == 2
     s.join("ABC234", "sid-one-1", {"name": "Ada"})
     s.join("ABC234", "sid-two-2", {"name": "<b>Bo</b>"})
     assert s.version("ABC234") == 4
+    assert s.record_version("ABC234") == 2  # students joining: not the teacher's change
     assert s.students("ABC234") == {"sid-one-1": {"name": "Ada"}, "sid-two-2": {"name": "<b>Bo</b>"}}
     s.answer("ABC234", "q1", "sid-one-1", {"value": 1, "right": True, "at": 10.0})
     s.answer("ABC234", "q1", "sid-one-1", {"value": 2, "right": False, "at": 11.0})  # the last answer counts
     s.answer("ABC234", "q1", "sid-two-2", {"value": 0, "right": False, "at": 10.5})
-    assert s.version("ABC234") == 7
+    assert s.version("ABC234") == 7 and s.record_version("ABC234") == 2
     assert [(r["sid"], r["value"]) for r in s.answers("ABC234")] == [("sid-two-2", 0), ("sid-one-1", 2)]
     assert s.codes(now=1e9) == ["ABC234"]
 

@@ -4,6 +4,7 @@ shown in its column with a full-screen view (assets/components/qr.js)."""
 from __future__ import annotations
 
 import base64
+import functools
 import io
 
 import qrcode
@@ -21,8 +22,9 @@ _QR_COMPONENT = st.components.v2.component(
     css=(ASSETS / "qr.css").read_text(encoding="utf-8"))
 
 
+@functools.lru_cache(maxsize=32)  # ≤ 32 codes of ≤ ~20 KB: a long lesson link's code takes ~120 ms to draw
 def qr_png(link: str) -> bytes | None:
-    """PNG bytes of the link's QR code, or None when the link is too long for one code."""
+    """PNG bytes of the link's QR code, or None when the link is too long for one code (the last 32 kept)."""
     data = link.encode("utf-8")
     if len(data) > MAX_LINK:
         return None
