@@ -9,6 +9,8 @@ URL: ``class=<join code>`` (a student link) and ``key=<teacher key>`` (the teach
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
 from attention_lab import scenario, tutorial
@@ -23,6 +25,7 @@ from ui.widgets.layout import token_labels
 from ui.widgets.qr import qr_with_host
 
 KEYS = state.LIVE
+log = logging.getLogger(__name__)
 URL_CLASS, URL_KEY = "class", "key"
 ROW_MAX_KEYS = 12  # a "spread 1.0" question asks one number per key: at most this many on a phone
 BLUE, ORANGE = "#2563eb", "#f97316"  # the class, the model (colour-vision safe; each also named in the legend)
@@ -35,6 +38,17 @@ def say(kind: str, key: str, **values) -> None:
 
 def refused(err: classes.Refused) -> None:
     say("error", f"live.err.{err.reason}", n=classes.MAX_STUDENTS, m=classes.MAX_CLASSES)
+
+
+def safely(callback):
+    """A button's callback (it runs before the page, outside its error boundary): a store that fails says so."""
+    def run(*args, **kwargs):
+        try:
+            callback(*args, **kwargs)
+        except Exception:  # noqa: BLE001 — the class's store away or broken: a message, never a traceback
+            log.exception("class store failed in %s", callback.__name__)
+            say("error", "live.err.store")
+    return run
 
 
 def from_url(problems: list) -> None:
@@ -56,6 +70,7 @@ def from_url(problems: list) -> None:
 
 
 # ---------------------------------------------------------------------------- joining and starting
+@safely
 def on_join() -> None:
     code = classes.read_code(st.session_state.get(KEYS.code) or "")
     if code is None:
@@ -69,6 +84,7 @@ def on_join() -> None:
     live.sit(code, sid, name)
 
 
+@safely
 def on_start() -> None:
     try:
         st.session_state[KEYS.teacher] = classes.start(live.store(), now())
@@ -93,6 +109,7 @@ def lobby() -> None:
 
 
 # ---------------------------------------------------------------------------- the teacher
+@safely
 def change(code: str, **changes) -> None:
     """Write the teacher's change into the class's record (every student's screen follows)."""
     try:
@@ -102,10 +119,12 @@ def change(code: str, **changes) -> None:
     live.store().put_record(code, record | changes)
 
 
+@safely
 def on_flag(code: str, name: str, widget: str) -> None:
     change(code, **{name: bool(st.session_state.get(widget))})
 
 
+@safely
 def on_follow(code: str) -> None:
     target = st.session_state.get(KEYS.target) or "free"
     if target == "free":
@@ -120,6 +139,7 @@ def teacher_scenario() -> dict:
     return ss.values() | {"matrices": ss.kept_matrices(), "seed": int(settings.get("seed"))}
 
 
+@safely
 def on_ask(code: str, record: dict) -> None:
     kind = st.session_state.get(KEYS.kind) or "top"
     q_at = int(st.session_state.get(KEYS.query) or 0)
@@ -137,6 +157,7 @@ def on_ask(code: str, record: dict) -> None:
     change(code, follow={"page": "live_class"})  # students come to the class page to answer
 
 
+@safely
 def on_end(code: str) -> None:
     classes.end(live.store(), code)
     st.session_state.pop(KEYS.teacher, None)
@@ -313,6 +334,7 @@ def exercises(record: dict, students: dict, rows: list[dict]) -> None:
 
 
 # ---------------------------------------------------------------------------- a student
+@safely
 def on_answer(code: str, sid: str, q: dict) -> None:
     if q["kind"] == "row":
         value = [st.session_state.get(state.item(KEYS.answer, q["id"], i)) or 0.0 for i in range(len(q["row"]))]

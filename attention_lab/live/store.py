@@ -66,7 +66,11 @@ class SQLiteStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._conn().executescript(_SCHEMA)
+        db = self._conn()
+        db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(classes)")}
+        if "rversion" not in columns:  # a file written before the record's own version
+            db.execute("ALTER TABLE classes ADD COLUMN rversion INTEGER NOT NULL DEFAULT 1")
 
     def _db(self) -> _Tx:
         return _Tx(self._conn())

@@ -202,3 +202,13 @@ def test_an_estimate_and_a_spread_row_are_answered_on_the_phone():
     assert rows == {"q1": 0.25, "q2": [0.5, 0.25, 0.25, 0.0]}
     q1 = compute.class_store().record(code)["asked"][0]
     assert (q1["query"], q1["key"]) == (1, 2)
+
+
+def test_a_store_that_cannot_be_opened_gets_a_message_not_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_LAB_STORE", str(tmp_path))  # a folder, not a file: SQLite cannot open it
+    compute.class_store.clear()
+    at = h.page(PAGE)
+    at.button(key=KEYS.start).click().run()
+    assert not at.exception
+    assert any("cannot be reached" in e.value for e in at.error)
+    assert [b for b in at.button if b.key == KEYS.start]  # the lobby stays

@@ -139,3 +139,21 @@ def test_sqlite_survives_a_restart(tmp_path):
     before.answer("ABC234", "q1", "sid-one-1", {"value": 1, "right": True, "at": 1.0})
     after = SQLiteStore(path)
     assert after.record("ABC234") == {"teacher": "h"} and len(after.answers("ABC234")) == 1
+
+
+def test_a_file_from_before_the_record_version_opens_and_works(tmp_path):
+    """A server upgraded over an older file: the missing column is added, the classes kept."""
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript("""CREATE TABLE classes (code TEXT PRIMARY KEY, record TEXT NOT NULL, version INTEGER NOT NULL,
+                                           expires REAL NOT NULL);
+                        INSERT INTO classes VALUES ('OLD234', '{"teacher": "h"}', 5, 2e9);""")
+    db.commit()
+    db.close()
+    s = SQLiteStore(path)
+    assert s.record("OLD234") == {"teacher": "h"} and s.version("OLD234") == 5 and s.record_version("OLD234") == 1
+    assert s.create("NEW234", {"teacher": "h"}, expires=2e9)
+    s.put_record("OLD234", {"teacher": "h", "x": 1})
+    assert s.record_version("OLD234") == 2
