@@ -48,8 +48,8 @@ def test_compose_and_kubernetes_manifests_agree():
     assert proxy["depends_on"]["app"]["condition"] == "service_healthy"
     assert "server app:8501 " in NGINX_SITE.read_text(encoding="utf-8"), "nginx.conf must point at the compose service"
 
-    k8s = {doc["kind"]: doc for f in sorted((DEPLOY / "k8s").glob("*.yaml"))
-           for doc in yaml.safe_load_all(f.read_text(encoding="utf-8")) if doc}
+    docs = [doc for f in sorted((DEPLOY / "k8s").glob("*.yaml")) for doc in yaml.safe_load_all(f.read_text("utf-8")) if doc]
+    k8s = {doc["kind"]: doc for doc in docs if doc.get("metadata", {}).get("name", "attention-lab") == "attention-lab"}
     kustomized = set(k8s["Kustomization"]["resources"])
     assert kustomized == {f.name for f in (DEPLOY / "k8s").glob("*.yaml")} - {"kustomization.yaml"}
     dep, svc, ing = k8s["Deployment"], k8s["Service"], k8s["Ingress"]
@@ -66,6 +66,15 @@ def test_compose_and_kubernetes_manifests_agree():
     assert {"cpu", "memory"} <= res["requests"].keys() and "memory" in res["limits"]
     assert dep["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
     assert [p["targetPort"] for p in svc["spec"]["ports"]] == ["http"]
+
+    # the live classes: every replica on one Redis (compose's service "redis", the k8s Service attention-lab-redis)
+    assert app["environment"]["ATTN_LAB_STORE"] == "redis://redis:6379/0" and "redis" in compose["services"]
+    store = {e["name"]: e["value"] for e in container["env"]}["ATTN_LAB_STORE"]
+    redis = {(d["kind"], d.get("metadata", {}).get("name")): d for d in docs}
+    redis_svc = redis[("Service", "attention-lab-redis")]
+    assert store == f"redis://{redis_svc['metadata']['name']}:{redis_svc['spec']['ports'][0]['port']}/0"
+    redis_pods = redis[("Deployment", "attention-lab-redis")]["spec"]["template"]["metadata"]["labels"]
+    assert redis_svc["spec"]["selector"].items() <= redis_pods.items(), "the Redis Service selects no Redis pod"
 
     notes = ing["metadata"]["annotations"]
     assert ing["spec"]["ingressClassName"] == "nginx"
