@@ -35,6 +35,9 @@ CONTROLS = ("[data-testid=stMain] [data-testid=stTextInput] input:visible",
 INSTEAD = {"playground": "pg.tokens", "self_vs_cross": "pg.tokens"}
 NOT_KEPT = {
     "home": "no input: the map of pages and where to start",
+    "live_class": "its first inputs are the join form (a code and a nickname typed once); what a class keeps is kept "
+                  "by the store and the browser: a joined student's seat (seat.js) and the teacher's link "
+                  "(tests/deploy/test_live_class_replicas.py, tests/live/test_server_restart.py)",
 }
 FOLDED = ("shared.numbers",)  # pages whose only inputs are folded away: the shared numbers, opened first
 FOLDED_PAGES: set[str] = set()  # filled as pages are found to need it
