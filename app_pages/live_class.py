@@ -197,13 +197,14 @@ def where(target: dict | None, lang: str) -> str:
 
 def asking(code: str, record: dict) -> None:
     """Ask from the scenario on screen: which kind, about which query (and key)."""
-    lt = tutorial.scenario_trace(teacher_scenario(), seed=int(settings.get("seed")))
-    q_labels, k_labels = token_labels(lt.q_tokens), token_labels(lt.k_tokens)
+    # the scenario's tokens through the cached call the question itself will use (the dashboard reruns often)
+    shown = compute.class_question("q0", "top", teacher_scenario(), int(settings.get("seed")), 0, 0)
+    q_labels, k_labels = token_labels(shown["q_tokens"]), token_labels(shown["k_tokens"])
     st.radio(t("live.ask.kind"), classes.KINDS, key=KEYS.kind, format_func=labeller("live.kind."))
     st.selectbox(t("live.ask.query"), range(len(q_labels)), key=KEYS.query, format_func=lambda i: q_labels[i])
     if st.session_state.get(KEYS.kind) == "alpha":
         st.selectbox(t("live.ask.key"), range(len(k_labels)), key=KEYS.key, format_func=lambda i: k_labels[i])
-    st.caption(t("live.ask.from", tokens=md(" ".join(lt.k_tokens))))
+    st.caption(t("live.ask.from", tokens=md(" ".join(shown["k_tokens"]))))
     c1, c2 = st.columns(2)
     c1.button(t("live.ask.go"), key=KEYS.ask, on_click=on_ask, args=(code, record), type="primary")
     c2.button(t("live.reveal"), key=KEYS.reveal, on_click=change, args=(code,), kwargs={"revealed": True},
