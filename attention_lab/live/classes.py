@@ -10,6 +10,10 @@ teacher's screen, by core (``attention_lab.tutorial.scenario_trace``: ``scenario
 * ``alpha``: estimate α_qk (answer: a number in [0, 1]; right: within :data:`ALPHA_TOLERANCE`)
 * ``row``: spread 1.0 over the keys of query q (answer: one number ≥ 0 per key, scaled to sum to 1;
   right: every key within :data:`ROW_TOLERANCE` of the model's weight)
+
+A student's **work** is the scenario on their Playground (its link's parameters and the seed), kept with the
+student as they change it (:func:`save_work`). The teacher looks at it and may **show** a copy of it to the class
+(:func:`show_work`): the copy is frozen at that moment and carries no name.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ RATE_WINDOW_S, RATE_MAX = 1.0, 2  # at most 2 answers a second from one student
 ALPHA_TOLERANCE = 0.05
 ROW_TOLERANCE = 0.10
 KINDS = ("top", "alpha", "row")
+WORK_MAX_BYTES = 8_000  # a student's scenario as kept: a link's parameters (scenario.LINK_BYTES) and a little more
 EXERCISE_PREFIX = "ex:"
 
 
@@ -106,9 +111,10 @@ def blank_record(teacher_key: str, now: float, expires: float) -> dict:
     """A new class's record: the teacher key's hash, when it started and ends, the pacing (paused,
     ``follow``: None for free, ``{"page": "tutorial", "lesson": id}`` or ``{"page": "playground", "query": {…}}``),
     the question on screen (None or a question, :func:`question`), whether its answer is revealed, whether
-    the projector shows names, and every question asked (for the export)."""
+    the projector shows names, every question asked (for the export), and the student work shown to the class
+    (None or a nameless copy, :func:`show_work`)."""
     return {"teacher": _hash(teacher_key), "created": now, "expires": expires, "paused": False, "follow": None,
-            "question": None, "revealed": False, "anonymous": False, "asked": []}
+            "question": None, "revealed": False, "anonymous": False, "asked": [], "shown": None}
 
 
 def start(store, now: float) -> tuple[str, str]:
@@ -151,7 +157,7 @@ def join(store, code: str, sid: str, nickname: str, now: float) -> str:
     if sid not in students and len(students) >= MAX_STUDENTS:
         raise Refused("class_full")
     before = students.get(sid, {})
-    store.join(code, sid, {"name": name, "joined": before.get("joined", now), "stamps": before.get("stamps", [])})
+    store.join(code, sid, before | {"name": name, "joined": before.get("joined", now), "stamps": before.get("stamps", [])})
     return name
 
 
@@ -244,6 +250,46 @@ def report_exercise(store, code: str, sid: str, exercise_id: str, ok: bool, why:
     store.join(code, sid, student)
     store.answer(code, EXERCISE_PREFIX + exercise_id, sid, {"value": str(shown)[:80], "right": bool(ok),
                                                           "why": str(why)[:80], "at": now})
+
+
+# ---------------------------------------------------------------------------- a student's work
+def read_work(query, seed) -> dict | None:
+    """A scenario as kept: its link's parameters (names and values: short strings) and its seed, or None when
+    it is not one or is over :data:`WORK_MAX_BYTES` (the store keeps nothing a link could not carry)."""
+    if not isinstance(query, dict) or isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in query.items()):
+        return None
+    if sum(len(k) + len(v) + 2 for k, v in query.items()) > WORK_MAX_BYTES:
+        return None
+    return {"query": dict(query), "seed": seed}
+
+
+def save_work(store, code: str, sid: str, query: dict, seed: int, now: float) -> None:
+    """Keep the student's current scenario (the Playground's) with the student. Refused ``not_joined``, ``no_class``,
+    ``work_big`` (not a scenario, or too large to keep)."""
+    live_record(store, code, now)
+    work = read_work(query, seed)
+    if work is None:
+        raise Refused("work_big")
+    student = store.students(code).get(sid)
+    if student is None:
+        raise Refused("not_joined")
+    store.join(code, sid, student | {"work": work | {"at": now}})
+
+
+def show_work(store, code: str, sid: str | None, now: float) -> None:
+    """Show a copy of a student's work to the class, frozen now and without the student's name (None: show
+    nothing). Refused ``no_work`` when the student has none."""
+    record = live_record(store, code, now)
+    if sid is None:
+        shown = None
+    else:
+        work = store.students(code).get(sid, {}).get("work")
+        if work is None:
+            raise Refused("no_work")
+        shown = {"query": work["query"], "seed": work["seed"], "at": now}
+    store.put_record(code, record | {"shown": shown})
 
 
 # ---------------------------------------------------------------------------- what the projector shows

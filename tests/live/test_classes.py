@@ -243,3 +243,39 @@ def test_past_the_limit_no_new_class_starts(store, monkeypatch):
     _class(store), _class(store)
     with pytest.raises(cl.Refused, match="too_many_classes"):
         _class(store)
+
+
+def test_a_students_work_is_kept_with_the_student_and_bounded(store):
+    code, _ = _class(store)
+    cl.join(store, code, "student-0001", "Ada", T0)
+    query = {"tokens": "the cat sat", "score": "scaled_dot"}
+    cl.save_work(store, code, "student-0001", query, 7, T0 + 5)
+    assert store.students(code)["student-0001"]["work"] == {"query": query, "seed": 7, "at": T0 + 5}
+    cl.join(store, code, "student-0001", "Ada L.", T0 + 9)  # a reload keeps the work
+    assert store.students(code)["student-0001"]["work"]["seed"] == 7
+    for bad_query, bad_seed in ((query, -1), (query, True), (query, 2**31), ({"x": 1}, 0), ([], 0),
+                                ({"x": "y" * cl.WORK_MAX_BYTES}, 0)):
+        assert cl.read_work(bad_query, bad_seed) is None
+        with pytest.raises(cl.Refused, match="work_big"):
+            cl.save_work(store, code, "student-0001", bad_query, bad_seed, T0 + 10)
+    with pytest.raises(cl.Refused, match="not_joined"):
+        cl.save_work(store, code, "student-0002", query, 0, T0 + 10)
+    with pytest.raises(cl.Refused, match="no_class"):
+        cl.save_work(store, "ABC234", "student-0001", query, 0, T0 + 10)
+
+
+def test_a_shown_work_is_a_nameless_copy_frozen_when_shown(store):
+    code, _ = _class(store)
+    cl.join(store, code, "student-0001", "Ada", T0)
+    cl.join(store, code, "student-0002", "Grace", T0)
+    with pytest.raises(cl.Refused, match="no_work"):
+        cl.show_work(store, code, "student-0002", T0 + 1)
+    cl.save_work(store, code, "student-0001", {"tokens": "a b"}, 3, T0 + 2)
+    cl.show_work(store, code, "student-0001", T0 + 3)
+    shown = store.record(code)["shown"]
+    assert shown == {"query": {"tokens": "a b"}, "seed": 3, "at": T0 + 3}
+    assert "Ada" not in repr(shown) and "student-0001" not in repr(shown)
+    cl.save_work(store, code, "student-0001", {"tokens": "c d"}, 4, T0 + 4)  # the student goes on working
+    assert store.record(code)["shown"]["query"] == {"tokens": "a b"}  # the class still sees the copy
+    cl.show_work(store, code, None, T0 + 5)
+    assert store.record(code)["shown"] is None
