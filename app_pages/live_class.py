@@ -21,6 +21,7 @@ from ui import scenario_state as ss
 from ui.i18n import current_lang, labeller, t
 from ui.text import md
 from ui.widgets.figures import line_figure, show_chart
+from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import token_labels
 from ui.widgets.qr import qr_with_host
 
@@ -131,7 +132,9 @@ def on_follow(code: str) -> None:
         return change(code, follow=None)
     if target == "playground":
         return change(code, follow={"page": "playground", "query": scenario.to_query(ss.values(), ss.kept_matrices())})
-    change(code, follow={"page": "tutorial", "lesson": target})
+    exercise = st.session_state.get(KEYS.exercise)
+    exercise = exercise if exercise in {ex.id for ex in tutorial.lesson(target).exercises} else None
+    change(code, follow={"page": "tutorial", "lesson": target, "exercise": exercise, "at": now()})  # again: again
 
 
 def teacher_scenario() -> dict:
@@ -181,8 +184,12 @@ def pacing(code: str, record: dict) -> None:
     lang = current_lang()
     targets = ["free", "playground", *(x.id for x in tutorial.LESSONS)]
     words = {"free": t("live.follow.free"), "playground": t("live.follow.playground")}
-    st.selectbox(t("live.follow"), targets, key=KEYS.target, help=t("live.follow.help"),
-                 format_func=lambda x: words.get(x) or tutorial.lesson_title(x, lang))
+    target = st.selectbox(t("live.follow"), targets, key=KEYS.target, help=t("live.follow.help"),
+                          format_func=lambda x: words.get(x) or tutorial.lesson_title(x, lang))
+    if target not in words:  # a lesson: the whole of it, or one of its exercises
+        numbered = {ex.id: n for n, ex in enumerate(tutorial.lesson(target).exercises, 1)}
+        st.selectbox(t("live.follow.exercise"), [None, *numbered], key=KEYS.exercise,
+                     format_func=lambda x: t("live.follow.exercise_n", n=numbered[x]) if x else t("live.follow.whole"))
     st.button(t("live.follow.go"), key=KEYS.follow, on_click=on_follow, args=(code,))
     st.caption(t("live.follow.now", where=where(record["follow"], lang)))
 
@@ -191,7 +198,10 @@ def where(target: dict | None, lang: str) -> str:
     if not target:
         return t("live.follow.free")
     if target.get("page") == "tutorial":
-        return tutorial.lesson_title(target["lesson"], lang)
+        title = tutorial.lesson_title(target["lesson"], lang)
+        numbered = {ex.id: n for n, ex in enumerate(tutorial.lesson(target["lesson"]).exercises, 1)}
+        ex = numbered.get(target.get("exercise"))
+        return f"{title} · {t('live.follow.exercise_n', n=ex)}" if ex else title
     return t(f"live.follow.{target.get('page')}")
 
 
@@ -240,6 +250,7 @@ def dashboard(code: str, key: str) -> None:
         join_panel(code)
     with right:
         results(record, students, rows)
+        shown_work(code, record, teacher=True)
     c1, c2, c3 = st.columns(3, gap="medium")
     with c1.expander(t("live.pacing"), expanded=True):
         pacing(code, record)
@@ -248,6 +259,8 @@ def dashboard(code: str, key: str) -> None:
     with c3.expander(t("live.closing")):
         closing(code)
     exercises(record, students, rows)
+    with st.expander(t("live.work")):
+        work_panel(code, record, students)
 
 
 # ---------------------------------------------------------------------------- what the projector shows
@@ -334,6 +347,53 @@ def exercises(record: dict, students: dict, rows: list[dict]) -> None:
         st.markdown(f"- {t('live.mistake', n=n, ex=md(ex))}: {md(tutorial.text(why, current_lang()))}")
 
 
+# ---------------------------------------------------------------------------- students' work
+@safely
+def on_show(code: str, sid: str | None) -> None:
+    try:
+        classes.show_work(live.store(), code, sid, now())
+    except classes.Refused as err:
+        refused(err)
+
+
+def work_map(work: dict, *, key: str) -> None:
+    """A student's scenario as its attention weights (a map with its text alternative), computed by core."""
+    try:
+        lt = compute.class_work(work["query"], work["seed"])
+    except ValueError as err:
+        st.warning(t("live.work.bad", detail=str(err)))
+        return
+    ql, kl = token_labels(lt.q_tokens), token_labels(lt.k_tokens)
+    st.caption(t("live.work.tokens", q=md(" ".join(lt.q_tokens)), k=md(" ".join(lt.k_tokens))))
+    show_heatmap(heatmap(lt.weights.numpy(), x_labels=kl, y_labels=ql, x_title=t("axis.key"), y_title=t("axis.query"),
+                         decimals=int(settings.get("precision")), sequential=True, title=t("live.work.weights")), key=key)
+
+
+def work_panel(code: str, record: dict, students: dict) -> None:
+    """Pick a student (by the projector's names) and see their Playground scenario, live; show a nameless copy."""
+    st.caption(t("live.work.help"))
+    names = classes.names(students, record["anonymous"], current_lang())
+    working = [s for s in names if students[s].get("work")]
+    if not working:
+        st.info(t("live.work.none"))
+        return
+    sid = st.selectbox(t("live.work.pick"), working, key=KEYS.look, format_func=lambda s: names.get(s, "?"))
+    work_map(students[sid]["work"], key=state.item(KEYS.look, "map"))
+    st.button(t("live.work.show"), key=KEYS.show, on_click=on_show, args=(code, sid), type="primary")
+
+
+def shown_work(code: str, record: dict, *, teacher: bool) -> None:
+    """The student work the teacher shows the class (a copy, no name): on the projector and on every phone."""
+    shown = record.get("shown")
+    if not shown:
+        return
+    st.subheader(t("live.work.shown"))
+    st.caption(t("live.work.shown.help"))
+    work_map(shown, key=state.item(KEYS.show, "map"))
+    if teacher:
+        st.button(t("live.work.hide"), key=KEYS.hide, on_click=on_show, args=(code, None))
+
+
 # ---------------------------------------------------------------------------- a student
 @safely
 def on_answer(code: str, sid: str, q: dict) -> None:
@@ -372,6 +432,10 @@ def student(seat: tuple) -> None:
     c1.markdown(t("live.you", code=code, name=md(name)))
     c2.button(t("live.leave"), key=KEYS.leave, on_click=live.leave)
     question_part(code, sid)
+    try:
+        shown_work(code, classes.live_record(live.store(), code, now()), teacher=False)
+    except classes.Refused:
+        pass
 
 
 @st.fragment

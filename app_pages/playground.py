@@ -10,7 +10,7 @@ import streamlit as st
 
 import core
 from attention_lab import scenario
-from ui import compute, export, link, page, settings, state, view
+from ui import compute, export, link, live, page, settings, state, view
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.i18n import labeller, t
@@ -290,6 +290,7 @@ def results() -> None:
     link.address_bar(current_query(v), key=KEYS.address)  # the link in the address bar, after every change
     if kept is None:
         return
+    live.share_work(scenario.to_query(ss.values(), ss.kept_matrices()), int(settings.get("seed")))  # in a class: to the teacher
     trace, tq, tk = kept
     dec = settings.get("precision")
     step_sentence(v, trace, token_labels(tq), token_labels(tk))

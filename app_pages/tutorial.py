@@ -22,6 +22,7 @@ from ui.i18n import current_lang, labeller, t
 from ui.inputs import Where, inputs, mask_controls
 from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import fill, md, shorts
+from ui.widgets.focus import bring_into_view
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import shape_badge
 from ui.widgets.rope import rope_views
@@ -422,10 +423,13 @@ def revealed(lesson: tut.Lesson, ex: tut.Exercise, lang: str) -> None:
         st.button(t("tu.apply"), key=state.item(KEYS.apply, ex.id), on_click=on_apply, args=(lesson.id, ex.id))
 
 
-def exercise_box(lesson: tut.Lesson, ex: tut.Exercise, n: int, lang: str) -> None:
-    """One exercise: prompt, answer, Check and Reveal, the feedback, the hint and the answer."""
+def exercise_box(lesson: tut.Lesson, ex: tut.Exercise, n: int, lang: str, *, asked: bool = False) -> None:
+    """One exercise: prompt, answer, Check and Reveal, the feedback, the hint and the answer (``asked``: the one
+    the teacher took the class to, said above its prompt)."""
     with st.container(border=True, key=state.item(KEYS.panel, "exercise", ex.id)):
         head = st.empty()  # filled last: a check in this run may have finished the exercise
+        if asked:
+            st.info(t("live.follow.asks", n=n), icon=":material/campaign:")
         st.markdown(say(ex.prompt_key, lang, **safe(dict(ex.prompt_values))))
         if ex.scenario:
             st.button(t("tu.setup"), key=state.item(KEYS.setup, ex.id), on_click=load,
@@ -475,8 +479,12 @@ def body() -> None:
             rope_panel(problems)
     with c_exercises:
         st.markdown(f"#### {t('tu.exercises')}")
+        asked = live.asked_exercise(lesson.id)  # in a class: the exercise the teacher took the class to
         for n, ex in enumerate(lesson.exercises, 1):
-            exercise_box(lesson, ex, n, lang)
+            exercise_box(lesson, ex, n, lang, asked=ex.id == (asked or {}).get("id"))
+        if asked:
+            bring_into_view(state.item(KEYS.panel, "exercise", asked["id"]), asked["token"],
+                            component_key=state.item(KEYS.panel, "focus"))
     with st.expander(t("tu.code"), icon=":material/code:"):
         code_panel(args, title=tut.lesson_title(lesson.id, lang), key_prefix=state.item(KEYS.panel, lesson.id),
                    tokens_q=inp.tq, tokens_k=inp.tk, file_stem=f"attention-lab-{lesson.id}")

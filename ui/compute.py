@@ -159,6 +159,18 @@ def class_question(qid: str, kind: str, state: dict, seed: int, query: int, key:
     return classes.question(qid, kind, tutorial.scenario_trace(state, seed=seed), query, key)
 
 
+@memo.cached(max_entries=64, ttl=HOUR)
+def class_work(query: dict, seed: int):
+    """A student's work (their Playground scenario's link parameters and seed) → its numbers, as the Playground
+    computes them (``attention_lab.tutorial.scenario_trace``: a LessonTrace, weights (n_q, n_k)).
+
+    Raises ValueError when core cannot compute the scenario."""
+    from attention_lab import scenario, tutorial
+
+    values, matrices, _ = scenario.from_query(query)
+    return tutorial.scenario_trace(values | {"matrices": matrices, "seed": seed}, seed=seed)
+
+
 # ------------------------------------------------------------------ seq2seq: shipped models, one training at a time
 @st.cache_resource(show_spinner=False)
 def seq2seq_queue() -> training.TrainingQueue:

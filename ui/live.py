@@ -154,6 +154,32 @@ def follow(target: dict | None) -> None:
         st.switch_page(nav.PAGE_BY_NAME["live_class"].file)
 
 
+def share_work(query: dict, seed: int) -> None:
+    """A seated student's Playground scenario (its link's parameters and the seed), kept with the student whenever it
+    changed: the teacher may look at it, and show a nameless copy to the class. Nothing is written while it stays."""
+    seat = current()
+    work = classes.read_work(query, seed) if seat else None
+    if work is None or work == st.session_state.get(KEYS.work):
+        return
+    try:
+        classes.save_work(store(), seat[0], seat[1], query, seed, now())
+    except classes.Refused:
+        return
+    except Exception:  # noqa: BLE001 — the store away for a moment: the next change tries again
+        log.warning("class store unreachable", exc_info=True)
+        return
+    st.session_state[KEYS.work] = work
+
+
+def asked_exercise(lesson_id: str) -> dict | None:
+    """The exercise of ``lesson_id`` the teacher took a seated student to (Follow me) → {"id": exercise id, "token":
+    what is new on each Follow me}, or None."""
+    target = st.session_state.get(KEYS.followed) if current() else None
+    if not target or target.get("page") != "tutorial" or target.get("lesson") != lesson_id or not target.get("exercise"):
+        return None
+    return {"id": target["exercise"], "token": f"{target['exercise']}@{target.get('at', 0)}"}
+
+
 def report(exercise_id: str, ok: bool, why: str, shown) -> None:
     """A seated student's checked exercise, to the class's grid (a refused report — too fast, class gone — is dropped)."""
     seat = current()

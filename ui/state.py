@@ -107,7 +107,8 @@ TRAINED_MODEL = _room("trained_model", "text preset layer head grid head_view he
 
 # ------------------------------------------------------------------ a live class (ui/live.py, app_pages/live_class.py)
 LIVE = _room("live", "seat version followed keeper teacher code nick join start kind query key ask reveal follow target "
-             "pause anonymous export end end_sure host qr answer send leave url_loaded refused asked messages teacher_version")
+             "pause anonymous export end end_sure host qr answer send leave url_loaded refused asked messages teacher_version "
+             "work look show hide exercise")
 
 # ------------------------------------------------------------------ attention in today's LLMs (issue 22)
 KV_CACHE = _room("kv_cache", "d_model heads kv_heads rope step step_prev step_next arrow_keys n new_row keys values full "

@@ -212,3 +212,76 @@ def test_a_store_that_cannot_be_opened_gets_a_message_not_a_traceback(tmp_path, 
     assert not at.exception
     assert any("cannot be reached" in e.value for e in at.error)
     assert [b for b in at.button if b.key == KEYS.start]  # the lobby stays
+
+
+def follow(t, target: str, exercise: str | None = None):
+    t.selectbox(key=KEYS.target).set_value(target).run()
+    if exercise is not None:
+        t.selectbox(key=KEYS.exercise).set_value(exercise).run()
+    t.button(key=KEYS.follow).click().run()
+    h.no_errors(t)
+
+
+def test_a_students_playground_work_reaches_the_teacher_and_a_nameless_copy_the_class():
+    t, code = teacher()
+    a, b = student(code, "Ada"), student(code, "Bo")
+    t.run()
+    assert "No student has worked on the Playground yet." in texts(t)
+    follow(t, "playground")
+    a.run()  # Ada is taken to the Playground, and changes its tokens there
+    h.no_errors(a)
+    a.switch_page("app_pages/playground.py")  # (AppTest reruns the page it was told to, not the one switched to)
+    a.text_input(key=state.SCENARIO.tokens).input("the cat sat down").run()
+    h.no_errors(a)
+    work = compute.class_store().students(code)
+    sid = next(s for s, x in work.items() if x["name"] == "Ada")
+    assert "work" in work[sid] and not any("work" in x for s, x in work.items() if s != sid)
+    t.run()
+    assert t.selectbox(key=KEYS.look).options == ["Ada"]  # only who has work (AppTest: the options as labelled)
+    alone = tutorial.scenario_trace({"tokens": "the cat sat down"}, seed=0).weights.numpy()  # as the Playground has it
+    assert alone.shape == (4, 4)
+    shown = h.heat(t, state.item(KEYS.look, "map"))
+    assert shown == pytest.approx(alone.round(6), abs=1e-6)  # the Playground's numbers, from core
+    assert h.ticks(t, state.item(KEYS.look, "map")) == ["0 the", "1 cat", "2 sat", "3 down"]
+    t.button(key=KEYS.show).click().run()
+    h.no_errors(t)
+    shown_copy = compute.class_store().record(code)["shown"]
+    assert shown_copy["query"] == work[sid]["work"]["query"] and "sid" not in shown_copy  # a copy, no name
+    assert "A student's work" in texts(t)
+    a.switch_page(PAGE).run()
+    assert "A student's work" in texts(a) and "Ada" not in texts(a).replace("as **Ada**", "").replace("as Ada", "")
+    b.run().switch_page(PAGE).run()  # a classmate's phone (on the class page) shows it, without the name
+    h.no_errors(b)
+    assert "A student's work" in texts(b) and "Ada" not in texts(b)
+    assert h.heat(b, state.item(KEYS.show, "map")) == pytest.approx(alone.round(6), abs=1e-6)
+    a.switch_page("app_pages/playground.py").run()
+    a.text_input(key=state.SCENARIO.tokens).input("a dog ran").run()  # the copy stays as it was shown
+    assert compute.class_store().students(code)[sid]["work"]["query"] != shown_copy["query"]
+    assert compute.class_store().record(code)["shown"]["query"] == shown_copy["query"]
+    t.button(key=KEYS.hide).click().run()
+    assert compute.class_store().record(code)["shown"] is None and "A student's work" not in texts(t)
+
+
+def test_anonymised_the_work_picker_names_no_student():
+    t, code = teacher()
+    a = student(code, "Ada")
+    follow(t, "playground")
+    a.run().switch_page("app_pages/playground.py")
+    a.text_input(key=state.SCENARIO.tokens).input("x y z").run()
+    t.toggle(key=KEYS.anonymous).set_value(True).run()
+    assert t.selectbox(key=KEYS.look).options == ["Student 1"]  # (AppTest: the options as labelled)
+    assert "Ada" not in texts(t)
+
+
+def test_follow_me_to_one_exercise_says_which_on_the_students_lesson():
+    t, code = teacher()
+    a = student(code, "Ada")
+    ex = tutorial.lesson("weighted-average").exercises[1]
+    follow(t, "weighted-average", ex.id)
+    assert "Exercise 2" in texts(t)  # where the class is now
+    a.run()
+    h.no_errors(a)
+    asks = [i.value for i in a.info if "asks for" in i.value]
+    assert asks == ["Your teacher asks for **exercise 2** of this lesson."]
+    focus = [c for c in a.get("bidi_component") if c.key == state.item(state.TUTORIAL.panel, "focus")]
+    assert len(focus) == 1 and ex.id in str(focus[0].proto)
