@@ -377,7 +377,9 @@ def work_panel(code: str, record: dict, students: dict) -> None:
     if not working:
         st.info(t("live.work.none"))
         return
-    sid = st.selectbox(t("live.work.pick"), working, key=KEYS.look, format_func=lambda s: names.get(s, "?"))
+    # a box of its own for each way of naming: the browser would keep showing the last name it drew
+    sid = st.selectbox(t("live.work.pick"), working, key=state.item(KEYS.look, "anonymous" if record["anonymous"] else "named"),
+                       format_func=lambda s: names.get(s, "?"))
     work_map(students[sid]["work"], key=state.item(KEYS.look, "map"))
     st.button(t("live.work.show"), key=KEYS.show, on_click=on_show, args=(code, sid), type="primary")
 

@@ -16,6 +16,9 @@ export default function (component) {
       return;
     }
     el.tabIndex = -1;
+    // below Streamlit's fixed header, not under it
+    const header = document.querySelector("[data-testid=stHeader]");
+    el.style.scrollMarginTop = `${(header ? header.getBoundingClientRect().bottom : 0) + 8}px`;
     el.scrollIntoView({ block: "start" });
     el.focus({ preventScroll: true });
   };

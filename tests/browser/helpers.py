@@ -67,3 +67,23 @@ def download(page, selector: str, attempts: int = 3):
             settled(page)
     raise AssertionError("unreachable")
 
+
+
+# every map's picture buttons (SVG, PNG) against its column labels: the labels they cover
+BUTTONS_OVER_LABELS = """() => {
+  const out = [];
+  const roots = [document, ...[...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')]
+    .map((h) => h.shadowRoot).filter(Boolean)];
+  for (const r of roots) {
+    for (const m of r.querySelectorAll('.alhm')) {
+      const bar = m.querySelector(':scope > .export');
+      if (!bar) continue;
+      const b = bar.getBoundingClientRect();
+      for (const th of m.querySelectorAll('th.col')) {
+        const c = th.getBoundingClientRect();
+        if (b.left < c.right && c.left < b.right && b.top < c.bottom && c.top < b.bottom) out.push(th.textContent);
+      }
+    }
+  }
+  return out;
+}"""

@@ -237,7 +237,7 @@ def test_a_students_playground_work_reaches_the_teacher_and_a_nameless_copy_the_
     sid = next(s for s, x in work.items() if x["name"] == "Ada")
     assert "work" in work[sid] and not any("work" in x for s, x in work.items() if s != sid)
     t.run()
-    assert t.selectbox(key=KEYS.look).options == ["Ada"]  # only who has work (AppTest: the options as labelled)
+    assert t.selectbox(key=state.item(KEYS.look, "named")).options == ["Ada"]  # only who has work (AppTest: labels)
     alone = tutorial.scenario_trace({"tokens": "the cat sat down"}, seed=0).weights.numpy()  # as the Playground has it
     assert alone.shape == (4, 4)
     shown = h.heat(t, state.item(KEYS.look, "map"))
@@ -269,7 +269,7 @@ def test_anonymised_the_work_picker_names_no_student():
     a.run().switch_page("app_pages/playground.py")
     a.text_input(key=state.SCENARIO.tokens).input("x y z").run()
     t.toggle(key=KEYS.anonymous).set_value(True).run()
-    assert t.selectbox(key=KEYS.look).options == ["Student 1"]  # (AppTest: the options as labelled)
+    assert t.selectbox(key=state.item(KEYS.look, "anonymous")).options == ["Student 1"]  # (AppTest: the options as labelled)
     assert "Ada" not in texts(t)
 
 
