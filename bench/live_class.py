@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import platform
 import re
@@ -138,26 +139,41 @@ async def arrivals(students: list[Seat], cond, t0: float, seconds: float) -> lis
     return times
 
 
-async def one_class(n: int, idle: float, timeout: float) -> dict:
+@contextlib.contextmanager
+def servers(replicas: int, folder: Path):
+    """``replicas`` fresh servers on one class store: a SQLite file of its own for one, a redis-server of its own for
+    more (what ``ATTN_LAB_STORE=redis://…`` does in the compose and Kubernetes deployments) → (the store's address,
+    the servers)."""
+    with contextlib.ExitStack() as stack:
+        if replicas == 1:
+            where = str(folder / "classes.sqlite3")
+        else:
+            where, redis_proc = serve.start_redis()
+            stack.callback(serve.stop, redis_proc)
+        yield where, [stack.enter_context(serve.serve(env={"ATTN_LAB_STORE": where}, log=folder / f"server-{i}.log"))
+                      for i in range(replicas)]
+
+
+async def one_class(n: int, idle: float, timeout: float, replicas: int = 1) -> dict:
+    """One class of ``n`` students: the teacher on the first server, student i on server i mod ``replicas``."""
     folder = Path(tempfile.mkdtemp(prefix="live-class-"))
-    where = str(folder / "classes.sqlite3")
-    os.environ["ATTN_LAB_STORE"] = where
-    store = open_store(where)
-    with serve.serve(env={"ATTN_LAB_STORE": where}, log=folder / "server.log") as srv:
-        mon = Monitor(srv.pid)
-        mon.start()
+    with servers(replicas, folder) as (where, srvs):
+        store = open_store(where)
+        mons = [Monitor(srv.pid) for srv in srvs]
+        for mon in mons:
+            mon.start()
         code, key = classes.start(store, time.time())
-        teacher = Seat(srv.ws_url, timeout)
+        teacher = Seat(srvs[0].ws_url, timeout)
         await teacher.connect()
         teacher.query_string = f"class={code}&key={key}&lang=en"
         await teacher.act(page=PAGE)
-        students = [await join(srv.ws_url, code, i, timeout) for i in range(n)]
+        students = [await join(srvs[i % replicas].ws_url, code, i, timeout) for i in range(n)]
         stop = asyncio.Event()
         loops = [asyncio.create_task(c.keep_checking(stop)) for c in (teacher, *students)]
         await wait_for(lambda: all(s.auto for s in students), 30)
-        mon.mark("idle0")
+        marks(mons, "idle0")
         await asyncio.sleep(idle)  # the fact measured is the idle CPU over this window
-        mon.mark("idle1")
+        marks(mons, "idle1")
         t0 = time.monotonic()
         record = store.record(code)
         store.put_record(code, record | {"follow": {"page": "playground", "query": {}}})
@@ -170,26 +186,38 @@ async def one_class(n: int, idle: float, timeout: float) -> dict:
         await wait_for(lambda: teacher.counts and teacher.counts[-1][1] >= n, timeout)
         stop.set()
         await asyncio.gather(*loops)
-        mon.mark("end")
+        marks(mons, "end")
         for c in (teacher, *students):
             await c.close()
-        await mon.stop()
+        for mon in mons:
+            await mon.stop()
+        answers = len(store.answers(code))
+        classes.end(store, code)
     order = sorted(t for t in sent if t == t)
     counted = []
     for k, t in enumerate(order, start=1):  # the k-th answer is counted once the dashboard shows ≥ k
         seen = next((at for at, shown in teacher.counts if shown >= k and at >= t), None)
         counted.append(seen - t if seen is not None else float("nan"))
-    idle_w = mon.window("idle0", "idle1")
-    return {"n": n, "follow": follow, "counted": counted, "idle_cpu": idle_w["server_cores"] * 100,
-            "idle_s": idle_w["seconds"], "rss": mon.window("idle0", "end")["rss_peak"],
+    idle_w = [mon.window("idle0", "idle1") for mon in mons]
+    return {"n": n, "replicas": replicas, "follow": follow, "counted": counted,
+            "idle_cpu": [w["server_cores"] * 100 for w in idle_w], "idle_s": idle_w[0]["seconds"],
+            "rss": [mon.window("idle0", "end")["rss_peak"] for mon in mons],
             "errors": [e for s in students for e in s.errors] + [e for e in getattr(teacher, "errors", [])],
-            "answers": len(store.answers(code))}
+            "answers": answers}
+
+
+def marks(mons: list[Monitor], name: str) -> None:
+    for mon in mons:
+        mon.mark(name)
 
 
 def row(c: dict) -> str:
     f, a = c["follow"], c["counted"]
-    return (f"| {c['n']} | {c['idle_cpu']:.1f} % | {statistics.median(f):.2f} / {pct(f, 0.95):.2f} / {max(f):.2f} s | "
-            f"{statistics.median(a):.2f} / {pct(a, 0.95):.2f} / {max(a):.2f} s | {c['rss'] / 2**20:.0f} MiB | "
+    cpu = " + ".join(f"{x:.1f}" for x in c["idle_cpu"]) + " %"
+    rss = " / ".join(f"{x / 2**20:.0f}" for x in c["rss"]) + " MiB"
+    store = "SQLite" if c["replicas"] == 1 else f"{c['replicas']} replicas, Redis"
+    return (f"| {store} | {c['n']} | {cpu} | {statistics.median(f):.2f} / {pct(f, 0.95):.2f} / {max(f):.2f} s | "
+            f"{statistics.median(a):.2f} / {pct(a, 0.95):.2f} / {max(a):.2f} s | {rss} | "
             f"{c['answers']} | {len(c['errors'])} |")
 
 
@@ -198,12 +226,14 @@ def main() -> None:
     ap.add_argument("--students", type=int, default=40)
     ap.add_argument("--idle", type=float, default=30.0, help="seconds of the idle phase")
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--replicas", type=int, default=1,
+                    help="servers on one store: 1 (a SQLite file) or more (a redis-server; students spread over them)")
     args = ap.parse_args()
-    c = asyncio.run(one_class(args.students, args.idle, args.timeout))
-    print(f"{platform.node()}, {os.cpu_count()} cores, SQLite store, {time.strftime('%Y-%m-%d %H:%M')}\n")
-    print("| students | server CPU, idle class | follow me: median / p95 / last | answer → dashboard: median / p95 / "
-          "max | server RSS | answers kept | errors |")
-    print("|---|---|---|---|---|---|---|")
+    c = asyncio.run(one_class(args.students, args.idle, args.timeout, max(1, args.replicas)))
+    print(f"{platform.node()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}\n")
+    print("| store | students | server CPU, idle class (each server) | follow me: median / p95 / last | "
+          "answer → dashboard: median / p95 / max | server RSS (each) | answers kept | errors |")
+    print("|---|---|---|---|---|---|---|---|")
     print(row(c))
     if c["errors"]:
         print("\nerrors:", c["errors"][:10])

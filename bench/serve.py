@@ -147,3 +147,29 @@ def serve(script: str = "app.py", *, seconds: float = 120, **kwargs) -> Iterator
         yield server
     finally:
         server.stop()
+
+
+def start_redis(seconds: float = 60) -> tuple[str, subprocess.Popen]:
+    """A ``redis-server`` on a free port of loopback, with nothing saved to disk, answering PING → (its URL, the
+    process; stop it with :func:`stop`). Raises FileNotFoundError without the program, ServerError when it does not
+    answer within ``seconds``."""
+    import redis
+
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise FileNotFoundError("redis-server is not installed (scripts/test.sh installs it with apt-get as root)")
+    port = free_port()
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    client = redis.Redis(host=HOST, port=port)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:  # until it answers a PING (the fact its users need)
+        try:
+            client.ping()
+            return f"redis://{HOST}:{port}/0", proc
+        except redis.ConnectionError:
+            if proc.poll() is not None:
+                raise ServerError("redis-server exited") from None
+            time.sleep(0.1)
+    proc.kill()
+    raise ServerError(f"redis-server did not answer within {seconds:.0f} s")
