@@ -364,7 +364,8 @@ def work_map(work: dict, *, key: str) -> None:
         st.warning(t("live.work.bad", detail=str(err)))
         return
     ql, kl = token_labels(lt.q_tokens), token_labels(lt.k_tokens)
-    st.caption(t("live.work.tokens", q=md(" ".join(lt.q_tokens)), k=md(" ".join(lt.k_tokens))))
+    words = {"q": md(" ".join(lt.q_tokens)), "k": md(" ".join(lt.k_tokens))}
+    st.caption(t("live.work.tokens.self", **words) if lt.q_tokens == lt.k_tokens else t("live.work.tokens", **words))
     show_heatmap(heatmap(lt.weights.numpy(), x_labels=kl, y_labels=ql, x_title=t("axis.key"), y_title=t("axis.query"),
                          decimals=int(settings.get("precision")), sequential=True, title=t("live.work.weights")), key=key)
 

@@ -2,7 +2,7 @@
 each in a browser context of its own: they join, follow the teacher, answer, see the reveal; the dashboard counts
 them without a reload; names are hidden on the projector and never reach another student's page; the export and
 the end of the class, after which the class's rows are gone from the store the server used. axe finds nothing
-serious on the dashboard or on a phone with a question open. In Korean: follow me to one exercise of a lesson (the
+serious on the dashboard or on a phone with a question open. In both languages: follow me to one exercise of a lesson (the
 student's lesson opens at it, focused), a student's Playground work on the dashboard and shown to the class with no
 name, and axe on both screens."""
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
 from playwright.sync_api import expect
 
 from attention_lab import tutorial
@@ -56,7 +57,7 @@ def _choose(page, key: str, option: str, attempts: int = 3) -> None:
 
 def _join(chromium, server_url: str, code: str, name: str, lang: str = "en"):
     ctx, page = _context(chromium, 390, 844)
-    page.goto(f"{server_url}/Class?class={code}" + ("&lang=ko" if lang == "ko" else ""))
+    page.goto(f"{server_url}/Class?class={code}&lang={lang}")
     wait_idle(page)
     page.locator(css(KEYS.nick) + " input").fill(name)
     page.locator(css(KEYS.nick) + " input").press("Enter")
@@ -149,29 +150,29 @@ def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
             ctx.close()
 
 
-def test_in_korean_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium):
-    ko = "ko"
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium, lang):
     lesson, ex_n = "softmax-temperature", 4  # an exercise well down its lesson: bringing it into view matters
     exercise = tutorial.lesson(lesson).exercises[ex_n - 1].id
     contexts = []
     try:
         tctx, teacher = _context(chromium, 1280, 720)
         contexts.append(tctx)
-        teacher.goto(f"{server_url}/Class?lang=ko")
+        teacher.goto(f"{server_url}/Class?lang={lang}")
         wait_idle(teacher)
         teacher.locator(css(KEYS.start) + " button").click()
         code = teacher.locator(".al-join-code").inner_text(timeout=LIVE_WAIT).replace(" ", "")
         teacher.wait_for_url("**key=**", timeout=LIVE_WAIT)
-        sctx, phone = _join(chromium, server_url, code, "Zorvath", ko)
+        sctx, phone = _join(chromium, server_url, code, "Zorvath", lang)
         contexts.append(sctx)
 
         # follow me to exercise 4 of a lesson: the phone's lesson opens there, says so, and has the focus on it
-        _choose(teacher, KEYS.target, tutorial.lesson_title(lesson, ko))
-        _choose(teacher, KEYS.exercise, translate("live.follow.exercise_n", ko, n=ex_n))
+        _choose(teacher, KEYS.target, tutorial.lesson_title(lesson, lang))
+        _choose(teacher, KEYS.exercise, translate("live.follow.exercise_n", lang, n=ex_n))
         teacher.locator(css(KEYS.follow) + " button").click()
         phone.wait_for_url("**/Tutorial**", timeout=LIVE_WAIT)
         box = css(state.item(state.TUTORIAL.panel, "exercise", exercise))
-        expect(phone.locator(box).get_by_text(_plain(translate("live.follow.asks", ko, n=ex_n)))).to_be_visible(
+        expect(phone.locator(box).get_by_text(_plain(translate("live.follow.asks", lang, n=ex_n)))).to_be_visible(
             timeout=LIVE_WAIT)
         phone.wait_for_function("(sel) => !!document.activeElement && document.activeElement.matches(sel)", arg=box,
                                 timeout=LIVE_WAIT)
@@ -180,7 +181,7 @@ def test_in_korean_follow_me_to_an_exercise_and_show_a_students_work(server_url,
         assert header <= top < 844 / 2, (header, top)  # in view near the top of the phone, not under the header
 
         # the student works on the Playground; the teacher sees it and shows it to the class with no name
-        _choose(teacher, KEYS.target, translate("live.follow.playground", ko))
+        _choose(teacher, KEYS.target, translate("live.follow.playground", lang))
         teacher.locator(css(KEYS.follow) + " button").click()
         phone.wait_for_url("**/Playground**", timeout=LIVE_WAIT)
         settled(phone)
@@ -188,48 +189,48 @@ def test_in_korean_follow_me_to_an_exercise_and_show_a_students_work(server_url,
         tokens.fill("Quilbexxxxx sees Xyphor")
         tokens.press("Enter")
         settled(phone)
-        teacher.locator("summary", has_text=translate("live.work", ko)).click()
+        teacher.locator("summary", has_text=translate("live.work", lang)).click()
         work = css(state.item(KEYS.look, "named"))  # the picker, drawn once a student has work
         expect(teacher.locator(work)).to_be_visible(timeout=LIVE_WAIT)
         _text(teacher, "Quilbexxxxx sees Xyphor")
         settled(teacher)
         teacher.locator(css(KEYS.show) + " button").click()
-        _text(teacher, translate("live.work.shown", ko))
+        _text(teacher, translate("live.work.shown", lang))
         settled(teacher)
         assert teacher.evaluate(BUTTONS_OVER_LABELS) == []  # long tokens stand their labels upright, clear of SVG/PNG
-        own, streamlit = audit(teacher)  # WCAG 2.2 AA: the Korean dashboard with a work shown
+        own, streamlit = audit(teacher)  # WCAG 2.2 AA: the dashboard with a work shown
         assert not own and not grown(streamlit), (own, grown(streamlit))
-        teacher.screenshot(path=str(ARTIFACTS / "live-class-work-ko-1280x720.png"), full_page=True)
+        teacher.screenshot(path=str(ARTIFACTS / f"live-class-work-{lang}-1280x720.png"), full_page=True)
         teacher.set_viewport_size({"width": 390, "height": 844})  # the dashboard on the teacher's phone
         settled(teacher)
         assert teacher.evaluate(BUTTONS_OVER_LABELS) == []
-        teacher.screenshot(path=str(ARTIFACTS / "live-class-work-ko-teacher-390x844.png"), full_page=True)
+        teacher.screenshot(path=str(ARTIFACTS / f"live-class-work-{lang}-teacher-390x844.png"), full_page=True)
         teacher.set_viewport_size({"width": 1280, "height": 720})
 
-        _choose(teacher, KEYS.target, translate("live.follow.free", ko))  # free: the phone may open the class page
+        _choose(teacher, KEYS.target, translate("live.follow.free", lang))  # free: the phone may open the class page
         teacher.locator(css(KEYS.follow) + " button").click()
-        _text(teacher, translate("live.follow.now", ko, where=translate("live.follow.free", ko)))
-        phone.goto(f"{server_url}/Class?class={code}&lang=ko")  # the same student (the browser keeps the seat)
-        _text(phone, translate("live.work.shown", ko))
+        _text(teacher, translate("live.follow.now", lang, where=translate("live.follow.free", lang)))
+        phone.goto(f"{server_url}/Class?class={code}&lang={lang}")  # the same student (the browser keeps the seat)
+        _text(phone, translate("live.work.shown", lang))
         _text(phone, "Quilbexxxxx sees Xyphor")
         settled(phone)
         own, streamlit = audit(phone)
         assert not own and not grown(streamlit), (own, grown(streamlit))
         assert phone.evaluate(BUTTONS_OVER_LABELS) == []
-        phone.screenshot(path=str(ARTIFACTS / "live-class-work-ko-390x844.png"), full_page=True)
+        phone.screenshot(path=str(ARTIFACTS / f"live-class-work-{lang}-390x844.png"), full_page=True)
         shown = phone.locator(css(state.item(KEYS.show, "map")))
         assert "Zorvath" not in shown.inner_text()  # the copy carries no name
         teacher.locator(css(KEYS.hide) + " button").click()
-        expect(phone.get_by_text(translate("live.work.shown", ko), exact=True)).to_have_count(0, timeout=LIVE_WAIT)
-        teacher.locator("summary", has_text=translate("live.closing", ko)).click()
+        expect(phone.get_by_text(translate("live.work.shown", lang), exact=True)).to_have_count(0, timeout=LIVE_WAIT)
+        teacher.locator("summary", has_text=translate("live.closing", lang)).click()
         teacher.locator(css(KEYS.end_sure) + " label").click()
         settled(teacher)
         teacher.locator(css(KEYS.end) + " button").click()
-        _text(teacher, _plain(translate("live.ended.teacher", ko)))
+        _text(teacher, _plain(translate("live.ended.teacher", lang)))
         store = open_store()
         assert [store.count(part, code) for part in ("classes", "students", "answers")] == [0, 0, 0]
     finally:
         for i, ctx in enumerate(contexts):
             for page in ctx.pages:
-                page.screenshot(path=str(ARTIFACTS / f"live-class-ko-final-{i}.png"))
+                page.screenshot(path=str(ARTIFACTS / f"live-class-{lang}-final-{i}.png"))
             ctx.close()
