@@ -277,6 +277,18 @@ def writing_tab(text: str, tr: dict, dec: int) -> None:
     T, k, p, seed = sampling_controls()
     next_token_bars(tr, T, k, p, dec)
     st.subheader(t("lm.write"))
+    writing(text, T, k, p, seed)
+
+
+@st.fragment
+def writing(text: str, T: float, k: int | None, p: float | None, seed: int) -> None:
+    """The buttons, the text written and the new token's heads: a press reruns this part alone (forty students
+    pressing Write at once cost the server forty small runs beside the batch, not forty pages)."""
+    page.boundary(lambda: writing_part(text, T, k, p, seed))
+
+
+def writing_part(text: str, T: float, k: int | None, p: float | None, seed: int) -> None:
+    link.keep("language_model", KEPT)  # a rerun of this part alone writes the link too (how many are written)
     n = writing_buttons()
     g = page.guarded([], lambda: written(text, n, T, k, p, seed))
     if g is not None:

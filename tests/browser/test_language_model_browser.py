@@ -67,6 +67,7 @@ def test_writing_by_button_and_arrow_key_and_html_as_text(server_url, chromium):
         page.evaluate("() => document.activeElement && document.activeElement.blur()")  # not in a text box
         page.keyboard.press("ArrowRight")
         expect(page.get_by_text(table("en")["lm.written"].replace("**", "").format(n=2))).to_be_visible(timeout=120_000)
+        page.wait_for_url("**written=2**", timeout=120_000)  # the writing part reran alone, and wrote the link
         page.screenshot(path=str(ARTIFACTS / "language-model-writing.png"))
         box = page.locator(css(KEYS.text) + " textarea")
         box.fill("<b>bold</b> and <img src=x onerror=alert(1)>")
