@@ -218,6 +218,9 @@ def writing_buttons() -> int:
     return int(st.session_state[KEYS.n_new])
 
 
+WRITING_REDRAW_S = 0.2  # how often a waiting run looks at its writing (a redraw only on change)
+
+
 def _readable(tokens) -> str:
     return "".join(tokens).replace("␣", " ").replace("↵", "\n")
 
@@ -229,6 +232,7 @@ def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: i
         st.caption(t("lm.none_yet"))
         return None
     try:
+        while_writing(text, n, T, k, p, seed)
         g = compute.lm_generate(text, n, T, k, p, seed, settings.get("device"))
     except decoding.QueueFull:
         st.warning(t("lm.batch.full"))
@@ -251,6 +255,28 @@ def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: i
     c3.metric(t("lm.cache.mha"), f"{mha / 1024:.0f} KiB", delta=f"×{mha / last['bytes']:.0f}", delta_color="off")
     st.caption(t("lm.cache.caption", L=model.n_layers, G=model.n_kv_heads, H=model.n_heads, d=model.d_head))
     return g
+
+
+def while_writing(text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> None:
+    """While the server's batch writes this request: its place in the line, then the text as it grows, redrawn in
+    this run whenever it changed (no rerun: the run waits for the writing anyway). Nothing when it is written."""
+    device = settings.get("device")
+    if compute.lm_generate.held(text, n, T, k, p, seed, device):
+        return
+    w = compute.lm_writing(text, n, T, k, p, seed, device)
+    box, shown = st.empty(), None
+    while not w.wait(WRITING_REDRAW_S):
+        now = (w.position, len(w.steps))
+        if now != shown:
+            shown = now
+            with box.container():
+                if w.position:  # k ≥ 1: in the line, k − 1 ahead
+                    st.caption(t("lm.batch.line", k=w.position - 1) if w.position > 1 else t("lm.batch.next"))
+                else:
+                    st.caption(t("lm.batch.writing", n=now[1], total=n))
+                    st.code(text + _readable(s.token for s in w.steps[: now[1]]), language=None, wrap_lines=True)
+        compute.lm_writing(text, n, T, k, p, seed, device)  # still wanted: keeps it alive
+    box.empty()
 
 
 def new_token_heads(g: dict) -> None:

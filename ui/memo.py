@@ -140,6 +140,8 @@ def cached(*, max_entries: int, ttl: float | None = None) -> Callable:
             return result  # the kept object is the pickle: the caller may change this one
 
         call.clear = lambda: CACHE.clear(name)  # type: ignore[attr-defined]
+        # whether a call with these arguments would be answered from the cache (it computes nothing)
+        call.held = lambda *args, **kwargs: CACHE.get((name, key_of(args, kwargs))) is not None  # type: ignore[attr-defined]
         call.max_entries = max_entries  # type: ignore[attr-defined]
         return call
 
