@@ -55,6 +55,29 @@ def _choose(page, key: str, option: str, attempts: int = 3) -> None:
                 raise
 
 
+def _in_expander(page, label: str, act, attempts: int = 3) -> None:
+    """Do ``act(timeout_ms)`` (a click or a wait) inside the expander ``label``, opening it first when it is folded.
+    The dashboard runs again whenever the class changes, and a run may draw the expander anew, folded; a teacher
+    would open it again: so does this."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    details = page.locator("details", has=page.locator("summary", has_text=label)).first
+    for attempt in range(attempts):
+        settled(page)
+        if details.get_attribute("open") is None:
+            details.locator("summary").click()
+        try:
+            act(LIVE_WAIT // attempts)
+            return
+        except (PlaywrightTimeout, AssertionError):
+            if attempt == attempts - 1:
+                raise
+
+
+def _click(page, target: str):
+    return lambda timeout: page.locator(target).click(timeout=timeout)
+
+
 def _join(chromium, server_url: str, code: str, name: str, lang: str = "en"):
     ctx, page = _context(chromium, 390, 844)
     page.goto(f"{server_url}/Class?class={code}&lang={lang}")
@@ -134,9 +157,8 @@ def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
         assert rows[0] == ["Student", "Question", "Time (UTC)", "Answer", "Right"]
         assert sorted(r[0] for r in rows[1:]) == sorted(NAMES)  # the teacher's own export keeps the names
 
-        teacher.locator(css(KEYS.end_sure) + " label").click()
-        settled(teacher)
-        teacher.locator(css(KEYS.end) + " button").click()
+        _in_expander(teacher, "Export and end", _click(teacher, css(KEYS.end_sure) + " label"))
+        _in_expander(teacher, "Export and end", _click(teacher, css(KEYS.end) + " button"))
         _text(teacher, "The class has ended.")
         store = open_store()  # the server's store: the app folder's data/classes.sqlite3 (no ATTN_LAB_STORE here)
         assert [store.count(part, code) for part in ("classes", "students", "answers")] == [0, 0, 0]
@@ -189,12 +211,11 @@ def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium,
         tokens.fill("Quilbexxxxx sees Xyphor")
         tokens.press("Enter")
         settled(phone)
-        teacher.locator("summary", has_text=translate("live.work", lang)).click()
-        work = css(state.item(KEYS.look, "named"))  # the picker, drawn once a student has work
-        expect(teacher.locator(work)).to_be_visible(timeout=LIVE_WAIT)
-        _text(teacher, "Quilbexxxxx sees Xyphor")
-        settled(teacher)
-        teacher.locator(css(KEYS.show) + " button").click()
+        panel = css(state.item(KEYS.look, "map"))  # the picked student's map, drawn once a student has work
+        _in_expander(teacher, translate("live.work", lang),  # the tokens the student typed, not the teacher's
+                     lambda timeout: expect(teacher.locator(panel).get_by_text("Quilbexxxxx").first).to_be_attached(
+                         timeout=timeout))
+        _in_expander(teacher, translate("live.work", lang), _click(teacher, css(KEYS.show) + " button"))
         _text(teacher, translate("live.work.shown", lang))
         settled(teacher)
         assert teacher.evaluate(BUTTONS_OVER_LABELS) == []  # long tokens stand their labels upright, clear of SVG/PNG
@@ -222,10 +243,8 @@ def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium,
         assert "Zorvath" not in shown.inner_text()  # the copy carries no name
         teacher.locator(css(KEYS.hide) + " button").click()
         expect(phone.get_by_text(translate("live.work.shown", lang), exact=True)).to_have_count(0, timeout=LIVE_WAIT)
-        teacher.locator("summary", has_text=translate("live.closing", lang)).click()
-        teacher.locator(css(KEYS.end_sure) + " label").click()
-        settled(teacher)
-        teacher.locator(css(KEYS.end) + " button").click()
+        _in_expander(teacher, translate("live.closing", lang), _click(teacher, css(KEYS.end_sure) + " label"))
+        _in_expander(teacher, translate("live.closing", lang), _click(teacher, css(KEYS.end) + " button"))
         _text(teacher, _plain(translate("live.ended.teacher", lang)))
         store = open_store()
         assert [store.count(part, code) for part in ("classes", "students", "answers")] == [0, 0, 0]
