@@ -90,6 +90,19 @@ def _join(chromium, server_url: str, code: str, name: str, lang: str = "en"):
     return ctx, page
 
 
+def _start(chromium, server_url: str, lang: str, contexts: list):
+    """The teacher on the projector (1280×720) starts a class → (the teacher's page, the join code)."""
+    ctx, teacher = _context(chromium, 1280, 720)
+    contexts.append(ctx)
+    teacher.goto(f"{server_url}/Class?lang={lang}")
+    wait_idle(teacher)
+    teacher.locator(css(KEYS.start) + " button").click()
+    code = teacher.locator(".al-join-code").inner_text(timeout=LIVE_WAIT).replace(" ", "")
+    assert len(code) == 6
+    teacher.wait_for_url("**key=**", timeout=LIVE_WAIT)  # the teacher link, written when the run ends
+    return teacher, code
+
+
 def _plain(text: str) -> str:
     """A string as the page shows it: its Markdown bold marks gone."""
     return text.replace("**", "")
@@ -98,14 +111,7 @@ def _plain(text: str) -> str:
 def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
     contexts = []
     try:
-        tctx, teacher = _context(chromium, 1280, 720)
-        contexts.append(tctx)
-        teacher.goto(f"{server_url}/Class")
-        wait_idle(teacher)
-        teacher.locator(css(KEYS.start) + " button").click()
-        code = teacher.locator(".al-join-code").inner_text(timeout=LIVE_WAIT).replace(" ", "")
-        assert len(code) == 6
-        teacher.wait_for_url("**key=**", timeout=LIVE_WAIT)  # the teacher link, written when the run ends
+        teacher, code = _start(chromium, server_url, "en", contexts)
         students = []
         for name in NAMES:
             ctx, page = _join(chromium, server_url, code, name)
@@ -178,13 +184,7 @@ def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium,
     exercise = tutorial.lesson(lesson).exercises[ex_n - 1].id
     contexts = []
     try:
-        tctx, teacher = _context(chromium, 1280, 720)
-        contexts.append(tctx)
-        teacher.goto(f"{server_url}/Class?lang={lang}")
-        wait_idle(teacher)
-        teacher.locator(css(KEYS.start) + " button").click()
-        code = teacher.locator(".al-join-code").inner_text(timeout=LIVE_WAIT).replace(" ", "")
-        teacher.wait_for_url("**key=**", timeout=LIVE_WAIT)
+        teacher, code = _start(chromium, server_url, lang, contexts)
         sctx, phone = _join(chromium, server_url, code, "Zorvath", lang)
         contexts.append(sctx)
 
