@@ -6,6 +6,8 @@ or layers off, a KV window with and without sinks, the logit lens) with the next
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -219,6 +221,7 @@ def writing_buttons() -> int:
 
 
 WRITING_REDRAW_S = 0.2  # how often a waiting run looks at its writing (a redraw only on change)
+WRITING_KEEP_S = 5.0  # how often it tells the scheduler it still wants it (a writing unasked for 30 s leaves)
 
 
 def _readable(tokens) -> str:
@@ -264,7 +267,7 @@ def while_writing(text: str, n: int, T: float, k: int | None, p: float | None, s
     if compute.lm_generate.held(text, n, T, k, p, seed, device):
         return
     w = compute.lm_writing(text, n, T, k, p, seed, device)
-    box, shown = st.empty(), None
+    box, shown, asked = st.empty(), None, time.monotonic()
     while not w.wait(WRITING_REDRAW_S):
         now = (w.position, len(w.steps))
         if now != shown:
@@ -275,7 +278,9 @@ def while_writing(text: str, n: int, T: float, k: int | None, p: float | None, s
                 else:
                     st.caption(t("lm.batch.writing", n=now[1], total=n))
                     st.code(text + _readable(s.token for s in w.steps[: now[1]]), language=None, wrap_lines=True)
-        compute.lm_writing(text, n, T, k, p, seed, device)  # still wanted: keeps it alive
+        if time.monotonic() - asked > WRITING_KEEP_S:  # still wanted: asking keeps it in the batch
+            asked = time.monotonic()
+            compute.lm_scheduler(device).find(w.request)
     box.empty()
 
 
