@@ -55,7 +55,7 @@ from .modern_layers import (
     window_layer,
 )
 from .modern_mla import MLACacheSize, MLATrace, mla, mla_cache_values
-from .modern_paged import PagedKVCache, PagedMemory
+from .modern_paged import PagedKVCache, PagedMemory, PagePool
 from .modern_sparse import (
     IndexerTrace,
     SparseCost,
@@ -99,7 +99,7 @@ __all__ += [
     "topk_mask",
     "GEMMA3_27B", "GPT_OSS_120B", "LLAMA4_SCOUT", "SCHEDULE_PRESETS", "LayerKind", "LayerSchedule", "ScheduleReach",
     "chunk_layer", "global_layer", "repeat_pattern", "schedule_reach", "window_layer",
-    "PagedKVCache", "PagedMemory",
+    "PagedKVCache", "PagedMemory", "PagePool",
 ]
 
 

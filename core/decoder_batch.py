@@ -1,22 +1,24 @@
 r"""Continuous batching: one forward pass writes the next token of several sequences at once (part of ``core.decoder``).
 
-Each sequence keeps its own keys and values in a *slot* of one :class:`SlotCache`; sequences of any lengths share a
-step. For B sequences, sequence b holding t_b tokens in its slot and its new token at position t_b::
+Each sequence keeps its own keys and values in pages of one :class:`BatchCache`; sequences of any lengths share a
+step. For B sequences, sequence b holding t_b tokens and its new token at position t_b::
 
     X⁰ = E[ids]                                                                    (B, 576)
     for block l = 1..30:
         H = RMSNorm(Xˡ⁻¹) ⊙ g_attn                                                  (B, 576)
         q = R(t_b) H W_q,  k = R(t_b) H W_k,  v = H W_v                              (B, 9, 1, 64), (B, 3, 1, 64)
-        slot b, row t_b ← k, v;   K, V = the slots' rows 0 … T−1,  T = max_b t_b + 1  (B, 3, T, 64)
+        b's position t_b ← k, v;   K, V = b's positions 0 … T−1,  T = max_b t_b + 1    (B, 3, T, 64)
         A = Concat_h softmax(q_h K_g(h)ᵀ / √64 + M_b) V_g(h) · W_o                    (B, 576)
-            M_b[j] = −∞ for j > t_b: the rows past sequence b's own are another sequence's, not its keys
+            M_b[j] = −∞ for j > t_b: sequence b has no keys there (its row is padding)
         Xˡ = Y + SwiGLU(RMSNorm(Y)),  Y = Xˡ⁻¹ + A                                    (B, 576)
     logits = (RMSNorm(X³⁰) ⊙ g_final) Eᵀ                                             (B, 49152)
 
 Every row of every matrix product is computed as in :func:`core.decoder_forward.forward` for that sequence alone,
 so a sequence's logits equal its unbatched ones to float32 rounding (the test: within 1e-4, any batch mates).
 The weights are read once per step for the whole batch instead of once per sequence: that is the saving.
-A prompt enters a slot through the ordinary one-sequence pass (:meth:`SlotCache.fill`).
+The same pass takes several new tokens for a sequence (:func:`extend_batch`): a prompt joining is prefilled in the
+step that decodes the others, its rows causal among themselves. Position t of a sequence lives in row
+table[t // P]·P + t mod P of the cache (its block table of pages of P positions).
 """
 
 from __future__ import annotations
@@ -27,95 +29,137 @@ import torch
 
 from .decoder_forward import rms_norm, swiglu
 from .decoder_load import LlamaConfig, LlamaWeights
-from .kv_cache import KVCache
+from .modern_paged import PagePool
 from .multihead import grouped_query_attention, merge_heads
 from .positional import rope_cos_sin, rotate
 
 
-class SlotCache:
-    """Every block's keys and values for up to ``slots`` sequences, each up to ``capacity`` tokens.
+class BatchCache:
+    """Every block's keys and values for the sequences of one batch, in pages of ``page_size`` positions
+    (vLLM's PagedAttention; :class:`core.modern_paged.PagedKVCache` teaches it one layer at a time).
 
-    k, v (L, S, G, capacity, d_head), allocated once (their bytes are the bound: :attr:`nbytes`);
-    ``lengths[s]``: the tokens slot s holds (0: free). Keys are stored rotated (RoPE at their positions).
+    k, v (L, G, R, d_head), R = n_pages · page_size rows, allocated once (their bytes are the bound: :attr:`nbytes`);
+    page p holds rows p·P … p·P + P − 1. A sequence reserves the pages for all the positions it will ever hold
+    when it opens (:meth:`open`), so a running batch never runs out; a sequence of 26 positions takes 2 pages of 16,
+    not a slot of the longest request. ``lengths[s]``: the tokens sequence s holds. Keys are stored rotated.
     """
 
-    def __init__(self, c: LlamaConfig, slots: int, capacity: int, *, device=None, dtype=torch.float32):
-        if slots < 1 or capacity < 2:
-            raise ValueError(f"a slot cache needs at least 1 slot and 2 positions, got {slots} and {capacity}")
-        shape = (c.n_layers, slots, c.n_kv_heads, capacity, c.d_head)
+    def __init__(self, c: LlamaConfig, n_pages: int, page_size: int = 16, *, device=None, dtype=torch.float32):
+        if n_pages < 1 or page_size < 1:
+            raise ValueError(f"a batch cache needs at least 1 page of 1 position, got {n_pages} of {page_size}")
+        shape = (c.n_layers, c.n_kv_heads, n_pages * page_size, c.d_head)
         self.k = torch.zeros(shape, device=device, dtype=dtype)
         self.v = torch.zeros(shape, device=device, dtype=dtype)
-        self.lengths = [0] * slots
-        self.capacity = capacity
+        self.page_size = page_size
+        self.pool = PagePool(n_pages)
+        self.lengths: dict[int, int] = {}
+        self._tables: dict[int, list[int]] = {}
+        self.room: dict[int, int] = {}  # the positions each sequence reserved
+        self._next = 0
 
     @property
     def nbytes(self) -> int:
-        """Bytes the keys and values take (all slots, allocated at once)."""
+        """Bytes the keys and values take (all pages, allocated at once)."""
         return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
 
     @staticmethod
-    def bytes_for(c: LlamaConfig, slots: int, capacity: int, bytes_per_value: int = 4) -> int:
-        """:attr:`nbytes` of a cache of that size, before making it."""
-        return 2 * c.n_layers * slots * c.n_kv_heads * capacity * c.d_head * bytes_per_value
+    def bytes_per_page(c: LlamaConfig, page_size: int = 16, bytes_per_value: int = 4) -> int:
+        """Bytes one page of keys and values takes in every block."""
+        return 2 * c.n_layers * c.n_kv_heads * page_size * c.d_head * bytes_per_value
 
-    def free_slots(self) -> list[int]:
-        return [s for s, n in enumerate(self.lengths) if n == 0]
+    def pages_for(self, positions: int) -> int:
+        return -(-positions // self.page_size)
 
-    def fill(self, slot: int, caches: tuple[KVCache, ...]) -> None:
-        """Put a prefilled sequence (every block's cache from ``forward(..., use_cache=True)``, k (G, t, d)) in ``slot``."""
-        t = caches[0].length
-        if not 1 <= t < self.capacity:
-            raise ValueError(f"a sequence of {t} tokens does not fit a slot of {self.capacity} positions with room to grow")
-        for layer, cache in enumerate(caches):
-            self.k[layer, slot, :, :t] = cache.k
-            self.v[layer, slot, :, :t] = cache.v
-        self.lengths[slot] = t
+    def open(self, positions: int) -> int | None:
+        """A new, empty sequence with pages reserved for ``positions`` positions; None when too few pages are free."""
+        need = self.pages_for(positions)
+        if positions < 2 or need > self.pool.free:
+            return None
+        seq, self._next = self._next, self._next + 1
+        self._tables[seq] = [self.pool.take() for _ in range(need)]
+        self.lengths[seq], self.room[seq] = 0, positions
+        return seq
 
-    def release(self, slot: int) -> None:
-        """The slot is free again (its rows are overwritten by the next sequence; the mask hides them until then)."""
-        self.lengths[slot] = 0
+    def rows(self, seq: int, positions) -> torch.Tensor:
+        """The rows of the cache holding ``positions`` of sequence ``seq`` (long, same shape)."""
+        P = self.page_size
+        table = torch.tensor(self._tables[seq], dtype=torch.long, device=self.k.device)
+        positions = torch.as_tensor(positions, dtype=torch.long, device=self.k.device)
+        return table[positions // P] * P + positions % P
+
+    def release(self, seq: int) -> None:
+        """The sequence leaves; its pages return to the pool (their rows are overwritten by the next owner)."""
+        for p in self._tables.pop(seq):
+            self.pool.release(p)
+        del self.lengths[seq], self.room[seq]
 
 
 @dataclass(frozen=True, eq=False)
 class BatchStep:
-    """One step of B sequences: their next-token logits and the attention rows that produced them."""
+    """One pass over B sequences: each one's next-token logits and the attention row that produced them."""
 
-    logits: torch.Tensor  # (B, vocab)
-    attentions: torch.Tensor  # (L, B, H, T): sequence b's row over its t_b + 1 keys is [:, b, :, :t_b + 1] (rest 0)
-    positions: tuple[int, ...]  # t_b: where each sequence's new token stood (its length after the step − 1)
+    logits: torch.Tensor  # (B, vocab): after each sequence's last new token
+    attentions: torch.Tensor  # (L, B, H, T): sequence b's last row over its t_b + 1 keys is [:, b, :, :t_b + 1] (rest 0)
+    positions: tuple[int, ...]  # t_b: where each sequence's last new token stood (its length after the pass − 1)
 
 
-def decode_batch(ids: torch.Tensor, slots: list[int], cache: SlotCache, P: LlamaWeights, c: LlamaConfig) -> BatchStep:
-    """The module docstring's step: ids (B,) the new token of the sequence in each of ``slots`` (B distinct slots,
-    each holding at least one token and room for one more). Writes each new key and value into its slot."""
-    B = len(slots)
-    if ids.shape != (B,) or len(set(slots)) != B:
-        raise ValueError(f"one new token per distinct slot: {tuple(ids.shape)} ids for slots {slots}")
-    pos = [cache.lengths[s] for s in slots]
-    if min(pos) < 1 or max(pos) >= cache.capacity:
-        raise ValueError(f"slots {slots} hold {pos} tokens: each needs 1 … {cache.capacity - 1}")
-    T = max(pos) + 1
-    where = torch.tensor(slots, device=P.E.device)
-    at = torch.tensor(pos, device=P.E.device)
-    cos, sin = rope_cos_sin(torch.tensor(pos), c.d_head, base=c.rope_base, device=P.E.device, dtype=P.E.dtype)  # (B, d/2)
-    cos, sin = cos[:, None, None, :], sin[:, None, None, :]  # (B, 1, 1, d/2): each sequence at its own position
-    keep = torch.arange(T, device=P.E.device)[None, :] <= at[:, None]  # (B, T): its own rows only
-    mask = keep[:, None, None, :]  # (B, 1, 1, T)
-    x = P.E[ids]  # (B, d)
-    attns = []
+def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache, P: LlamaWeights,
+                 c: LlamaConfig) -> BatchStep:
+    """The module docstring's pass, for n_b ≥ 1 new tokens per sequence: chunks[b] (n_b,) the token ids that follow
+    what sequence ``seqs[b]`` holds (its prompt when it holds none: prefill; one token: a decoding step). Prompts
+    joining and sequences decoding share the one pass. Writes every new key and value into its sequence's pages.
+
+    The new tokens are packed, M = Σ n_b rows, for every matrix product; only attention is per sequence, its
+    queries padded to N = max n_b and each sequence's keys read through its pages, padded to T = max_b (t₀_b + n_b)."""
+    B = len(seqs)
+    n = [int(x.numel()) for x in chunks]
+    if not B or len(set(seqs)) != B or not all(s in cache.lengths for s in seqs) or len(chunks) != B or min(n) < 1:
+        raise ValueError(f"one or more new tokens for each distinct open sequence: {n} for sequences {seqs}")
+    start = [cache.lengths[s] for s in seqs]  # t₀_b: tokens each already holds
+    if any(t0 + k > cache.room[s] for s, t0, k in zip(seqs, start, n, strict=True)):
+        raise ValueError(f"sequences {seqs} holding {start} tokens have no room for {n} more")
+    dev, N = P.E.device, max(n)
+    ends = [t0 + k for t0, k in zip(start, n, strict=True)]
+    T = max(ends)
+    ids = torch.cat([x.reshape(-1) for x in chunks]).to(dev)  # (M,)
+    pos = torch.cat([torch.arange(t0, e) for t0, e in zip(start, ends, strict=True)])  # (M,) each token's position
+    new_rows = torch.cat([cache.rows(s, torch.arange(t0, e)) for s, t0, e in zip(seqs, start, ends, strict=True)])
+    key_rows = torch.stack([cache.rows(s, torch.arange(T).clamp(max=e - 1)) for s, e in zip(seqs, ends, strict=True)])
+    first = torch.tensor([0, *n[:-1]]).cumsum(0)  # (B,): where each sequence's tokens begin in the packed rows
+    i = torch.arange(N)
+    last = torch.tensor(n)[:, None] - 1  # (B, 1)
+    padded = (first[:, None] + i.clamp(max=last)).to(dev)  # (B, N): a padding query repeats the last real one
+    q_pos = torch.tensor(start)[:, None] + i.clamp(max=last)  # (B, N)
+    mask = (torch.arange(T)[None, None, :] <= q_pos[:, :, None])[:, None].to(dev)  # (B, 1, N, T): its own keys, causal
+    real = (i[None, :] <= last).to(dev)  # (B, N): the query rows that are tokens, not padding
+    cos, sin = rope_cos_sin(pos, c.d_head, base=c.rope_base, device=dev, dtype=P.E.dtype)  # (M, d/2)
+    cos, sin = cos[:, None, :], sin[:, None, :]  # (M, 1, d/2): each token at its own position, every head
+    x = P.E[ids]  # (M, d)
+    M, attns = ids.numel(), []
     for l, layer in enumerate(P.layers):
-        h = rms_norm(x, layer.g_attn, c.eps)  # (B, d)
-        q = rotate((h @ layer.W_q).view(B, c.n_heads, 1, c.d_head), cos, sin)  # (B, H, 1, d_head)
-        k = rotate((h @ layer.W_k).view(B, c.n_kv_heads, 1, c.d_head), cos, sin)  # (B, G, 1, d_head)
-        v = (h @ layer.W_v).view(B, c.n_kv_heads, 1, c.d_head)  # (B, G, 1, d_head)
-        cache.k[l, where, :, at] = k[:, :, 0]  # slot b, row t_b
-        cache.v[l, where, :, at] = v[:, :, 0]
-        K, V = cache.k[l, where, :, :T], cache.v[l, where, :, :T]  # (B, G, T, d_head)
-        _, _, _, heads = grouped_query_attention(q, K, V, mask=mask, check_finite=False)  # weights (B, H, 1, T)
-        x = x + merge_heads(heads.output)[:, 0] @ layer.W_o  # (B, H, 1, d_head) → (B, 1, H·d_head) → (B, d)
-        x = x + swiglu(rms_norm(x, layer.g_ffn, c.eps), layer.W_gate, layer.W_up, layer.W_down)  # (B, d)
-        attns.append(heads.weights[:, :, 0])  # (B, H, T)
-    for s in slots:
-        cache.lengths[s] += 1
-    logits = rms_norm(x, P.g_final, c.eps) @ P.E.T  # (B, vocab)
-    return BatchStep(logits=logits, attentions=torch.stack(attns), positions=tuple(pos))
+        h = rms_norm(x, layer.g_attn, c.eps)  # (M, d)
+        q = rotate((h @ layer.W_q).view(M, c.n_heads, c.d_head), cos, sin)  # (M, H, d_head)
+        k = rotate((h @ layer.W_k).view(M, c.n_kv_heads, c.d_head), cos, sin)  # (M, G, d_head)
+        v = (h @ layer.W_v).view(M, c.n_kv_heads, c.d_head)  # (M, G, d_head)
+        cache.k[l][:, new_rows] = k.transpose(0, 1)  # (G, M, d_head) into each token's row
+        cache.v[l][:, new_rows] = v.transpose(0, 1)
+        K = cache.k[l][:, key_rows].transpose(0, 1)  # (G, B, T, d_head) → (B, G, T, d_head): read through the pages
+        V = cache.v[l][:, key_rows].transpose(0, 1)
+        _, _, _, heads = grouped_query_attention(q[padded].transpose(1, 2), K, V, mask=mask,
+                                                 check_finite=False)  # (B, N, H, d) → (B, H, N, d); weights (B, H, N, T)
+        x = x + merge_heads(heads.output)[real] @ layer.W_o  # (B, N, H·d_head) → the M real rows (M, H·d_head) → (M, d)
+        x = x + swiglu(rms_norm(x, layer.g_ffn, c.eps), layer.W_gate, layer.W_up, layer.W_down)  # (M, d)
+        attns.append(heads.weights[torch.arange(B, device=dev), :, last[:, 0].to(dev)])  # (B, H, T): its last real row
+    for s, e in zip(seqs, ends, strict=True):
+        cache.lengths[s] = e
+    logits = rms_norm(x[(first + last[:, 0]).to(dev)], P.g_final, c.eps) @ P.E.T  # (B, vocab): after each last new token
+    return BatchStep(logits=logits, attentions=torch.stack(attns), positions=tuple(e - 1 for e in ends))
+
+
+def decode_batch(ids: torch.Tensor, seqs: list[int], cache: BatchCache, P: LlamaWeights, c: LlamaConfig) -> BatchStep:
+    """One decoding step: ids (B,) the new token of each of the B distinct sequences ``seqs`` (each holding at least
+    one token and room for one more) — :func:`extend_batch` with one token each."""
+    if ids.shape != (len(seqs),) or any(cache.lengths.get(s, 0) < 1 for s in seqs):
+        raise ValueError(f"a decoding step needs one new token for each sequence holding at least 1: "
+                         f"{tuple(ids.shape)} ids for sequences {seqs}")
+    return extend_batch(list(ids.reshape(-1, 1)), seqs, cache, P, c)

@@ -40,6 +40,38 @@ class PagedMemory:
     contiguous_wasted_bytes: int
 
 
+class PagePool:
+    """Which of ``n_pages`` pages are free. A page handed out counts its owners; it is free again when the last
+    one releases it. Shared by :class:`PagedKVCache` and the decoder's batch cache (``core.decoder_batch``)."""
+
+    def __init__(self, n_pages: int):
+        self.n_pages = _int("n_pages", n_pages)
+        self.ref_counts = [0] * self.n_pages
+        self._free = list(range(self.n_pages))[::-1]  # pop() hands out page 0 first
+
+    @property
+    def free(self) -> int:
+        return len(self._free)
+
+    def take(self) -> int:
+        """A free page, now owned once."""
+        if not self._free:
+            raise ValueError(f"the pool's {self.n_pages} pages are all in use")
+        p = self._free.pop()
+        self.ref_counts[p] = 1
+        return p
+
+    def share(self, p: int) -> None:
+        """One more owner of page ``p``."""
+        self.ref_counts[p] += 1
+
+    def release(self, p: int) -> None:
+        """One owner fewer; the page returns to the pool with its last owner."""
+        self.ref_counts[p] -= 1
+        if self.ref_counts[p] == 0:
+            self._free.append(p)
+
+
 class PagedKVCache:
     """A pool of ``n_pages`` pages of ``page_size`` tokens for G = ``n_kv_heads`` heads of width d_k (keys) and d_v.
 
@@ -53,8 +85,7 @@ class PagedKVCache:
         d_v = d_k if d_v is None else _int("d_v", d_v)
         self.k_pages = torch.zeros(self.n_pages, G, self.page_size, d_k, dtype=dtype, device=device)
         self.v_pages = torch.zeros(self.n_pages, G, self.page_size, d_v, dtype=dtype, device=device)
-        self.ref_counts = [0] * self.n_pages
-        self._free = list(range(self.n_pages))[::-1]  # pop() hands out page 0 first
+        self.pool = PagePool(self.n_pages)
         self._tables: dict[int, list[int]] = {}
         self._lengths: dict[int, int] = {}
         self._next_id = 0
@@ -82,19 +113,17 @@ class PagedKVCache:
 
     @property
     def free_pages(self) -> int:
-        return len(self._free)
+        return self.pool.free
+
+    @property
+    def ref_counts(self) -> list[int]:
+        return self.pool.ref_counts
 
     def _take_page(self) -> int:
-        if not self._free:
-            raise ValueError(f"the pool's {self.n_pages} pages are all in use")
-        p = self._free.pop()
-        self.ref_counts[p] = 1
-        return p
+        return self.pool.take()
 
     def _release(self, p: int) -> None:
-        self.ref_counts[p] -= 1
-        if self.ref_counts[p] == 0:
-            self._free.append(p)
+        self.pool.release(p)
 
     def fork(self, seq: int) -> int:
         """A new sequence sharing every page of ``seq`` (no copy until one of them writes to a shared page)."""
@@ -102,7 +131,7 @@ class PagedKVCache:
         child = self.new_sequence()
         self._tables[child], self._lengths[child] = list(table), self._lengths[seq]
         for p in table:
-            self.ref_counts[p] += 1
+            self.pool.share(p)
         return child
 
     def free(self, seq: int) -> None:

@@ -510,7 +510,8 @@ def attention_memory() -> dict:
 # ------------------------------------------------------------------ a language model writing: SmolLM2-135M (core.decoder)
 LM_MAX_TOKENS = 64  # the longest prompt the page runs (its model view draws 30 × 9 maps of n × n)
 LM_MAX_NEW = 64  # the most tokens one prompt may be continued by (core.decoder.MAX_NEW_TOKENS)
-LM_CACHE_BYTES = 96 * 2**20  # the decode scheduler's keys and values: 17 slots of 128 positions (float32, 5.6 MiB each)
+LM_CACHE_BYTES = 96 * 2**20  # the decode scheduler's keys and values: 136 pages of 16 positions (float32, 720 KiB each)
+LM_MAX_BATCH = 48  # the most sequences one decoding step writes (a class of 40 in one batch)
 LM_WINDOWS = (16, 32, 64)  # the KV windows of the StreamingLLM experiment
 LM_SINKS = 4  # the first tokens kept beside a window
 
@@ -571,7 +572,7 @@ def lm_scheduler(device: str) -> decoding.Scheduler:
     """The server's one decode scheduler per device (continuous batching, ``ui.decoding``): every session's writing
     joins one batch; its keys and values take at most LM_CACHE_BYTES."""
     return decoding.Scheduler(language_model(), cache_bytes=LM_CACHE_BYTES, capacity=LM_MAX_TOKENS + LM_MAX_NEW,
-                              device=device)
+                              max_batch=LM_MAX_BATCH, device=device)
 
 
 def lm_writing(text: str, n_new: int, temperature: float, top_k: int | None, top_p: float | None, seed: int,

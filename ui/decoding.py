@@ -3,14 +3,16 @@
 
 A class presses "Write" at once. Decoded one session at a time, every step of every student reads all the
 weights again for one token. Here every request joins one running batch at the next step: one forward pass
-writes the next token of every sequence in it (``core.decoder_batch.decode_batch``), finished sequences leave
-and waiting ones take their slots. A prompt enters through the ordinary one-sequence pass. Each request keeps
+writes the next token of every sequence in it (``core.decoder_batch.extend_batch``), finished sequences leave
+and waiting ones take their pages; a joining prompt is prefilled in the same pass. Each request keeps
 its own random generator, seeded as alone, and chooses its tokens with ``SmolLM2.choose`` as ``generate`` does,
 so it writes what it writes alone (``tests/app/test_decoding.py``).
 
-Bounds: the keys and values of every slot at most ``cache_bytes`` (allocated once: the batch is as large as
-that allows); at most ``max_waiting`` requests waiting; the ``max_results`` most recent results kept; a request
-whose session has not asked about it for ``abandoned_after`` seconds (a closed tab) leaves and frees its slot.
+Bounds: the keys and values of every sequence at most ``cache_bytes`` (allocated once, in pages of 16 positions;
+a request joins when the pages for its prompt and all its new tokens are free, so a batch never runs out of them);
+at most ``max_batch`` sequences in a step; at most ``max_waiting`` requests waiting; the ``max_results`` most recent
+results kept; a request whose session has not asked about it for ``abandoned_after`` seconds (a closed tab) leaves
+and frees its pages.
 Equal requests share one :class:`Writing`. The app holds one scheduler per process (``ui.compute.lm_scheduler``).
 No streamlit import: the tests drive a scheduler directly.
 """
@@ -28,11 +30,11 @@ from dataclasses import dataclass
 import torch
 
 from core.decoder import Step
-from core.decoder_batch import SlotCache, decode_batch
-from core.decoder_forward import forward
+from core.decoder_batch import BatchCache, extend_batch
 
 log = logging.getLogger(__name__)
 THREAD_NAME = "lm-decoding"
+PAGE = 16  # positions per page of the batch cache
 NO_ROW = torch.zeros(0)  # an older step's attention row, dropped
 
 
@@ -65,7 +67,7 @@ class Writing:
         self.position: int | None = None  # 0 writing, k ≥ 1 with k − 1 ahead in the line, None when done
         self.finished = threading.Event()
         # the scheduler's own (its thread only)
-        self._slot: int | None = None
+        self._seq: int | None = None  # its sequence in the batch cache
         self._gen = torch.Generator(device="cpu").manual_seed(int(request.seed))
         self._logits: torch.Tensor | None = None  # (vocab,): the next token's
         self._attention: torch.Tensor | None = None  # (L, H, c): the row that predicted it
@@ -79,18 +81,19 @@ class Writing:
 
 
 class Scheduler:
-    """Continuous batching over one :class:`core.decoder_batch.SlotCache` (module docstring)."""
+    """Continuous batching over one :class:`core.decoder_batch.BatchCache` (module docstring); ``capacity``: the
+    most positions one request may take (prompt + new tokens)."""
 
-    def __init__(self, model, *, cache_bytes: int, capacity: int, max_waiting: int = 64, max_results: int = 64,
-                 abandoned_after: float = 30.0, clock: Callable[[], float] = time.monotonic, device: str = "cpu",
-                 autostart: bool = True) -> None:
-        slots = cache_bytes // SlotCache.bytes_for(model.config, 1, capacity)
-        if slots < 1:
-            raise ValueError(f"{cache_bytes} bytes hold no slot of {capacity} positions")
-        self.model, self.capacity, self.slots = model, capacity, int(slots)
+    def __init__(self, model, *, cache_bytes: int, capacity: int, max_batch: int = 64, max_waiting: int = 64,
+                 max_results: int = 64, abandoned_after: float = 30.0, clock: Callable[[], float] = time.monotonic,
+                 device: str = "cpu", autostart: bool = True) -> None:
+        pages = cache_bytes // BatchCache.bytes_per_page(model.config, PAGE)
+        if pages * PAGE < capacity:
+            raise ValueError(f"{cache_bytes} bytes do not hold one request of {capacity} positions")
+        self.model, self.capacity, self.pages, self.max_batch = model, capacity, int(pages), max_batch
         self.max_waiting, self.max_results, self.abandoned_after = max_waiting, max_results, abandoned_after
         self._clock, self._device = clock, device
-        self._cache: SlotCache | None = None  # made by the thread on its first request
+        self._cache: BatchCache | None = None  # made by the thread on its first request
         self._lock = threading.Condition()
         self._waiting: deque[Writing] = deque()
         self._running: list[Writing] = []
@@ -146,6 +149,12 @@ class Scheduler:
             writing.seen = -float("inf")
             self._lock.notify_all()
 
+    @property
+    def free_pages(self) -> int:
+        """Pages of the batch cache no sequence holds."""
+        with self._lock:
+            return self.pages if self._cache is None else self._cache.pool.free
+
     def stats(self) -> tuple[int, int]:
         """(writing now, waiting)."""
         with self._lock:
@@ -175,11 +184,11 @@ class Scheduler:
             w.position = i + 1
 
     def _finish(self, w: Writing, stopped: str) -> None:
-        """Under the lock: ``w`` leaves (its slot freed); kept among the results unless cancelled."""
+        """Under the lock: ``w`` leaves (its pages freed); kept among the results unless cancelled."""
         w.stopped, w.position = stopped, None
-        if w._slot is not None and self._cache is not None:
-            self._cache.release(w._slot)
-        w._slot, w._logits, w._attention = None, None, None
+        if w._seq is not None and self._cache is not None:
+            self._cache.release(w._seq)
+        w._seq, w._logits, w._attention = None, None, None
         if w in self._running:
             self._running.remove(w)
         if stopped in ("length", "eos"):
@@ -189,7 +198,8 @@ class Scheduler:
         w.finished.set()
 
     def _admit(self) -> list[Writing]:
-        """Under the lock: drop the abandoned, then move waiting requests into free slots → the ones to prefill."""
+        """Under the lock: drop the abandoned, then move waiting requests, in their order, into the batch while it
+        has room and their pages are free → the ones to prefill."""
         now = self._clock()
         for w in [*self._running, *self._waiting]:
             if now - w.seen > self.abandoned_after:
@@ -198,13 +208,15 @@ class Scheduler:
                 self._finish(w, "cancelled")
         if self._cache is None and self._waiting:
             P = self.model.weights_on(self._device)
-            self._cache = SlotCache(self.model.config, self.slots, self.capacity, device=P.E.device, dtype=P.E.dtype)
+            self._cache = BatchCache(self.model.config, self.pages, PAGE, device=P.E.device, dtype=P.E.dtype)
         joining = []
-        free = self._cache.free_slots() if self._cache is not None else []
-        while self._waiting and free:
+        while self._waiting and len(self._running) < self.max_batch:
+            r = self._waiting[0].request
+            seq = self._cache.open(len(r.ids) + r.n_new)  # None: the first in line waits for pages (no overtaking)
+            if seq is None:
+                break
             w = self._waiting.popleft()
-            w._slot = free.pop(0)
-            self._cache.lengths[w._slot] = -1  # taken (filled below, outside the lock)
+            w._seq = seq  # its prompt goes into the next pass (outside the lock)
             self._running.append(w)
             joining.append(w)
         self._positions()
@@ -231,19 +243,16 @@ class Scheduler:
                             self._finish(w, "error")
 
     def _step(self, joining: list[Writing], running: list[Writing], P, c) -> None:
-        """Prefill the joining prompts, choose every running sequence's next token, then one batched pass."""
-        for w in joining:
-            out = forward(torch.tensor(w.request.ids, device=P.E.device), P, c, use_cache=True, keep_qkv=False,
-                          logits_for="last")
-            self._cache.fill(w._slot, out.caches)
-            w._logits, w._attention = out.logits[-1], out.attentions[:, :, -1, :].clone()
-        going = []
+        """Choose every decoding sequence's next token, then one pass: those tokens and the joining prompts."""
+        new = {id(w) for w in joining}
+        going, chunks = [], []
         for w in running:
+            if id(w) in new:  # its prompt goes into this pass; its first token comes from the pass's logits
+                continue
             r = w.request
             step = self.model.choose(w._logits, w._attention, len(r.ids) + len(w.steps), r.temperature, r.top_k, r.top_p,
                                      w._gen, stop_at_eos=r.stop_at_eos)
             with self._lock:
-                w.batch = max(w.batch, len(running))
                 if step is None:
                     self._finish(w, "eos")
                     continue
@@ -254,10 +263,14 @@ class Scheduler:
                     self._finish(w, "length")
                     continue
             going.append(w)
+            chunks.append(torch.tensor([step.token_id]))
+        for w in joining:
+            going.append(w)
+            chunks.append(torch.tensor(w.request.ids))
         if not going:
             return
-        ids = torch.tensor([w.steps[-1].token_id for w in going], device=P.E.device)
-        batch = decode_batch(ids, [w._slot for w in going], self._cache, P, c)
+        batch = extend_batch(chunks, [w._seq for w in going], self._cache, P, c)
         self.batches.append(len(going))
         for b, w in enumerate(going):
+            w.batch = max(w.batch, len(going))
             w._logits, w._attention = batch.logits[b].clone(), batch.attentions[:, b, :, : batch.positions[b] + 1].clone()

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from core import decoder, pretrained
-from core.decoder_batch import SlotCache
-from ui.decoding import QueueFull, Request, Scheduler
+from core.decoder_batch import BatchCache
+from ui.decoding import PAGE, QueueFull, Request, Scheduler
 
 if importlib.util.find_spec(decoder.MODULE) is None:
     pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
@@ -29,9 +29,14 @@ def model():
 
 @pytest.fixture
 def scheduler(model):
-    s = Scheduler(model, cache_bytes=SlotCache.bytes_for(model.config, 6, CAPACITY), capacity=CAPACITY)
+    s = Scheduler(model, cache_bytes=pages(model, 36), capacity=CAPACITY)
     yield s
     s.close()
+
+
+def pages(model, n: int) -> int:
+    """The bytes of n pages of the batch cache."""
+    return n * BatchCache.bytes_per_page(model.config, PAGE)
 
 
 def request(model, text: str, n: int, **sampling) -> Request:
@@ -77,23 +82,39 @@ def test_joining_a_running_batch_and_leaving_it_at_the_end_token(model, schedule
     assert first[1].stopped == "eos" and len(first[1].steps) < 12 and late.batch >= 2
 
 
-def test_more_requests_than_slots_wait_their_turn(model):
-    s = Scheduler(model, cache_bytes=SlotCache.bytes_for(model.config, 2, CAPACITY), capacity=CAPACITY, autostart=False)
+def test_more_requests_than_the_batch_holds_wait_their_turn(model):
+    s = Scheduler(model, cache_bytes=pages(model, 36), capacity=CAPACITY, max_batch=2, autostart=False)
     try:
         ws = s.submit_many([request(model, p, 3) for p in PROMPTS])
         assert [w.position for w in ws] == [1, 2, 3, 4] and s.stats() == (0, 4)  # all in the line
         s.start()
         assert all(w.wait(WAIT) for w in ws)
-        assert max(s.batches) <= 2 and s.slots == 2
+        assert max(s.batches) == 2
         for w, p in zip(ws, PROMPTS, strict=True):
             same_as_alone(model, w, p, 3)
     finally:
         s.close()
 
 
-def test_an_abandoned_request_leaves_and_frees_its_slot(model):
+def test_a_request_waits_until_the_pages_for_all_its_tokens_are_free(model):
+    """Each request takes the pages for its prompt and every new token when it joins: with pages for one of them
+    only, the second waits in the line (no overtaking by a smaller one) and the first never runs out."""
+    n = 40  # a prompt of 6 tokens + 40 = 46 positions: 3 pages of 16; the cache holds 4
+    s = Scheduler(model, cache_bytes=pages(model, 4), capacity=64, autostart=False)
+    try:
+        ws = s.submit_many([request(model, PROMPTS[0], n), request(model, PROMPTS[3], n), request(model, "Hi", 2)])
+        s.start()
+        assert all(w.wait(WAIT) for w in ws)
+        assert max(s.batches) == 1 and s.free_pages == 4
+        same_as_alone(model, ws[0], PROMPTS[0], n)
+        same_as_alone(model, ws[1], PROMPTS[3], n)
+    finally:
+        s.close()
+
+
+def test_an_abandoned_request_leaves_and_frees_its_pages(model):
     now = [0.0]
-    s = Scheduler(model, cache_bytes=SlotCache.bytes_for(model.config, 1, CAPACITY), capacity=CAPACITY,
+    s = Scheduler(model, cache_bytes=pages(model, 6), capacity=CAPACITY,
                   abandoned_after=30.0, clock=lambda: now[0])
     try:
         w = s.submit(request(model, PROMPTS[0], 60))
@@ -105,15 +126,16 @@ def test_an_abandoned_request_leaves_and_frees_its_slot(model):
         assert w.wait(WAIT)
         assert w.stopped == "cancelled" and len(w.steps) < 60
         assert s.stats() == (0, 0) and s.find(w.request) is None  # gone, not kept among the results
-        nxt = s.submit(request(model, PROMPTS[1], 2))  # the one slot is free again
+        assert s.free_pages == 6
+        nxt = s.submit(request(model, PROMPTS[1], 2))  # its pages are free again
         assert nxt.wait(WAIT) and nxt.stopped == "length"
     finally:
         s.close()
 
 
 def test_equal_requests_share_one_writing_and_the_bounds_hold(model):
-    s = Scheduler(model, cache_bytes=SlotCache.bytes_for(model.config, 1, CAPACITY), capacity=CAPACITY, max_waiting=3,
-                  max_results=1, autostart=False)
+    s = Scheduler(model, cache_bytes=pages(model, 6), capacity=CAPACITY, max_batch=1, max_waiting=3, max_results=1,
+                  autostart=False)
     try:
         a, b = s.submit_many([request(model, PROMPTS[0], 2), request(model, PROMPTS[0], 2)])
         assert a is b and s.stats() == (0, 1)
@@ -122,7 +144,7 @@ def test_equal_requests_share_one_writing_and_the_bounds_hold(model):
         s.start()
         with pytest.raises(ValueError, match="do not fit 96 positions"):
             s.submit(Request(ids=(1,) * 90, n_new=7))
-        with pytest.raises(ValueError, match="hold no slot"):
+        with pytest.raises(ValueError, match="do not hold one request"):
             Scheduler(model, cache_bytes=1000, capacity=CAPACITY)
         for w in (a, *[s.find(request(model, p, 2)) for p in PROMPTS[1:3]]):
             assert w is not None and w.wait(WAIT)

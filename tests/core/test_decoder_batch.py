@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from core import decoder, pretrained
-from core.decoder_batch import SlotCache, decode_batch
+from core.decoder_batch import BatchCache, decode_batch, extend_batch
 from core.decoder_forward import forward
 
 if importlib.util.find_spec(decoder.MODULE) is None:
@@ -44,10 +44,20 @@ class Alone:
                                logits_for="last")
 
 
-def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps: int, slots: int = 6):
-    """Decode greedily in one slot cache: ``joins[s]`` enter before step s, ``leaves[s]`` leave before it; every
-    step compares each batched sequence with its own Alone twin. Returns the largest logit gap and the tokens."""
-    cache = SlotCache(model.config, slots, 96)
+def fragmented(model, n_pages: int, page_size: int = 4) -> BatchCache:
+    """A batch cache whose free pages alternate with taken ones: a sequence's pages are not next to each other."""
+    cache = BatchCache(model.config, n_pages, page_size)
+    spacers = [cache.open(page_size) for _ in range(n_pages // 2)]
+    for s in spacers[::2]:
+        cache.release(s)
+    return cache
+
+
+def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps: int, pages: int = 80):
+    """Decode greedily in one fragmented batch cache (pages of 4 positions): ``joins[s]`` enter at pass s, their
+    prompts prefilled in the pass that decodes the others; ``leaves[s]`` leave before it. Every pass compares each
+    sequence's logits and attention row with its own Alone twin's. Returns the largest logit gap and the tokens."""
+    cache = fragmented(model, pages)
     P, c = model.weights_on("cpu"), model.config
     running: dict[str, tuple[int, Alone]] = {}
     tokens: dict[str, list[int]] = {}
@@ -55,19 +65,21 @@ def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps
     for s in range(steps):
         for text in leaves.get(s, []):
             cache.release(running.pop(text)[0])
-        for text in joins.get(s, []):
+        chunks = []
+        for text, (_, alone) in running.items():  # decoding: the token chosen last pass
+            alone.step(tokens[text][-1])
+            chunks.append(torch.tensor([tokens[text][-1]]))
+        for text in joins.get(s, []):  # joining: the whole prompt
             alone = Alone(model, text)
-            slot = cache.free_slots()[-1]  # from the end: slots are not in the order sequences arrived
-            cache.fill(slot, alone.out.caches)
-            running[text] = (slot, alone)
-            tokens[text] = [int(alone.logits.argmax())]
+            seq = cache.open(len(alone.ids) + steps + 1)
+            assert seq is not None
+            running[text], tokens[text] = (seq, alone), []
+            chunks.append(torch.tensor(alone.ids))
         names = list(running)
-        ids = torch.tensor([tokens[n][-1] for n in names])
         with torch.no_grad():
-            batch = decode_batch(ids, [running[n][0] for n in names], cache, P, c)
+            batch = extend_batch(chunks, [running[n][0] for n in names], cache, P, c)
         for b, n in enumerate(names):
             alone = running[n][1]
-            alone.step(tokens[n][-1])
             gap = max(gap, float((batch.logits[b] - alone.logits).abs().max()))
             t = batch.positions[b]
             row = alone.out.attentions[:, :, -1, :]  # (L, H, t + 1)
@@ -82,47 +94,85 @@ def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps
 def test_a_batch_of_four_lengths_equals_each_alone(model):
     gap, tokens = _run(model, {0: PROMPTS}, {}, steps=5)
     assert gap < ATOL, gap
-    assert all(len(t) == 6 for t in tokens.values())
+    assert all(len(t) == 5 for t in tokens.values())
 
 
 def test_a_sequence_joining_mid_batch_and_one_leaving_early(model):
+    """Prompts of different lengths prefilled in the passes that decode the others, one leaving before the end."""
     gap, tokens = _run(model, {0: PROMPTS[:2], 2: PROMPTS[2:3], 3: PROMPTS[3:]}, {2: PROMPTS[:1]}, steps=5)
     assert gap < ATOL, gap
-    assert len(tokens[PROMPTS[0]]) == 3 and len(tokens[PROMPTS[2]]) == 4 and len(tokens[PROMPTS[3]]) == 3
+    assert len(tokens[PROMPTS[0]]) == 2 and len(tokens[PROMPTS[2]]) == 3 and len(tokens[PROMPTS[3]]) == 2
 
 
-def test_a_freed_slot_reused_by_a_shorter_sequence_hides_the_old_rows(model):
-    """The new sequence's mask stops at its own length: the longer sequence's keys left in the slot get no weight."""
-    gap, _ = _run(model, {0: [PROMPTS[1] * 3, PROMPTS[0]], 2: ["Hi"]}, {2: [PROMPTS[1] * 3]}, steps=4, slots=2)
+def test_one_token_decoding_steps_equal_alone(model):
+    """decode_batch (one new token each) is the same pass."""
+    cache = BatchCache(model.config, 8, 16)
+    P, c = model.weights_on("cpu"), model.config
+    twins = [Alone(model, p) for p in PROMPTS[:2]]
+    seqs = [cache.open(32) for _ in twins]
+    with torch.no_grad():
+        first = extend_batch([torch.tensor(a.ids) for a in twins], seqs, cache, P, c)
+        nxt = [int(x.argmax()) for x in first.logits]
+        batch = decode_batch(torch.tensor(nxt), seqs, cache, P, c)
+    for b, (a, t) in enumerate(zip(twins, nxt, strict=True)):
+        a.step(t)
+        assert float((batch.logits[b] - a.logits).abs().max()) < ATOL
+
+
+def test_freed_pages_reused_by_a_shorter_sequence_hide_the_old_rows(model):
+    """The new sequence's mask stops at its own length: the longer sequence's keys left in its pages get no weight."""
+    gap, _ = _run(model, {0: [PROMPTS[1] * 3, PROMPTS[0]], 2: ["Hi"]}, {2: [PROMPTS[1] * 3]}, steps=4, pages=36)
     assert gap < ATOL, gap
+
+
+def test_pages_are_reserved_for_the_whole_request_and_returned(model):
+    """A sequence takes ⌈positions / P⌉ pages when it opens, or none while too few are free; position t lives in
+    row table[t // P]·P + t mod P; releasing returns its pages."""
+    c = model.config
+    cache = BatchCache(c, 5, 4)
+    assert cache.nbytes == 5 * BatchCache.bytes_per_page(c, 4) == 2 * 30 * 3 * 20 * 64 * 4
+    a = cache.open(9)  # 3 pages: 0, 1, 2
+    assert cache.pool.free == 2 and cache.open(9) is None and cache.pool.free == 2  # refused whole, nothing taken
+    b = cache.open(5)  # 2 pages: 3, 4
+    cache.release(a)
+    d = cache.open(6)  # 2 of a's pages, in the order the pool hands them back
+    assert cache.rows(b, torch.arange(5)).tolist() == [12, 13, 14, 15, 16]
+    assert (cache.rows(d, torch.tensor([0, 3, 4, 5])) // 4).tolist() == [2, 2, 1, 1]  # pages 2 then 1, not adjacent
+    assert cache.pool.free == 1
+    assert cache.open(1) is None  # a sequence needs room for a prompt and one new token
 
 
 def test_the_check_sees_a_wrong_row(model):
     """The comparison can fail: a slot whose length is off by one (its new key at the wrong row) is caught."""
-    cache = SlotCache(model.config, 2, 64)
+    cache = BatchCache(model.config, 8, 16)
     a, b = Alone(model, PROMPTS[0]), Alone(model, PROMPTS[2])
-    cache.fill(0, a.out.caches)
-    cache.fill(1, b.out.caches)
-    cache.lengths[1] -= 1  # forget one of its tokens
+    sa, sb = cache.open(64), cache.open(64)
     with torch.no_grad():
-        batch = decode_batch(torch.tensor([int(a.logits.argmax()), int(b.logits.argmax())]), [0, 1], cache,
+        extend_batch([torch.tensor(a.ids), torch.tensor(b.ids)], [sa, sb], cache, model.weights_on("cpu"), model.config)
+    cache.lengths[sb] -= 1  # forget one of its tokens
+    with torch.no_grad():
+        batch = decode_batch(torch.tensor([int(a.logits.argmax()), int(b.logits.argmax())]), [sa, sb], cache,
                              model.weights_on("cpu"), model.config)
     b.step(int(b.logits.argmax()))
     assert float((batch.logits[1] - b.logits).abs().max()) > 1e-2
 
 
 def test_bad_batches_are_refused(model):
-    cache = SlotCache(model.config, 2, 8)
+    cache = BatchCache(model.config, 2, 8)
     P, c = model.weights_on("cpu"), model.config
-    with pytest.raises(ValueError, match="each needs 1"):
-        decode_batch(torch.tensor([1]), [0], cache, P, c)  # an empty slot
-    with pytest.raises(ValueError, match="one new token per distinct slot"):
-        decode_batch(torch.tensor([1, 2]), [0, 0], cache, P, c)
-    with pytest.raises(ValueError, match="does not fit a slot of 8 positions"):
-        cache.fill(0, Alone(model, "one two three four five six seven eight nine").out.caches)
-    with pytest.raises(ValueError, match="at least 1 slot"):
-        SlotCache(c, 0, 8)
-    assert SlotCache(c, 3, 8).nbytes == SlotCache.bytes_for(c, 3, 8) == 2 * 30 * 3 * 3 * 8 * 64 * 4
+    s = cache.open(8)
+    with pytest.raises(ValueError, match="each sequence holding at least 1"):
+        decode_batch(torch.tensor([1]), [s], cache, P, c)  # an empty sequence
+    with pytest.raises(ValueError, match="each distinct open sequence"):
+        extend_batch([torch.tensor([1]), torch.tensor([2])], [s, s], cache, P, c)
+    with pytest.raises(ValueError, match="each distinct open sequence"):
+        extend_batch([torch.tensor([1])], [s + 1], cache, P, c)  # never opened
+    with pytest.raises(ValueError, match="each distinct open sequence"):
+        extend_batch([torch.tensor([], dtype=torch.long)], [s], cache, P, c)  # no new token
+    with pytest.raises(ValueError, match="no room for \\[9\\] more"):
+        extend_batch([torch.arange(9)], [s], cache, P, c)
+    with pytest.raises(ValueError, match="at least 1 page"):
+        BatchCache(c, 0, 8)
 
 
 @pytest.mark.slow
@@ -141,5 +191,5 @@ def test_batched_greedy_tokens_equal_transformers_left_padded_generate(model):
     with torch.no_grad():
         want = hf.generate(batch, attention_mask=seen, max_new_tokens=6, do_sample=False, pad_token_id=pad,
                            eos_token_id=None)[:, width:].tolist()
-    _, tokens = _run(model, {0: PROMPTS}, {}, steps=5)
+    _, tokens = _run(model, {0: PROMPTS}, {}, steps=6)
     assert [tokens[p] for p in PROMPTS] == want
