@@ -315,7 +315,7 @@ def writing_tab(text: str, tr: dict, dec: int) -> None:
 def writing(text: str, T: float, k: int | None, p: float | None, seed: int) -> None:
     """The buttons, the text written and the new token's heads: a press reruns this part alone (forty students
     pressing Write at once cost the server forty small runs beside the batch, not forty pages)."""
-    page.boundary(lambda: writing_part(text, T, k, p, seed))
+    page.boundary(lambda: writing_part(text, T, k, p, seed), queued=True)  # the batch shares the work out
 
 
 def writing_part(text: str, T: float, k: int | None, p: float | None, seed: int) -> None:

@@ -7,7 +7,10 @@ reruns are timed in CPU seconds of the thread that ran them; a session that spen
 core over the last WINDOW seconds waits, before its next run, until it is back under its share (it
 sleeps in its own thread: the others' reruns go on meanwhile) — but only while another session is at
 work: its run is in progress or ended less than RECENT seconds ago (in a class of 20 thinking 1–3 s
-between actions some run ends every fraction of a second). A learner alone on the server never waits.
+between actions some run ends every fraction of a second). A learner alone on the server never waits, nor
+does the language model's writing part: its heavy work is the server's one decoding batch, shared out there
+(``page.boundary(..., queued=True)``; held back here, 40 students pressing Write right after drawing their own
+prompts waited up to MAX_WAIT each before joining the batch).
 Checking only for a run in progress at that instant let a heavy run start in the gap between two
 students' runs about half the time, and then slow every student who arrived during it (BENCHMARKS.md,
 "A hostile client"). SHARE is a tenth of a core: 2–3 changes of a 512-token scenario per WINDOW while
@@ -93,14 +96,14 @@ def inside() -> bool:
     return bool(getattr(_depth, "n", 0))
 
 
-def metered(render: Callable[[], None]) -> None:
+def metered(render: Callable[[], None], *, wait: bool = True) -> None:
     """``render()`` within the session's share: wait first if the session is over it while others are at
-    work, and count its CPU."""
+    work (unless ``wait`` is False), and count its CPU."""
     if getattr(_depth, "n", 0):
         render()
         return
     spent, me = _spent(), _session_id()
-    pause = wait_needed(spent, time.monotonic()) if others_at_work(me, time.monotonic()) else 0.0
+    pause = wait_needed(spent, time.monotonic()) if wait and others_at_work(me, time.monotonic()) else 0.0
     if pause > 0:
         _log.info("a session waited %.2f s (%.2f CPU-s in the last %.0f s, share %.2f of a core)", pause,
                   sum(cpu for _, cpu in spent), WINDOW, SHARE)

@@ -46,13 +46,15 @@ def check_box(ok: bool, message: str) -> None:
     (st.success if ok else st.error)(message)
 
 
-def boundary(render: Callable[[], None]) -> None:
+def boundary(render: Callable[[], None], *, queued: bool = False) -> None:
     """The last line of defence: an unexpected error becomes a message, never a traceback.
 
     The frame (app.py) runs every page inside it; a fragment, which reruns on its own, too.
     st.rerun / st.stop are BaseExceptions and pass through. The outermost boundary of a run also keeps
     the session within its fair share of the server (:mod:`ui.fair`) and, after the run, writes the link
-    (:func:`ui.link.write`)."""
+    (:func:`ui.link.write`). ``queued``: a fragment whose heavy work is the server's one batch
+    (:mod:`ui.decoding`), which shares it out among the sessions already; its run starts at once, never held
+    back for the session's share, and its own CPU still counts."""
     def guarded_render() -> None:
         try:
             render()
@@ -64,5 +66,5 @@ def boundary(render: Callable[[], None]) -> None:
         fair.metered(guarded_render)
         return
     with this_run():  # a fragment's rerun starts here
-        fair.metered(guarded_render)
+        fair.metered(guarded_render, wait=not queued)
         link.write()
