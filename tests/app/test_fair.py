@@ -61,3 +61,17 @@ def test_a_session_alone_on_the_server_never_waits(monkeypatch):
     fair._at_work["another session"] = fair.time.monotonic() - fair.RECENT  # idle for RECENT seconds: gone
     fair.metered(lambda: None)
     assert len(slept) == 2 and "another session" not in fair._at_work
+
+
+def test_a_run_that_hands_its_work_to_the_shared_batch_never_waits_but_counts(monkeypatch):
+    """The language model's writing part (page.boundary(..., queued=True)) starts at once even far over the share
+    while others are at work; its CPU still goes into the window."""
+    slept = []
+    monkeypatch.setattr(fair.time, "sleep", lambda s: slept.append(s))
+    spent = deque([(fair.time.monotonic(), 1000.0)])
+    monkeypatch.setattr(fair, "_spent", lambda: spent)
+    monkeypatch.setattr(fair, "_at_work", {"another session": float("inf")})
+    fair.metered(lambda: None, wait=False)
+    assert slept == [] and len(spent) == 2
+    fair.metered(lambda: None)  # the same session's ordinary run still waits
+    assert len(slept) == 1
