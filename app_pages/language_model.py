@@ -220,8 +220,8 @@ def writing_buttons() -> int:
     return int(st.session_state[KEYS.n_new])
 
 
-WRITING_REDRAW_S = 0.2  # how often a waiting run looks at its writing (a redraw only on change)
-WRITING_KEEP_S = 5.0  # how often it tells the scheduler it still wants it (a writing unasked for 30 s leaves)
+WRITING_KEEP_S = compute.LM_ABANDON_S / 6  # how often a waiting run tells the scheduler it still wants its writing
+WRITING_REDRAW_S = min(0.2, WRITING_KEEP_S)  # how often it looks at its writing (a redraw only on change)
 
 
 def _readable(tokens) -> str:

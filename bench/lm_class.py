@@ -10,6 +10,11 @@ then reruns it likewise until it shows the finished text). Measured: from the pr
 the finished text, per student (median, p95, the last);
 the server's largest RSS (psutil, every 0.5 s); errors (exceptions, error alerts, timeouts); the batch sizes the
 students' captions name (0: a page that names none, as before batching).
+
+``--beside M``: M more students on the same server do the Playground class of ``bench.classroom`` (its students,
+actions and think times) all along. They act for QUIET seconds before the press, then on through the burst. Their
+p95 (the time of each rerun they send) in the quiet window and in the burst (sent between the press and the last
+writer's finished text) shows whether the fair share holds while the class writes.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import platform
+import random
 import statistics
 import time
 from urllib.parse import urlencode
 
 from attention_lab.strings import LANGS, translate
-from bench import serve
+from bench import classroom, serve
 from bench.classroom import Client, Monitor, page_url
 from ui import state
 
@@ -84,6 +90,19 @@ def prompt(i: int) -> str:
     return f"{PROMPTS[i % len(PROMPTS)]} {i}"
 
 
+async def follow(c: Writer, run, texts, t0: float, timeout: float) -> tuple[int | None, list, int, list]:
+    """After the press's run: rerun the writing part until it shows the finished text (a run that ended before)
+    → (the batch it names, the last run's texts, reruns, their errors)."""
+    polls, errors = 0, []
+    while (batch := finished(texts)) is None and not run.errors and time.perf_counter() - t0 < timeout:
+        frag = next((f for f, _ in texts if f and f != "code"), "")
+        await asyncio.sleep(POLL)
+        run, texts = await c.run_and_read(fragment_id=frag)
+        errors += run.errors
+        polls += 1
+    return batch, texts, polls, errors
+
+
 async def student(url: str, i: int, go: asyncio.Event, ready: list, timeout: float) -> dict:
     c = Writer(url, timeout)
     await c.connect()
@@ -97,14 +116,8 @@ async def student(url: str, i: int, go: asyncio.Event, ready: list, timeout: flo
     c.__dict__.pop("first_text", None)
     t0 = time.perf_counter()
     run, texts = await c.run_and_read(widgets=[(press, "trigger_value", True)], fragment_id=press.fragment_id)
-    errors += run.errors
-    polls = 0
-    while (batch := finished(texts)) is None and not run.errors and time.perf_counter() - t0 < timeout:
-        frag = next((f for f, _ in texts if f and f != "code"), "")
-        await asyncio.sleep(POLL)
-        run, texts = await c.run_and_read(fragment_id=frag)
-        errors += run.errors
-        polls += 1
+    batch, texts, polls, more = await follow(c, run, texts, t0, timeout)
+    errors += run.errors + more
     seconds = time.perf_counter() - t0
     await c.close()
     written = [body for where, body in texts if where == "code"]  # the growing text, then the finished one
@@ -113,8 +126,43 @@ async def student(url: str, i: int, go: asyncio.Event, ready: list, timeout: flo
             "text": written[-1] if written else None, "drawn": written}
 
 
-async def one_class(n: int, timeout: float) -> dict:
+QUIET = 20.0  # seconds the Playground class acts before the press (--beside)
+
+
+class Beside:
+    """M students doing bench.classroom's Playground class on the same server, until stopped."""
+
+    def __init__(self, url: str, m: int, timeout: float):
+        self.args = classroom.parse(["--sessions", str(m), "--actions", "100000", "--timeout", str(timeout)])
+        self.args.pages_list = list(classroom.DEFAULT_PAGES)
+        self.rec = classroom.Recorder()
+        rng = random.Random(0)
+        self.students = [classroom.Student(i, url, self.args, self.rec, random.Random(rng.random()))
+                         for i in range(m)]
+        self.url, self.lessons = url, []
+
+    async def start(self) -> None:
+        await classroom.warm_up(self.url, self.args, self.rec)
+        await asyncio.gather(*(s.open(self.args.ramp * i / len(self.students)) for i, s in enumerate(self.students)))
+        far = time.monotonic() + 3600
+        self.lessons = [asyncio.create_task(s.lesson(far)) for s in self.students]
+
+    async def stop(self) -> None:
+        for t in self.lessons:
+            t.cancel()
+        await asyncio.gather(*self.lessons, return_exceptions=True)
+        await asyncio.gather(*(s.client.close() for s in self.students), return_exceptions=True)
+
+    def window(self, a: float, b: float) -> dict:
+        """The reruns the Playground students sent between a and b (monotonic): how many, p95, errors."""
+        runs = [x for x in self.rec.timeline if a <= x[0] <= b and x[1] not in ("open", "warm-up", "harness")]
+        return {"n": len(runs), "p95": classroom.pct([x[2] for x in runs], 95) if runs else float("nan"),
+                "errors": sum(x[3] for x in runs)}
+
+
+async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
     server = serve.start()
+    side = None
     try:
         server.wait(180)
         mon = Monitor(server.proc.pid)
@@ -124,13 +172,25 @@ async def one_class(n: int, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
         while len(ready) < n and time.monotonic() < deadline and not any(t.done() for t in tasks):
             await asyncio.sleep(0.1)
+        if beside:
+            side = Beside(server.ws_url, beside, timeout)
+            await side.start()
+            quiet = time.monotonic()
+            await asyncio.sleep(QUIET)
         mon.mark("press")
+        pressed = time.monotonic()
         go.set()
         results = await asyncio.gather(*tasks)
+        done = time.monotonic()
         mon.mark("done")
         await mon.stop()
-        return {"n": n, "results": results, "rss": max(s["rss"] for s in mon.samples)}
+        out = {"n": n, "results": results, "rss": max(s["rss"] for s in mon.samples)}
+        if side is not None:
+            out["beside"] = {"m": beside, "quiet": side.window(quiet, pressed), "burst": side.window(pressed, done)}
+        return out
     finally:
+        if side is not None:
+            await side.stop()
         server.stop()
 
 
@@ -144,17 +204,32 @@ def row(c: dict) -> str:
             f"{p95:.1f} s | {secs[-1]:.1f} s | {max(batches, default=0)} | {c['rss'] / 2**20:,.0f} MB | {errors} |")
 
 
+def beside_row(c: dict) -> str:
+    b = c["beside"]
+    return (f"| {b['m']} | {c['n']} | {b['quiet']['p95']:.2f} s ({b['quiet']['n']} reruns) | "
+            f"{b['burst']['p95']:.2f} s ({b['burst']['n']} reruns) | ×{b['burst']['p95'] / b['quiet']['p95']:.1f} | "
+            f"{b['quiet']['errors'] + b['burst']['errors']} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--students", default="1,10,40", help="class sizes, comma-separated")
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--beside", type=int, default=0, metavar="M", help="M Playground students on the same server")
     args = ap.parse_args()
     print(f"machine: {len(__import__('os').sched_getaffinity(0))} CPUs, python {platform.python_version()}\n")
     print(f"| students writing {N_NEW} tokens at once | first text seen: median / last | done: median | p95 | last done "
           "| largest batch | server RSS (max) | errors |")
     print("|---|---|---|---|---|---|---|---|")
+    classes = []
     for n in (int(x) for x in args.students.split(",")):
-        print(row(asyncio.run(one_class(n, args.timeout))), flush=True)
+        classes.append(asyncio.run(one_class(n, args.timeout, args.beside)))
+        print(row(classes[-1]), flush=True)
+    if args.beside:
+        print(f"\n| Playground students beside | writing | their p95: {QUIET:.0f} s before the press | during the "
+              "writing | ratio | their errors |\n|---|---|---|---|---|---|")
+        for c in classes:
+            print(beside_row(c))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ once per server, never mutated by a page.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import numpy as np
@@ -512,6 +513,9 @@ LM_MAX_TOKENS = 64  # the longest prompt the page runs (its model view draws 30 
 LM_MAX_NEW = 64  # the most tokens one prompt may be continued by (core.decoder.MAX_NEW_TOKENS)
 LM_CACHE_BYTES = 96 * 2**20  # the decode scheduler's keys and values: 136 pages of 16 positions (float32, 720 KiB each)
 LM_MAX_BATCH = 48  # the most sequences one decoding step writes (a class of 40 in one batch)
+# a writing no session has asked about for this long leaves the batch (a closed tab); pages ask 6 times as often.
+# ATTN_LAB_LM_ABANDON_S shortens it for the real-server test of a student who leaves
+LM_ABANDON_S = float(os.environ.get("ATTN_LAB_LM_ABANDON_S", 30.0))
 LM_WINDOWS = (16, 32, 64)  # the KV windows of the StreamingLLM experiment
 LM_SINKS = 4  # the first tokens kept beside a window
 
@@ -572,7 +576,7 @@ def lm_scheduler(device: str) -> decoding.Scheduler:
     """The server's one decode scheduler per device (continuous batching, ``ui.decoding``): every session's writing
     joins one batch; its keys and values take at most LM_CACHE_BYTES."""
     return decoding.Scheduler(language_model(), cache_bytes=LM_CACHE_BYTES, capacity=LM_MAX_TOKENS + LM_MAX_NEW,
-                              max_batch=LM_MAX_BATCH, device=device)
+                              max_batch=LM_MAX_BATCH, abandoned_after=LM_ABANDON_S, device=device)
 
 
 def lm_writing(text: str, n_new: int, temperature: float, top_k: int | None, top_p: float | None, seed: int,
@@ -593,7 +597,7 @@ def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, to
     for n − 1), waiting until they are. Per step: the token, its probability, the cache's size; the attention rows
     (30, 9, c) of the position that predicted the last one; the largest batch it was written in."""
     w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)
-    while not w.wait(5.0):
+    while not w.wait(LM_ABANDON_S / 6):
         w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)  # still wanted: keep it alive
     if w.stopped not in ("length", "eos"):
         raise ValueError(f"the writing stopped: {w.stopped}")

@@ -32,7 +32,10 @@ import torch
 from core.decoder import Step
 from core.decoder_batch import BatchCache, extend_batch
 
+from .server_log import server_log
+
 log = logging.getLogger(__name__)
+_said = server_log("attention_lab.decoding", "decoding")  # one line per writing that leaves unasked (a closed tab)
 THREAD_NAME = "lm-decoding"
 PAGE = 16  # positions per page of the batch cache
 NO_ROW = torch.zeros(0)  # an older step's attention row, dropped
@@ -206,6 +209,9 @@ class Scheduler:
                 if w in self._waiting:
                     self._waiting.remove(w)
                 self._finish(w, "cancelled")
+                _said.info("a writing nobody asked about for %.1f s left after %d of %d tokens; %d of %d pages free",
+                           now - w.seen, len(w.steps), w.request.n_new, self._cache.pool.free if self._cache else
+                           self.pages, self.pages)
         if self._cache is None and self._waiting:
             P = self.model.weights_on(self._device)
             self._cache = BatchCache(self.model.config, self.pages, PAGE, device=P.E.device, dtype=P.E.dtype)

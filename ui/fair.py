@@ -20,9 +20,7 @@ changes back to back keep the other students' p95 above twice its value without 
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
 import threading
 import time
 from collections import deque
@@ -31,6 +29,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from . import state
+from .server_log import server_log
 
 # of one core, per session, averaged over WINDOW; ATTN_LAB_FAIR_SHARE=off serves without the limit (to measure it)
 SHARE = float("inf") if os.environ.get("ATTN_LAB_FAIR_SHARE") == "off" else float(os.environ.get("ATTN_LAB_FAIR_SHARE", 0.1))
@@ -42,13 +41,7 @@ _at_work: dict[str, float] = {}  # session id → when its last metered run ende
 _lock = threading.Lock()
 
 # one line in the server's log each time a session is held back (bench.classroom counts them)
-_log = logging.getLogger("attention_lab.fair")
-if not _log.handlers:
-    _handler = logging.StreamHandler(sys.stderr)
-    _handler.setFormatter(logging.Formatter("%(asctime)s fair share: %(message)s"))
-    _log.addHandler(_handler)
-    _log.setLevel(logging.INFO)
-    _log.propagate = False
+_log = server_log("attention_lab.fair", "fair share")
 
 
 def _spent() -> deque:

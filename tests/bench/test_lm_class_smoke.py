@@ -1,18 +1,24 @@
 """bench.lm_class on a real server: forty students press "Write" at once on the language-model page (Streamlit's
 websocket protocol, no browser). Every one gets its text written, with no error; they were written in shared
 batches; the text grew on their pages as it was written; and what a student reads is what the model writes for its
-prompt alone."""
+prompt alone. A student who closes the tab mid-writing frees its place and its pages; the one who stays is written
+in full."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import re
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
-from bench import lm_class
+from bench import lm_class, serve
 from core import decoder, pretrained
+from ui import decoding
 
 if importlib.util.find_spec(decoder.MODULE) is None:
     pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
@@ -34,3 +40,57 @@ def test_forty_students_writing_at_once_each_get_their_own_text():
     model = pretrained.smollm2()
     for r in results[:: STUDENTS // 4]:  # four students' texts against the model writing alone
         assert r["text"] == model.generate(r["prompt"], lm_class.N_NEW, 0.0, max_tokens=64).text
+
+
+LEAVER, STAYER = "The water cycle begins when", "My favourite food is"
+LONG = 64  # tokens: the most a student may ask for
+LEFT = re.compile(r"left after (\d+) of (\d+) tokens; (\d+) of (\d+) pages free")
+
+
+async def _one_leaves(log: Path) -> dict:
+    """Two students press "Write up to 64 tokens"; one closes the tab once its text has grown, the other stays.
+    The server forgets a writing nobody asks about after 1 s here (ATTN_LAB_LM_ABANDON_S)."""
+    server = serve.start(log=log, env={"ATTN_LAB_LM_ABANDON_S": "1"})
+    try:
+        server.wait(180)
+        clients = {}
+        for text in (LEAVER, STAYER):
+            c = lm_class.Writer(server.ws_url, 300.0)
+            await c.connect()
+            c.query_string = urlencode({"prompt": text, "temp": 0, "upto": LONG})
+            assert (await c.rerun(page=lm_class.PAGE)).errors == []
+            clients[text] = c
+        t0 = time.perf_counter()
+        presses = {text: asyncio.create_task(c.run_and_read(widgets=[(c.find(lm_class.KEYS.run), "trigger_value", True)],
+                                                             fragment_id=c.find(lm_class.KEYS.run).fragment_id))
+                   for text, c in clients.items()}
+        leaver = clients[LEAVER]
+        while not any(w == "code" and len(body) > len(LEAVER) for w, body in getattr(leaver, "texts", [])):
+            assert time.perf_counter() - t0 < 300 and not presses[LEAVER].done(), "the leaver's text never grew"
+            await asyncio.sleep(0.05)
+        await leaver.close()  # the tab closes mid-writing
+        run, texts = await presses[STAYER]
+        batch, texts, _, errors = await lm_class.follow(clients[STAYER], run, texts, t0, 300.0)
+        said = ""
+        while not LEFT.search(said):  # the server says when the leaver's writing left the batch
+            assert time.perf_counter() - t0 < 300, said
+            await asyncio.sleep(0.1)
+            said = log.read_text(errors="replace")
+        await clients[STAYER].close()
+        return {"errors": run.errors + errors, "batch": batch,
+                "text": [body for w, body in texts if w == "code"][-1], "said": said}
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_a_student_who_closes_the_tab_mid_writing_frees_its_place_and_its_pages(tmp_path):
+    with ThreadPoolExecutor(1) as pool:
+        r = pool.submit(lambda: asyncio.run(_one_leaves(tmp_path / "server.log"))).result(timeout=900)
+    model = pretrained.smollm2()
+    assert r["errors"] == [] and r["batch"] is not None
+    assert r["text"] == model.generate(STAYER, LONG, 0.0, max_tokens=64).text  # the one who stayed: all of it
+    (written, asked, free, pages), = [tuple(map(int, m)) for m in LEFT.findall(r["said"])]  # one left: the leaver
+    assert asked == LONG and written < LONG
+    stayer_pages = -(-(len(model.encode(STAYER)) + LONG) // decoding.PAGE)
+    assert free >= pages - stayer_pages  # every page of the leaver's is free again
