@@ -17,7 +17,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     # no browser to open, no file watcher: the code in an image does not change
     STREAMLIT_SERVER_HEADLESS=true \
-    STREAMLIT_SERVER_FILE_WATCHER_TYPE=none
+    STREAMLIT_SERVER_FILE_WATCHER_TYPE=none \
+    # two malloc arenas, not one per thread: a class's session threads otherwise keep 200-400 MB more
+    MALLOC_ARENA_MAX=2
 
 WORKDIR /app
 COPY requirements.txt ./

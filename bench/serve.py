@@ -29,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HEALTH = "/_stcore/health"
 HOST = "127.0.0.1"
 STREAMLIT = ("-m", "streamlit", "run")  # what follows the Python executable
+# as scripts/run.sh and the Dockerfile serve: two malloc arenas, not one per thread (40 sessions' threads otherwise
+# keep 200–400 MB more; BENCHMARKS.md, "A class writing at once"); a value in the environment wins
+SERVER_ENV = {"MALLOC_ARENA_MAX": "2"}
 # the system Chromium without the sandbox, GPU and its calls to the internet (../shared/STACK-NOTES.md)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -134,7 +137,7 @@ def start(script: str = "app.py", *, port: int | None = None, log: Path | None =
            "--server.address", HOST, "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
            *options]
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=out or subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+                            env={**SERVER_ENV, **os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     return Server(proc, port, log, out)
 
 

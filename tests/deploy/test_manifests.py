@@ -85,3 +85,15 @@ def test_compose_and_kubernetes_manifests_agree():
     backend = rule["http"]["paths"][0]["backend"]["service"]
     assert backend["name"] == svc["metadata"]["name"]
     assert backend["port"]["name"] in {p["name"] for p in svc["spec"]["ports"]}
+
+
+def test_every_way_of_serving_sets_the_same_malloc_arenas():
+    """The image, scripts/run.sh and the benchmarks' servers run with the same MALLOC_ARENA_MAX (what BENCHMARKS.md
+    measured: a class's session threads keep 200–400 MB more with one arena per thread)."""
+    from bench.serve import SERVER_ENV
+
+    value = SERVER_ENV["MALLOC_ARENA_MAX"]
+    assert re.search(rf"^\s*MALLOC_ARENA_MAX={value}\s*$", (ROOT / "Dockerfile").read_text(encoding="utf-8"), re.M)
+    run = (ROOT / "scripts" / "run.sh").read_text(encoding="utf-8")
+    assert f'export MALLOC_ARENA_MAX="${{MALLOC_ARENA_MAX:-{value}}}"' in run
+    assert run.index("MALLOC_ARENA_MAX") < run.index("streamlit run")
