@@ -60,6 +60,8 @@ def test_writing_by_button_and_arrow_key_and_html_as_text(server_url, chromium):
     try:
         page.get_by_role("slider", name="Temperature T").focus()
         page.keyboard.press("Home")  # temperature 0: greedy
+        # the run that applies it has drawn its sentence (a click before that run could be lost in it on a busy machine)
+        expect(page.get_by_text(table("en")["lm.greedy"])).to_be_visible(timeout=120_000)
         wait_idle(page)
         page.get_by_role("button", name=table("en")["lm.one"]).click()
         code = page.locator("[data-testid=stCode]").first
