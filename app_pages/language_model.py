@@ -220,8 +220,7 @@ def writing_buttons() -> int:
     return int(st.session_state[KEYS.n_new])
 
 
-WRITING_KEEP_S = compute.LM_ABANDON_S / 6  # how often a waiting run tells the scheduler it still wants its writing
-WRITING_REDRAW_S = min(0.2, WRITING_KEEP_S)  # how often it looks at its writing (a redraw only on change)
+WRITING_REDRAW_S = min(0.2, compute.LM_ASK_S)  # how often a waiting run looks at its writing (a redraw only on change)
 
 
 def _readable(tokens) -> str:
@@ -278,7 +277,7 @@ def while_writing(text: str, n: int, T: float, k: int | None, p: float | None, s
                 else:
                     st.caption(t("lm.batch.writing", n=now[1], total=n))
                     st.code(text + _readable(s.token for s in w.steps[: now[1]]), language=None, wrap_lines=True)
-        if time.monotonic() - asked > WRITING_KEEP_S:  # still wanted: asking keeps it in the batch
+        if time.monotonic() - asked > compute.LM_ASK_S:  # still wanted: asking keeps it in the batch
             asked = time.monotonic()
             compute.lm_scheduler(device).find(w.request)
     box.empty()

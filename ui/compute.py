@@ -516,6 +516,7 @@ LM_MAX_BATCH = 48  # the most sequences one decoding step writes (a class of 40 
 # a writing no session has asked about for this long leaves the batch (a closed tab); pages ask 6 times as often.
 # ATTN_LAB_LM_ABANDON_S shortens it for the real-server test of a student who leaves
 LM_ABANDON_S = float(os.environ.get("ATTN_LAB_LM_ABANDON_S", 30.0))
+LM_ASK_S = LM_ABANDON_S / 6  # how often a session waiting for its writing says it still wants it
 LM_WINDOWS = (16, 32, 64)  # the KV windows of the StreamingLLM experiment
 LM_SINKS = 4  # the first tokens kept beside a window
 
@@ -597,7 +598,7 @@ def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, to
     for n − 1), waiting until they are. Per step: the token, its probability, the cache's size; the attention rows
     (30, 9, c) of the position that predicted the last one; the largest batch it was written in."""
     w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)
-    while not w.wait(LM_ABANDON_S / 6):
+    while not w.wait(LM_ASK_S):
         w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)  # still wanted: keep it alive
     if w.stopped not in ("length", "eos"):
         raise ValueError(f"the writing stopped: {w.stopped}")

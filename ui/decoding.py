@@ -210,8 +210,7 @@ class Scheduler:
                     self._waiting.remove(w)
                 self._finish(w, "cancelled")
                 _said.info("a writing nobody asked about for %.1f s left after %d of %d tokens; %d of %d pages free",
-                           now - w.seen, len(w.steps), w.request.n_new, self._cache.pool.free if self._cache else
-                           self.pages, self.pages)
+                           now - w.seen, len(w.steps), w.request.n_new, self.free_pages, self.pages)
         if self._cache is None and self._waiting:
             P = self.model.weights_on(self._device)
             self._cache = BatchCache(self.model.config, self.pages, PAGE, device=P.E.device, dtype=P.E.dtype)
