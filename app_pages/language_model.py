@@ -319,6 +319,7 @@ def writing(text: str, T: float, k: int | None, p: float | None, seed: int) -> N
 
 def writing_part(text: str, T: float, k: int | None, p: float | None, seed: int) -> None:
     link.keep("language_model", KEPT)  # a rerun of this part alone writes the link too (how many are written)
+    compute.lm_scheduler(settings.get("device"))  # the server's decoding process starts with the first page to write
     n = writing_buttons()
     g = page.guarded([], lambda: written(text, n, T, k, p, seed))
     if g is not None:

@@ -650,6 +650,19 @@ def rss_bytes(pid: int) -> int:
     return psutil.Process(pid).memory_info().rss
 
 
+def tree_pss(pid: int) -> int:
+    """The proportional set size of a process and all its children, summed: memory shared between them (the
+    language model's weights, mapped by the server and its decoding process) counted once."""
+    total = 0
+    root = psutil.Process(pid)
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            total += p.memory_full_info().pss
+        except psutil.Error:  # a child that ended between the listing and the reading
+            pass
+    return total
+
+
 def cpu_seconds(pid: int) -> float:
     times = psutil.Process(pid).cpu_times()
     return times.user + times.system
@@ -677,10 +690,11 @@ def main_thread_cpu(pid: int) -> float:
 
 
 class Monitor:
-    """Samples the server's RSS and CPU, the machine's CPU and this harness's CPU every 0.5 s."""
+    """Samples the server's RSS and CPU, the machine's CPU and this harness's CPU every 0.5 s; with ``tree``, also
+    the PSS of the server and its child processes (``tree_pss``)."""
 
-    def __init__(self, pid: int):
-        self.pid = pid
+    def __init__(self, pid: int, tree: bool = False):
+        self.pid, self.tree = pid, tree
         self.samples: list[dict] = []
         self.marks: dict[str, int] = {}  # phase name → sample index
         self._task: asyncio.Task | None = None
@@ -690,6 +704,8 @@ class Monitor:
         t = os.times()
         s = {"t": time.monotonic(), "rss": rss_bytes(self.pid), "cpu": cpu_seconds(self.pid), "busy": busy,
              "total": total, "self": t.user + t.system, "main": main_thread_cpu(self.pid)}
+        if self.tree:
+            s["tree"] = tree_pss(self.pid)
         self.samples.append(s)
         return s
 

@@ -8,7 +8,8 @@ tokens" within the same moment. The press reruns the page's writing part (a frag
 server's batch writes and redraws the text as it grows (a page that reran instead would be rerun again; the student
 then reruns it likewise until it shows the finished text). Measured: from the press to the first text drawn and to
 the finished text, per student (median, p95, the last);
-the server's largest RSS (psutil, every 0.5 s); errors (exceptions, error alerts, timeouts); the batch sizes the
+the server's largest RSS (psutil, every 0.5 s) and the largest PSS of the server and its decoding process together
+(the weights they share counted once); errors (exceptions, error alerts, timeouts); the batch sizes the
 students' captions name (0: a page that names none, as before batching).
 
 ``--beside M``: M more students on the same server do the Playground class of ``bench.classroom`` (its students,
@@ -165,7 +166,7 @@ async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
     side = None
     try:
         server.wait(180)
-        mon = Monitor(server.proc.pid)
+        mon = Monitor(server.proc.pid, tree=True)
         mon.start()
         go, ready = asyncio.Event(), []
         tasks = [asyncio.create_task(student(server.ws_url, i, go, ready, timeout)) for i in range(n)]
@@ -184,7 +185,8 @@ async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
         done = time.monotonic()
         mon.mark("done")
         await mon.stop()
-        out = {"n": n, "results": results, "rss": max(s["rss"] for s in mon.samples)}
+        out = {"n": n, "results": results, "rss": max(s["rss"] for s in mon.samples),
+               "tree": max(s["tree"] for s in mon.samples)}
         if side is not None:
             out["beside"] = {"m": beside, "quiet": side.window(quiet, pressed), "burst": side.window(pressed, done)}
         return out
@@ -201,7 +203,8 @@ def row(c: dict) -> str:
     batches = [r["batch"] for r in c["results"] if r["batch"]]
     first = sorted(r["first"] for r in c["results"])
     return (f"| {c['n']} | {statistics.median(first):.1f} / {first[-1]:.1f} s | {statistics.median(secs):.1f} s | "
-            f"{p95:.1f} s | {secs[-1]:.1f} s | {max(batches, default=0)} | {c['rss'] / 2**20:,.0f} MB | {errors} |")
+            f"{p95:.1f} s | {secs[-1]:.1f} s | {max(batches, default=0)} | {c['rss'] / 2**20:,.0f} MB | "
+            f"{c['tree'] / 2**20:,.0f} MB | {errors} |")
 
 
 def beside_row(c: dict) -> str:
@@ -219,8 +222,8 @@ def main() -> None:
     args = ap.parse_args()
     print(f"machine: {len(__import__('os').sched_getaffinity(0))} CPUs, python {platform.python_version()}\n")
     print(f"| students writing {N_NEW} tokens at once | first text seen: median / last | done: median | p95 | last done "
-          "| largest batch | server RSS (max) | errors |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| largest batch | server RSS (max) | server + decoding process, PSS (max) | errors |")
+    print("|---|---|---|---|---|---|---|---|---|")
     classes = []
     for n in (int(x) for x in args.students.split(",")):
         classes.append(asyncio.run(one_class(n, args.timeout, args.beside)))

@@ -51,6 +51,7 @@ from .decoder_load import (
     NAME,
     PACKAGE,
     QUANT,
+    Layout,
     LlamaConfig,
     LlamaLayer,
     LlamaWeights,
@@ -58,6 +59,8 @@ from .decoder_load import (
     _tokenizer,
     _weights,
     gguf_path,
+    share_weights,
+    shared_weights,
 )
 from .decoder_traces import MAX_NEW_TOKENS, MAX_TRACE_TOKENS, TOP, DecoderTrace, Generation, NextToken, Step
 from .gguf_file import GGUFFile
@@ -132,6 +135,7 @@ class SmolLM2:
         self._special = {i for i, tok in enumerate(self._vocab) if tok is not None and tok.startswith("<|")}
         self._on_device: dict[torch.device, LlamaWeights] = {torch.device("cpu"): weights}
         self._lock = threading.Lock()
+        self._shared: tuple[int, Layout] | None = None  # the memory file the weights were moved into (share_memory)
 
     def __repr__(self) -> str:
         c = self.config
@@ -180,6 +184,24 @@ class SmolLM2:
     def weights_on(self, device: str | torch.device) -> LlamaWeights:
         """The weights on ``device`` (copied there once, then kept: core.plumbing.weights_on)."""
         return plumbing_weights_on(self, device)
+
+    def share_memory(self) -> tuple[int, Layout]:
+        """Move the CPU weights, in place, into one memory file (``core.decoder_load.share_weights``; once, later
+        calls return the same) → (its file descriptor, the layout): another process maps the same pages with
+        :meth:`from_shared`. Call before any other thread uses the weights."""
+        with self._lock:
+            if self._shared is None:
+                self._shared = share_weights(self.weights)
+            return self._shared
+
+    def parts(self) -> tuple:
+        """What :meth:`from_shared` needs besides the weights (picklable): (config, tokenizer, byte alphabet)."""
+        return self.config, self._tokenizer, self._byte_of
+
+    @classmethod
+    def from_shared(cls, fd: int, layout: Layout, config: LlamaConfig, tokenizer, byte_of: dict[str, int]) -> SmolLM2:
+        """The model whose weights another process shared (:meth:`share_memory`), mapped from ``fd``, not copied."""
+        return cls(config, shared_weights(fd, layout), tokenizer, byte_of)
 
     def _ids(self, text: str, max_tokens: int) -> list[int]:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= MAX_TRACE_TOKENS:

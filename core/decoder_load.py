@@ -18,6 +18,8 @@ the math layout (x @ W), float32. ``tokenizers`` is imported only when a file is
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,9 +103,47 @@ class LlamaWeights:
         return LlamaWeights(E=self.E.to(device), g_final=self.g_final.to(device),
                             layers=tuple(layer.to(device) for layer in self.layers))
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Every weight tensor: E, g_final, then each block's."""
+        return [self.E, self.g_final] + [getattr(l, n) for l in self.layers for n in l.__dataclass_fields__]
+
     def nbytes(self) -> int:
-        tensors = [self.E, self.g_final] + [getattr(l, n) for l in self.layers for n in l.__dataclass_fields__]
-        return sum(t.numel() * t.element_size() for t in tensors)
+        return sum(t.numel() * t.element_size() for t in self.tensors())
+
+
+Layout = tuple[tuple[int, tuple[int, ...]], ...]  # each weight tensor's (offset, shape) in a flat float32 file
+
+
+def share_weights(weights: LlamaWeights) -> tuple[int, Layout]:
+    """Move ``weights`` (CPU, float32, contiguous), in place, into one anonymous memory file (Linux ``memfd``) →
+    (its file descriptor, the layout of ``weights.tensors()`` in it). A process given the descriptor maps the same
+    pages (:func:`shared_weights`) instead of holding a copy. Call before any other thread uses the tensors."""
+    tensors, layout, size = weights.tensors(), [], 0
+    if any(t.dtype != torch.float32 or not t.is_contiguous() or t.device.type != "cpu" for t in tensors):
+        raise ValueError("only contiguous float32 weights on the CPU are shared")
+    for t in tensors:
+        layout.append((size, tuple(t.shape)))
+        size += t.numel()
+    fd = os.memfd_create("attention-lab-weights")
+    os.ftruncate(fd, size * 4)
+    flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=size, dtype=torch.float32)
+    for t, (offset, shape) in zip(tensors, layout, strict=True):
+        flat[offset: offset + t.numel()].copy_(t.reshape(-1))
+        t.set_(flat.untyped_storage(), offset, shape)  # the same tensor object, now a view of the file
+    return fd, tuple(layout)
+
+
+def shared_weights(fd: int, layout: Layout) -> LlamaWeights:
+    """The weights :func:`share_weights` put in the memory file ``fd`` (this process's descriptor of it), mapped."""
+    offset, shape = layout[-1]
+    flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=offset + math.prod(shape), dtype=torch.float32)
+    tensors = iter(flat[o: o + math.prod(sh)].view(sh) for o, sh in layout)
+    E, g_final = next(tensors), next(tensors)
+    names = list(LlamaLayer.__dataclass_fields__)
+    layers = []
+    for _ in range((len(layout) - 2) // len(names)):
+        layers.append(LlamaLayer(**{n: next(tensors) for n in names}))
+    return LlamaWeights(E=E, g_final=g_final, layers=tuple(layers))
 
 
 # ----------------------------------------------------------------------------- loading

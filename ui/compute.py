@@ -23,7 +23,7 @@ from attention_lab import scenario
 from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.lab import PlaygroundTrace
 
-from . import decoding, memo, training
+from . import decode_process, decoding, memo, training
 
 HOUR = 3600
 ASSETS_TEXTS = Path(__file__).resolve().parent.parent / "assets" / "texts"
@@ -517,6 +517,7 @@ LM_MAX_BATCH = 48  # the most sequences one decoding step writes (a class of 40 
 # ATTN_LAB_LM_ABANDON_S shortens it for the real-server test of a student who leaves
 LM_ABANDON_S = float(os.environ.get("ATTN_LAB_LM_ABANDON_S", 30.0))
 LM_ASK_S = LM_ABANDON_S / 6  # how often a session waiting for its writing says it still wants it
+LM_THREADS = max(1, min(4, os.cpu_count() or 1))  # the decoding process's torch threads (the server's own use 1)
 LM_WINDOWS = (16, 32, 64)  # the KV windows of the StreamingLLM experiment
 LM_SINKS = 4  # the first tokens kept beside a window
 
@@ -525,10 +526,15 @@ LM_SINKS = 4  # the first tokens kept beside a window
 def language_model():
     """SmolLM2-135M (core.pretrained.smollm2), loaded once per server and shared by every session (never mutated).
 
+    Where the decoding runs in a process of its own (lm_scheduler), the weights are moved into a memory file before
+    any session uses them, and that process maps the same pages.
     Raises core.decoder.ModelNotInstalled (not cached: an install is picked up on the next run)."""
     from core import pretrained
 
-    return pretrained.smollm2()
+    model = pretrained.smollm2()
+    if decode_process.AVAILABLE:
+        model.share_memory()
+    return model
 
 
 @memo.cached(max_entries=32, ttl=HOUR)
@@ -573,11 +579,15 @@ def lm_sampling(logits: np.ndarray, temperature: float, top_k: int | None, top_p
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)  # one per device: cpu, cuda, mps
-def lm_scheduler(device: str) -> decoding.Scheduler:
+def lm_scheduler(device: str) -> decoding.Scheduler | decode_process.ProcessScheduler:
     """The server's one decode scheduler per device (continuous batching, ``ui.decoding``): every session's writing
-    joins one batch; its keys and values take at most LM_CACHE_BYTES."""
-    return decoding.Scheduler(language_model(), cache_bytes=LM_CACHE_BYTES, capacity=LM_MAX_TOKENS + LM_MAX_NEW,
-                              max_batch=LM_MAX_BATCH, abandoned_after=LM_ABANDON_S, device=device)
+    joins one batch; its keys and values take at most LM_CACHE_BYTES. On the CPU it runs in a process of its own
+    (``ui.decode_process``: its steps never wait for the sessions' GIL; Linux); on a GPU in a thread of the server."""
+    bounds = {"cache_bytes": LM_CACHE_BYTES, "capacity": LM_MAX_TOKENS + LM_MAX_NEW, "max_batch": LM_MAX_BATCH,
+              "abandoned_after": LM_ABANDON_S}
+    if torch.device(device).type == "cpu" and decode_process.AVAILABLE:
+        return decode_process.ProcessScheduler(language_model(), threads=LM_THREADS, **bounds)
+    return decoding.Scheduler(language_model(), device=device, **bounds)
 
 
 def lm_writing(text: str, n_new: int, temperature: float, top_k: int | None, top_p: float | None, seed: int,
@@ -600,6 +610,8 @@ def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, to
     w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)
     while not w.wait(LM_ASK_S):
         w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)  # still wanted: keep it alive
+    if w.stopped == "full":
+        raise decoding.QueueFull("the decoding process's line is full")
     if w.stopped not in ("length", "eos"):
         raise ValueError(f"the writing stopped: {w.stopped}")
     m = language_model()

@@ -89,7 +89,8 @@ class Scheduler:
 
     def __init__(self, model, *, cache_bytes: int, capacity: int, max_batch: int = 64, max_waiting: int = 64,
                  max_results: int = 64, abandoned_after: float = 30.0, clock: Callable[[], float] = time.monotonic,
-                 device: str = "cpu", autostart: bool = True) -> None:
+                 device: str = "cpu", autostart: bool = True,
+                 on_report: Callable[[list[Writing], int], None] | None = None) -> None:
         pages = cache_bytes // BatchCache.bytes_per_page(model.config, PAGE)
         if pages * PAGE < capacity:
             raise ValueError(f"{cache_bytes} bytes do not hold one request of {capacity} positions")
@@ -104,6 +105,8 @@ class Scheduler:
         self._thread: threading.Thread | None = None
         self._autostart = autostart  # False: the line fills until start() (the tests see it whole)
         self._closed = False
+        self._on_report = on_report  # after every step, under the lock: (the writings it touched, the batch's size)
+        self._left: list[Writing] = []  # the writings that left since the last report
         self.batches: deque[int] = deque(maxlen=1000)  # the size of each recent step's batch (benchmarks)
 
     # -- what sessions call
@@ -126,8 +129,13 @@ class Scheduler:
             self._lock.notify_all()
             return w
 
+    def run(self) -> None:
+        """Write in the calling thread until :meth:`close` (a process of its own: ``ui.decode_process``); made with
+        ``autostart=False``, so that no other thread starts."""
+        self._loop()
+
     def start(self) -> None:
-        """Start writing (the first request does, unless made with ``autostart=False``)."""
+        """Start writing in a thread of its own (the first request does, unless made with ``autostart=False``)."""
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name=THREAD_NAME, daemon=True)
@@ -194,6 +202,7 @@ class Scheduler:
         w._seq, w._logits, w._attention = None, None, None
         if w in self._running:
             self._running.remove(w)
+        self._left.append(w)
         if stopped in ("length", "eos"):
             self._results[w.request] = w
             while len(self._results) > self.max_results:
@@ -237,18 +246,24 @@ class Scheduler:
                     return
                 joining = self._admit()
                 running = list(self._running)
+            size = 0
             try:
                 with torch.no_grad():
-                    self._step(joining, running, P, c)
+                    size = self._step(joining, running, P, c)
             except Exception:  # a failed step fails its requests, never the thread
                 log.exception("decoding step failed")
                 with self._lock:
                     for w in running:
                         if not w.done:  # those that finished before the failure keep their result
                             self._finish(w, "error")
+            with self._lock:
+                left, self._left = self._left, []
+                if self._on_report is not None:
+                    self._on_report([*self._running, *self._waiting, *left], size)
 
-    def _step(self, joining: list[Writing], running: list[Writing], P, c) -> None:
-        """Choose every decoding sequence's next token, then one pass: those tokens and the joining prompts."""
+    def _step(self, joining: list[Writing], running: list[Writing], P, c) -> int:
+        """Choose every decoding sequence's next token, then one pass: those tokens and the joining prompts → the
+        pass's batch size (0: none ran)."""
         new = {id(w) for w in joining}
         going, chunks = [], []
         for w in running:
@@ -273,9 +288,10 @@ class Scheduler:
             going.append(w)
             chunks.append(torch.tensor(w.request.ids))
         if not going:
-            return
+            return 0
         batch = extend_batch(chunks, [w._seq for w in going], self._cache, P, c)
         self.batches.append(len(going))
         for b, w in enumerate(going):
             w.batch = max(w.batch, len(going))
             w._logits, w._attention = batch.logits[b].clone(), batch.attentions[:, b, :, : batch.positions[b] + 1].clone()
+        return len(going)
