@@ -186,12 +186,14 @@ class SmolLM2:
         return plumbing_weights_on(self, device)
 
     def share_memory(self) -> tuple[int, Layout]:
-        """Move the CPU weights, in place, into one memory file (``core.decoder_load.share_weights``; once, later
-        calls return the same) → (its file descriptor, the layout): another process maps the same pages with
-        :meth:`from_shared`. Call before any other thread uses the weights."""
+        """Move the CPU weights into one memory file (``core.decoder_load.share_weights``; once, later calls return
+        the same) → (its file descriptor, the layout): another process maps the same pages with :meth:`from_shared`.
+        The model's weights become views of the file (the same numbers); call before any other thread holds them."""
         with self._lock:
             if self._shared is None:
-                self._shared = share_weights(self.weights)
+                fd, layout, self.weights = share_weights(self.weights)
+                self._on_device[torch.device("cpu")] = self.weights
+                self._shared = fd, layout
             return self._shared
 
     def parts(self) -> tuple:

