@@ -128,15 +128,17 @@ class _Child:
         s = self.scheduler
         try:
             while True:
-                kind, request = receive(stream)
-                if kind == "submit":
-                    self.submitted(request)
-                elif kind == "seen":
-                    s.find(request)
-                elif kind == "cancel" and (w := s.find(request)) is not None:
-                    s.cancel(w)
-                elif kind == "close":
+                kind, requests = receive(stream)
+                if kind == "close":
                     return
+                with s._lock:  # noqa: SLF001 (the child owns the scheduler): all of them before the next step
+                    for r in requests:
+                        if kind == "submit":
+                            self.submitted(r)
+                        elif kind == "seen":
+                            s.find(r)
+                        elif kind == "cancel" and (w := s.find(r)) is not None:
+                            s.cancel(w)
         except (EOFError, OSError):
             pass
         finally:
@@ -197,11 +199,11 @@ class ProcessScheduler:
     def _alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def _send(self, kind: str, request: Request) -> None:
+    def _send(self, kind: str, requests: tuple[Request, ...]) -> None:
         """Under the lock."""
         if not self._alive():
             self._start()
-        send(self._sock, (kind, request))
+        send(self._sock, (kind, requests))
 
     def _read(self, sock: socket.socket) -> None:
         stream = sock.makefile("rb")
@@ -246,23 +248,29 @@ class ProcessScheduler:
 
     # -- what sessions call (as Scheduler)
     def submit(self, request: Request) -> Writing:
-        if len(request.ids) + request.n_new > self.capacity or not request.ids or request.n_new < 1:
-            raise ValueError(f"{len(request.ids)} + {request.n_new} tokens do not fit {self.capacity} positions")
-        with self._lock:
-            found = self._find(request)
-            if found is not None:
-                if not found.done:
-                    self._send("seen", request)
-                return found
-            waiting = max(0, len(self._live) - self.max_batch)  # at least these wait (the child's own bound: "full")
-            if waiting >= self.max_waiting:
-                raise QueueFull(f"{waiting} requests are waiting")
-            self._send("submit", request)  # (a child started here fails what the one before was writing: not this)
-            w = self._live[request] = Writing(request, 0.0)
-            return w
+        return self.submit_many([request])[0]
 
     def submit_many(self, requests: list[Request]) -> list[Writing]:
-        return [self.submit(r) for r in requests]
+        """Each request's writing; the new ones reach the child in one message, so they join the same step."""
+        for r in requests:
+            if len(r.ids) + r.n_new > self.capacity or not r.ids or r.n_new < 1:
+                raise ValueError(f"{len(r.ids)} + {r.n_new} tokens do not fit {self.capacity} positions")
+        with self._lock:
+            out, new = [], {}
+            for r in requests:
+                found = self._find(r) or new.get(r)
+                if found is None:
+                    waiting = max(0, len(self._live) + len(new) - self.max_batch)  # at least these wait
+                    if waiting >= self.max_waiting:  # (the child's own bound answers "full")
+                        raise QueueFull(f"{waiting} requests are waiting")
+                    found = new[r] = Writing(r, 0.0)
+                elif not found.done and r not in new:
+                    self._send("seen", (r,))
+                out.append(found)
+            if new:
+                self._send("submit", tuple(new))  # (a child started here fails what the one before wrote: not these)
+                self._live.update(new)
+            return out
 
     def _find(self, request: Request) -> Writing | None:
         w = self._live.get(request)
@@ -274,12 +282,12 @@ class ProcessScheduler:
         with self._lock:
             w = self._find(request)
             if w is not None and not w.done:
-                self._send("seen", request)
+                self._send("seen", (request,))
             return w
 
     def cancel(self, writing: Writing) -> None:
         with self._lock:
-            self._send("cancel", writing.request)
+            self._send("cancel", (writing.request,))
 
     @property
     def free_pages(self) -> int | None:
@@ -305,9 +313,11 @@ class ProcessScheduler:
             self._closed = True
             sock, process = self._sock, self._process
             if self._alive():
-                send(sock, ("close", None))
+                send(sock, ("close", ()))
         if process is not None:
             process.wait(timeout=60)
+        with self._lock:
+            self._process = None
         if sock is not None:
             sock.close()
 

@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from ui import decode_process
 from ui.decode_process import ProcessScheduler
@@ -24,7 +25,10 @@ if not decode_process.AVAILABLE:
 
 
 def scheduler(model, **bounds) -> ProcessScheduler:  # noqa: F811 (model: the fixture's value)
-    return ProcessScheduler(model, **({"cache_bytes": pages(model, 36), "capacity": CAPACITY} | bounds))
+    """With this process's torch threads: the same arithmetic as the reference written here alone (another thread
+    count sums in another order, and a near tie may then choose another token)."""
+    return ProcessScheduler(model, **({"cache_bytes": pages(model, 36), "capacity": CAPACITY,
+                                       "threads": torch.get_num_threads()} | bounds))
 
 
 def until(fact, what: str) -> None:
@@ -36,20 +40,21 @@ def until(fact, what: str) -> None:
 
 
 def test_requests_written_in_the_process_equal_each_alone_joining_and_leaving(model):  # noqa: F811
-    s = scheduler(model, threads=2)
+    s = scheduler(model)
     try:
         sampling = [{}, {"temperature": 0.8, "seed": 3}, {"temperature": 1.0, "top_k": 20, "seed": 7}]
-        ws = s.submit_many([request(model, p, 6, **x) for p, x in zip(PROMPTS, sampling, strict=False)]
-                           + [request(model, EOS_EARLY, 12)])
-        until(lambda: len(ws[0].steps) >= 2, "the batch writes")
+        lengths = (40, 6, 6)  # the first keeps the batch running while the late one joins (37 steps to go)
+        ws = s.submit_many([request(model, p, n, **x) for p, n, x in zip(PROMPTS, lengths, sampling, strict=False)]
+                           + [request(model, EOS_EARLY, 12)])  # one message: they start in the same step
+        until(lambda: len(ws[0].steps) >= 3, "the batch writes")
         late = s.submit(request(model, PROMPTS[3], 5))  # joins the running batch
         assert all(w.wait(WAIT) for w in (*ws, late))
-        for w, p, x in zip(ws, PROMPTS, sampling, strict=False):
-            same_as_alone(model, w, p, 6, **x)
+        for w, p, n, x in zip(ws, PROMPTS, lengths, sampling, strict=False):
+            same_as_alone(model, w, p, n, **x)
         same_as_alone(model, ws[3], EOS_EARLY, 12)
         same_as_alone(model, late, PROMPTS[3], 5)
         assert ws[3].stopped == "eos" and min(w.batch for w in ws) >= 4 and late.batch >= 2  # shared steps
-        assert s.submit(request(model, PROMPTS[0], 6)) is ws[0]  # a result kept: the same writing, not written again
+        assert s.submit(request(model, PROMPTS[0], 40)) is ws[0]  # a result kept: the same writing, not written again
         assert s.stats() == (0, 0) and s.free_pages == 36
     finally:
         s.close()
@@ -64,7 +69,7 @@ def test_the_child_maps_the_servers_weights_and_ends_when_closed(model):  # noqa
         assert "memfd:attention-lab-weights" in maps  # the server's memory file, mapped: not a copy
     finally:
         s.close()
-    assert s.pid is None or not os.path.exists(f"/proc/{pid}/status") or "Z" in _state(pid)
+    assert s.pid is None and not os.path.exists(f"/proc/{pid}")  # it left when asked, and close() reaped it
 
 
 def _state(pid: int) -> str:
