@@ -24,7 +24,10 @@ import argparse
 import asyncio
 import platform
 import random
+import signal
 import statistics
+import sys
+import threading
 import time
 from urllib.parse import urlencode
 
@@ -149,21 +152,53 @@ class Beside:
         self.lessons = [asyncio.create_task(s.lesson(far)) for s in self.students]
 
     async def stop(self) -> None:
-        for t in self.lessons:
-            t.cancel()
-        await asyncio.gather(*self.lessons, return_exceptions=True)
+        """Every lesson ended, then every client closed. Cancelled again until they end: a cancel that comes as a
+        rerun's ``asyncio.wait_for`` finishes is lost on Python 3.11 (the lesson went on to its next action, for
+        up to an hour: the runs that seemed to hang after the writing, BENCHMARKS.md)."""
+        pending = set(self.lessons)
+        while pending:
+            for t in pending:
+                t.cancel()
+            _, pending = await asyncio.wait(pending, timeout=1.0)
         await asyncio.gather(*(s.client.close() for s in self.students), return_exceptions=True)
 
     def window(self, a: float, b: float) -> dict:
         """The reruns the Playground students sent between a and b (monotonic): how many, p95, errors."""
         runs = [x for x in self.rec.timeline if a <= x[0] <= b and x[1] not in ("open", "warm-up", "harness")]
         return {"n": len(runs), "p95": classroom.pct([x[2] for x in runs], 95) if runs else float("nan"),
-                "errors": sum(x[3] for x in runs)}
+                "errors": sum(x[3] for x in runs), "times": [x[2] for x in runs]}
+
+
+STUCK = 60.0  # seconds after the press: the students not done yet are named on stderr (what each waits for)
+
+
+async def wait_reporting(tasks: list[asyncio.Task], pressed: float) -> list[dict]:
+    """Every student's result; past STUCK seconds, the stack of each one still waiting, once (a stuck run shows
+    where it waits; it still ends by the client's own timeout)."""
+    _, pending = await asyncio.wait(tasks, timeout=max(0.0, pressed + STUCK - time.monotonic()))
+    if pending:
+        print(f"{len(pending)} students not done {STUCK:.0f} s after the press:", file=sys.stderr)
+        for t in pending:
+            t.print_stack(limit=8, file=sys.stderr)
+    return await asyncio.gather(*tasks)
+
+
+def say(what: str) -> None:
+    """A step of the run on stderr, with the time (to tell where a run that seems stuck is)."""
+    print(f"{time.strftime('%H:%M:%S')} {what}", file=sys.stderr, flush=True)
+
+
+def dump_tasks() -> None:
+    """Every task's stack on stderr (``kill -USR1`` the harness: where each student waits)."""
+    for t in asyncio.all_tasks():
+        t.print_stack(limit=6, file=sys.stderr)
 
 
 async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
     server = serve.start()
     side = None
+    if threading.current_thread() is threading.main_thread():  # (a signal handler needs the main thread)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
     try:
         server.wait(180)
         mon = Monitor(server.proc.pid, tree=True)
@@ -173,22 +208,27 @@ async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
         deadline = time.monotonic() + timeout
         while len(ready) < n and time.monotonic() < deadline and not any(t.done() for t in tasks):
             await asyncio.sleep(0.1)
+        say(f"{len(ready)} of {n} pages drawn")
         if beside:
             side = Beside(server.ws_url, beside, timeout)
             await side.start()
+            say(f"{beside} Playground students started")
             quiet = time.monotonic()
+            mon.mark("quiet")
             await asyncio.sleep(QUIET)
         mon.mark("press")
         pressed = time.monotonic()
         go.set()
-        results = await asyncio.gather(*tasks)
+        say("pressed")
+        results = await wait_reporting(tasks, pressed)
         done = time.monotonic()
         mon.mark("done")
         await mon.stop()
         out = {"n": n, "results": results, "rss": max(s["rss"] for s in mon.samples),
-               "tree": max(s["tree"] for s in mon.samples)}
+               "tree": max(s["tree"] for s in mon.samples), "cpu": mon.window("press", "done")}
         if side is not None:
-            out["beside"] = {"m": beside, "quiet": side.window(quiet, pressed), "burst": side.window(pressed, done)}
+            out["beside"] = {"m": beside, "quiet": side.window(quiet, pressed), "burst": side.window(pressed, done),
+                             "quiet_cpu": mon.window("quiet", "press")}
         return out
     finally:
         if side is not None:
@@ -204,13 +244,15 @@ def row(c: dict) -> str:
     first = sorted(r["first"] for r in c["results"])
     return (f"| {c['n']} | {statistics.median(first):.1f} / {first[-1]:.1f} s | {statistics.median(secs):.1f} s | "
             f"{p95:.1f} s | {secs[-1]:.1f} s | {max(batches, default=0)} | {c['rss'] / 2**20:,.0f} MB | "
-            f"{c['tree'] / 2**20:,.0f} MB | {errors} |")
+            f"{c['tree'] / 2**20:,.0f} MB | {c['cpu']['server_cpu_s']:.1f} s | {errors} |")
 
 
 def beside_row(c: dict) -> str:
     b = c["beside"]
     return (f"| {b['m']} | {c['n']} | {b['quiet']['p95']:.2f} s ({b['quiet']['n']} reruns) | "
             f"{b['burst']['p95']:.2f} s ({b['burst']['n']} reruns) | ×{b['burst']['p95'] / b['quiet']['p95']:.1f} | "
+            f"{b['quiet_cpu']['server_cores']:.2f} / {c['cpu']['server_cores']:.2f} | "
+            f"{b['quiet_cpu']['harness_cores']:.2f} / {c['cpu']['harness_cores']:.2f} | "
             f"{b['quiet']['errors'] + b['burst']['errors']} |")
 
 
@@ -219,20 +261,31 @@ def main() -> None:
     ap.add_argument("--students", default="1,10,40", help="class sizes, comma-separated")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--beside", type=int, default=0, metavar="M", help="M Playground students on the same server")
+    ap.add_argument("--repeat", type=int, default=1, metavar="K", help="each class size K times (a fresh server each)")
     args = ap.parse_args()
     print(f"machine: {len(__import__('os').sched_getaffinity(0))} CPUs, python {platform.python_version()}\n")
     print(f"| students writing {N_NEW} tokens at once | first text seen: median / last | done: median | p95 | last done "
-          "| largest batch | server RSS (max) | server + decoding process, PSS (max) | errors |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| largest batch | server RSS (max) | server + decoding process, PSS (max) | server CPU, press to last done "
+          "| errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     classes = []
-    for n in (int(x) for x in args.students.split(",")):
+    for n in (int(x) for x in args.students.split(",") for _ in range(args.repeat)):
         classes.append(asyncio.run(one_class(n, args.timeout, args.beside)))
         print(row(classes[-1]), flush=True)
     if args.beside:
         print(f"\n| Playground students beside | writing | their p95: {QUIET:.0f} s before the press | during the "
-              "writing | ratio | their errors |\n|---|---|---|---|---|---|")
+              "writing | ratio | server's cores busy: before / during | this harness's cores: before / during "
+              "| their errors |\n|---|---|---|---|---|---|---|---|")
         for c in classes:
             print(beside_row(c))
+        if len(classes) > 1:  # one 7-s window holds ~150 reruns: its p95 is the 8th slowest; pooled over the runs
+            quiet = [x for c in classes for x in c["beside"]["quiet"]["times"]]
+            burst = [x for c in classes for x in c["beside"]["burst"]["times"]]
+            ratios = sorted(c["beside"]["burst"]["p95"] / c["beside"]["quiet"]["p95"] for c in classes)
+            before, during = classroom.pct(quiet, 95), classroom.pct(burst, 95)
+            print(f"\npooled over {len(classes)} runs: p95 {before:.2f} s before ({len(quiet)} reruns), "
+                  f"{during:.2f} s during ({len(burst)}): ×{during / before:.1f}"
+                  f"; the runs' ratios {', '.join(f'×{r:.1f}' for r in ratios)} (median ×{statistics.median(ratios):.1f})")
 
 
 if __name__ == "__main__":

@@ -94,3 +94,24 @@ def test_a_student_who_closes_the_tab_mid_writing_frees_its_place_and_its_pages(
     assert asked == LONG and written < LONG
     stayer_pages = -(-(len(model.encode(STAYER)) + LONG) // decoding.PAGE)
     assert free >= pages - stayer_pages  # every page of the leaver's is free again
+
+
+def test_the_playground_class_beside_stops_even_when_a_lesson_lost_its_cancel():
+    """A cancel that arrives as a rerun's ``asyncio.wait_for`` finishes is lost on Python 3.11: the lesson went on
+    to its next action, and the bench waited for it for up to an hour. ``Beside.stop`` cancels again until it ends."""
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass  # the lost cancel
+        await asyncio.sleep(3600)
+
+    async def stop() -> bool:
+        side = object.__new__(lm_class.Beside)  # no server: only its lessons
+        side.students, side.lessons = [], [asyncio.create_task(stubborn())]
+        await asyncio.sleep(0)  # the lesson is waiting
+        await asyncio.wait_for(side.stop(), 60)  # (a deadline: the old stop never returned)
+        return side.lessons[0].cancelled()
+
+    assert asyncio.run(stop())
