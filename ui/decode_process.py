@@ -118,7 +118,7 @@ class _Child:
         except QueueFull:  # the server's mirror keeps the line shorter; this is the child's own bound
             self.send(("report", [(request, 0, [], None, 0, "full")], 0, s.stats(), s.free_pages))
             return
-        with s._lock:  # noqa: SLF001 (the child is the scheduler's owner): a result already written, sent whole
+        with s.between_steps():  # a result already written, sent whole
             if w.done:
                 self.sent.pop(request, None)
                 self.send(("report", [self.state(w)], 0, s.stats(), s.free_pages))
@@ -131,7 +131,7 @@ class _Child:
                 kind, requests = receive(stream)
                 if kind == "close":
                     return
-                with s._lock:  # noqa: SLF001 (the child owns the scheduler): all of them before the next step
+                with s.between_steps():  # all of them before the next step
                     for r in requests:
                         if kind == "submit":
                             self.submitted(r)

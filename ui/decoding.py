@@ -146,6 +146,11 @@ class Scheduler:
         with self._lock:  # re-entrant: the thread cannot take the line in between
             return [self.submit(r) for r in requests]
 
+    def between_steps(self) -> threading.Condition:
+        """The scheduler's re-entrant lock: ``with s.between_steps():`` makes several calls with no step begun in
+        between (``ui.decode_process`` applies each of the server's messages whole)."""
+        return self._lock
+
     def find(self, request: Request) -> Writing | None:
         """The writing for ``request`` if one is waiting, running or kept; asking counts as being seen."""
         with self._lock:
