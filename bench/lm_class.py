@@ -225,7 +225,8 @@ async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
         mon.mark("done")
         await mon.stop()
         out = {"n": n, "results": results, "rss": max(s["rss"] for s in mon.samples),
-               "tree": max(s["tree"] for s in mon.samples), "cpu": mon.window("press", "done")}
+               "tree": max(s["tree"] for s in mon.samples), "cpu": mon.window("press", "done"),
+               "tree_writing": max(s["tree"] for s in mon.samples[mon.marks["press"]:])}
         if side is not None:
             out["beside"] = {"m": beside, "quiet": side.window(quiet, pressed), "burst": side.window(pressed, done),
                              "quiet_cpu": mon.window("quiet", "press")}
@@ -244,7 +245,8 @@ def row(c: dict) -> str:
     first = sorted(r["first"] for r in c["results"])
     return (f"| {c['n']} | {statistics.median(first):.1f} / {first[-1]:.1f} s | {statistics.median(secs):.1f} s | "
             f"{p95:.1f} s | {secs[-1]:.1f} s | {max(batches, default=0)} | {c['rss'] / 2**20:,.0f} MB | "
-            f"{c['tree'] / 2**20:,.0f} MB | {c['cpu']['server_cpu_s']:.1f} s | {errors} |")
+            f"{c['tree'] / 2**20:,.0f} MB ({c['tree_writing'] / 2**20:,.0f} MB from the press) | "
+            f"{c['cpu']['server_cpu_s']:.1f} s | {errors} |")
 
 
 def beside_row(c: dict) -> str:
