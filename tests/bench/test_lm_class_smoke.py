@@ -100,17 +100,20 @@ def test_the_playground_class_beside_stops_even_when_a_lesson_lost_its_cancel():
     """A cancel that arrives as a rerun's ``asyncio.wait_for`` finishes is lost on Python 3.11: the lesson went on
     to its next action, and the bench waited for it for up to an hour. ``Beside.stop`` cancels again until it ends."""
 
-    async def stubborn() -> None:
+    async def stubborn(waiting: asyncio.Event) -> None:
+        never = asyncio.Event()  # (a lesson's next wait: nothing sets it)
+        waiting.set()
         try:
-            await asyncio.sleep(3600)
+            await never.wait()
         except asyncio.CancelledError:
             pass  # the lost cancel
-        await asyncio.sleep(3600)
+        await never.wait()
 
     async def stop() -> bool:
         side = object.__new__(lm_class.Beside)  # no server: only its lessons
-        side.students, side.lessons = [], [asyncio.create_task(stubborn())]
-        await asyncio.sleep(0)  # the lesson is waiting
+        waiting = asyncio.Event()
+        side.students, side.lessons = [], [asyncio.create_task(stubborn(waiting))]
+        await waiting.wait()
         await asyncio.wait_for(side.stop(), 60)  # (a deadline: the old stop never returned)
         return side.lessons[0].cancelled()
 
