@@ -208,7 +208,8 @@ async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
         deadline = time.monotonic() + timeout
         while len(ready) < n and time.monotonic() < deadline and not any(t.done() for t in tasks):
             await asyncio.sleep(0.1)
-        say(f"{len(ready)} of {n} pages drawn")
+        opened = time.monotonic() - deadline + timeout
+        say(f"{len(ready)} of {n} pages drawn in {opened:.1f} s")
         if beside:
             side = Beside(server.ws_url, beside, timeout)
             await side.start()
@@ -226,7 +227,7 @@ async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
         await mon.stop()
         out = {"n": n, "results": results, "rss": max(s["rss"] for s in mon.samples),
                "tree": max(s["tree"] for s in mon.samples), "cpu": mon.window("press", "done"),
-               "tree_writing": max(s["tree"] for s in mon.samples[mon.marks["press"]:])}
+               "tree_writing": max(s["tree"] for s in mon.samples[mon.marks["press"]:]), "opened": opened}
         if side is not None:
             out["beside"] = {"m": beside, "quiet": side.window(quiet, pressed), "burst": side.window(pressed, done),
                              "quiet_cpu": mon.window("quiet", "press")}

@@ -545,9 +545,10 @@ def lm_token_count(text: str) -> int:
     return len(language_model().encode(text))
 
 
-# two traces at a time per server: a class opening the page at once with forty prompts held forty traces' activations
-# at once (a peak of 0.85 GB over the server's steady RSS, BENCHMARKS.md "A class writing at once"); the rest wait
-_LM_TRACING = threading.BoundedSemaphore(2)
+# one trace at a time per server: a class opening the page at once with forty prompts held forty traces' activations
+# at once (a peak of 0.85 GB over the server's steady RSS); one at a time, 40 pages open sooner than with two
+# (BENCHMARKS.md, "The Playground beside the writing": 10.5 s, not 11.2 s, and 0.1 GB less at the peak)
+_LM_TRACING = threading.BoundedSemaphore(1)
 
 
 @memo.cached(max_entries=6, ttl=HOUR)
