@@ -11,9 +11,9 @@
 4. Resident memory of one process that runs the app's two model pages through Streamlit's AppTest
    (app.py, the trained-model page, then this page writing 8 tokens): both models loaded and used.
    Target ≤ 1.2 GB.
-5. Weight storage (``--storage``: this table alone): float32 (what core keeps) vs float16 or bfloat16 widened to
-   float32 for each product, or the file's own Q4_1 / Q8_0 blocks dequantised for each product — the bytes, what
-   each adds to every decoding step (beside a step of 1 and of 40 sequences), and the change of the logits.
+5. Weight storage (``--storage``: this table alone): the file's float32 values, the float16 block matrices core
+   keeps (widened to float32 for each product), bfloat16 ones, or the file's own Q4_1 / Q8_0 blocks dequantised for
+   each product — the bytes, a decoding step of 1 and of 40 sequences, and the change of the logits.
 """
 
 from __future__ import annotations
@@ -149,11 +149,12 @@ STORAGE_PROMPTS = ("The capital of France is", "def fibonacci(n):\n    if n < 2:
                    "1, 1, 2, 3, 5, 8, 13,", "Once upon a time, a small robot")
 
 
-def _step_ms(model, batch: int, repeats: int = 10) -> float:
-    """Median ms of one decoding step of ``batch`` sequences after 24 tokens each (core.decoder_batch, 1 thread)."""
+def _step_ms(model, batch: int, weights=None, repeats: int = 10) -> float:
+    """Median ms of one decoding step of ``batch`` sequences after 24 tokens each (core.decoder_batch, 1 thread),
+    with ``weights`` (default: the model's)."""
     from core import decoder_batch
 
-    c, P = model.config, model.weights
+    c, P = model.config, model.weights if weights is None else weights
     cache = decoder_batch.BatchCache(c, n_pages=batch * 3)
     seqs = [cache.open(24 + repeats + 1) for _ in range(batch)]
     ids = model.encode(PROMPT_32)[:24]
@@ -168,63 +169,62 @@ def _step_ms(model, batch: int, repeats: int = 10) -> float:
 
 
 def storage(model) -> list[dict]:
-    """Ways to keep the weights (issue 36's fallback for the memory bound): the bytes; what each adds to every
-    decoding step, since on this CPU the matrix products run in float32 (widening a 16-bit copy into one reused
-    float32 buffer, or dequantising the file's own blocks); and the logits' change against float32 on
-    STORAGE_PROMPTS (max |Δ| / max |logit|, the tests' measure against transformers; top-1 at every position)."""
+    """Ways to keep the weights (issue 36's memory bound): the bytes; a decoding step of 1 and of 40 sequences (the
+    products always summed in float32: a 16-bit matrix is widened for each, ``core.decoder_forward.linear``); the
+    logits' change against the file's float32 values on STORAGE_PROMPTS (max |Δ| / max |logit|, the tests' measure
+    against transformers; top-1 at every position). The file's own Q4_1 / Q8_0 blocks are not built: their row adds
+    the cost of dequantising every block (into one reused buffer) to a float32 step."""
     from core import decoder, gguf_file
+    from core.decoder_load import _config, _weights
 
-    W = model.weights
-    fields = lambda layer: layer.__dataclass_fields__  # noqa: E731
-    mats = [getattr(layer, n) for layer in W.layers for n in fields(layer) if getattr(layer, n).dim() == 2] + [W.E]
+    reader = gguf_file.GGUFFile(decoder.gguf_path())
+    W32 = _weights(reader, _config(reader), torch.float32)  # the file's values
 
-    def cast(dtype) -> decoder.LlamaWeights:  # every matrix rounded to dtype and back: the values a widening gives
-        r = lambda t: t.to(dtype).float() if t.dim() == 2 else t  # noqa: E731
-        return decoder.LlamaWeights(E=r(W.E), g_final=W.g_final, layers=tuple(
-            decoder.LlamaLayer(**{n: r(getattr(layer, n)) for n in fields(layer)}) for layer in W.layers))
+    def blocks_as(dtype) -> decoder.LlamaWeights:
+        return decoder.LlamaWeights(E=W32.E, g_final=W32.g_final, layers=tuple(type(layer)(**{
+            n: getattr(layer, n).to(dtype) if getattr(layer, n).dim() == 2 else getattr(layer, n)
+            for n in layer.__dataclass_fields__}) for layer in W32.layers))
 
     def change(P) -> tuple[float, bool]:
         worst, same = 0.0, True
         with torch.no_grad():
             for text in STORAGE_PROMPTS:
                 ids = torch.tensor(model.encode(text))
-                a = decoder.forward(ids, W, model.config, keep_qkv=False).logits
+                a = decoder.forward(ids, W32, model.config, keep_qkv=False).logits
                 b = decoder.forward(ids, P, model.config, keep_qkv=False).logits
                 worst = max(worst, float((a - b).abs().max() / a.abs().max()))
                 same = same and bool(torch.equal(a.argmax(-1), b.argmax(-1)))
         return worst, same
 
-    buf = torch.empty(max(m.numel() for m in mats))
-    rows = [{"name": "float32 (as now)", "bytes": W.nbytes(), "extra_ms": 0.0, "rel": 0.0, "top1": True}]
-    for dtype, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
-        small = [m.to(dtype) for m in mats]
-        widen = lambda small=small: [buf[:m.numel()].copy_(m.reshape(-1)) for m in small]  # noqa: E731
-        rel, top1 = change(cast(dtype))
-        rows.append({"name": f"{name}, widened to float32 for each product", "bytes": sum(m.numel() for m in small) * 2
-                     + W.nbytes() - sum(m.nbytes for m in mats), "extra_ms": _median_ms(widen, 5), "rel": rel,
-                     "top1": top1})
-    reader = gguf_file.GGUFFile(decoder.gguf_path())
-    blocks = []
+    rows = []
+    for name, P in (("float32 (before)", W32), ("float16 block matrices, float32 embedding (now)", model.weights),
+                    ("bfloat16 block matrices, float32 embedding", blocks_as(torch.bfloat16))):
+        rel, top1 = change(P)
+        rows.append({"name": name, "bytes": P.nbytes(), "one": _step_ms(model, 1, P), "forty": _step_ms(model, 40, P),
+                     "rel": rel, "top1": top1})
+    raw = []
     for ttype, shape, offset in reader.tensors.values():
         if ttype in (gguf_file.Q4_1, gguf_file.Q8_0):
             count = int(torch.tensor(shape).prod())
-            blocks.append((reader._read(offset, count // gguf_file.BLOCK * gguf_file._BLOCK_BYTES[ttype]), ttype))
-    dequant = lambda: [buf[:raw.numel() // gguf_file._BLOCK_BYTES[t] * gguf_file.BLOCK].copy_(  # noqa: E731
-        gguf_file.dequantize(raw, t)) for raw, t in blocks]
-    rows.append({"name": "the file's Q4_1 / Q8_0 blocks, dequantised for each product", "extra_ms": _median_ms(dequant, 3),
-                 "bytes": sum(raw.numel() for raw, _ in blocks) + W.nbytes() - sum(m.nbytes for m in mats),
-                 "rel": 0.0, "top1": True})
+            raw.append((reader._read(offset, count // gguf_file.BLOCK * gguf_file._BLOCK_BYTES[ttype]), ttype))
+    buf = torch.empty(max(b.numel() // gguf_file._BLOCK_BYTES[t] * gguf_file.BLOCK for b, t in raw))
+    dequant = lambda: [buf[:b.numel() // gguf_file._BLOCK_BYTES[t] * gguf_file.BLOCK].copy_(  # noqa: E731
+        gguf_file.dequantize(b, t)) for b, t in raw]
+    extra = _median_ms(dequant, 3)
+    dense = sum(m.nbytes for m in W32.tensors() if m.dim() == 2)
+    rows.append({"name": "the file's Q4_1 / Q8_0 blocks, dequantised for each product (estimated: a float32 step + "
+                 "the dequantising)", "bytes": sum(b.numel() for b, _ in raw) + W32.nbytes() - dense,
+                 "one": rows[0]["one"] + extra, "forty": rows[0]["forty"] + extra, "rel": 0.0, "top1": True})
     return rows
 
 
 def print_storage(model) -> None:
-    one, forty = _step_ms(model, 1), _step_ms(model, 40)
-    print(f"\n| weight storage | weights | added to every decoding step (a step of 1: {one:.0f} ms, of 40: {forty:.0f} ms) "
-          "| logits vs float32: max rel. change, top-1 | within 2e-3 |\n|---|---|---|---|---|")
-    for r in storage(model):
-        print(f"| {r['name']} | {r['bytes'] / 2**20:.0f} MB | {r['extra_ms']:.0f} ms "
-              f"(×{(one + r['extra_ms']) / one:.2f} / ×{(forty + r['extra_ms']) / forty:.2f}) | {r['rel']:.1e}, "
-              f"{'same' if r['top1'] else '**changed**'} | {'yes' if r['rel'] <= 2e-3 else '**no**'} |")
+    rows = storage(model)
+    print("\n| weight storage | weights | a decoding step of 1 / of 40 (1 thread) | logits vs the file's float32 values: "
+          "max rel. change, top-1 | within 2e-3 |\n|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['name']} | {r['bytes'] / 2**20:.0f} MB | {r['one']:.0f} ms / {r['forty']:.0f} ms | "
+              f"{r['rel']:.1e}, {'same' if r['top1'] else '**changed**'} | {'yes' if r['rel'] <= 2e-3 else '**no**'} |")
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .decoder_forward import rms_norm, swiglu
+from .decoder_forward import linear, rms_norm, swiglu
 from .decoder_load import LlamaConfig, LlamaWeights
 from .modern_paged import PagePool
 from .multihead import grouped_query_attention, merge_heads
@@ -138,16 +138,16 @@ def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache,
     M, attns = ids.numel(), []
     for l, layer in enumerate(P.layers):
         h = rms_norm(x, layer.g_attn, c.eps)  # (M, d)
-        q = rotate((h @ layer.W_q).view(M, c.n_heads, c.d_head), cos, sin)  # (M, H, d_head)
-        k = rotate((h @ layer.W_k).view(M, c.n_kv_heads, c.d_head), cos, sin)  # (M, G, d_head)
-        v = (h @ layer.W_v).view(M, c.n_kv_heads, c.d_head)  # (M, G, d_head)
+        q = rotate(linear(h, layer.W_q).view(M, c.n_heads, c.d_head), cos, sin)  # (M, H, d_head)
+        k = rotate(linear(h, layer.W_k).view(M, c.n_kv_heads, c.d_head), cos, sin)  # (M, G, d_head)
+        v = linear(h, layer.W_v).view(M, c.n_kv_heads, c.d_head)  # (M, G, d_head)
         cache.k[l][:, new_rows] = k.transpose(0, 1)  # (G, M, d_head) into each token's row
         cache.v[l][:, new_rows] = v.transpose(0, 1)
         K = cache.k[l][:, key_rows].transpose(0, 1)  # (G, B, T, d_head) → (B, G, T, d_head): read through the pages
         V = cache.v[l][:, key_rows].transpose(0, 1)
         _, _, _, heads = grouped_query_attention(q[padded].transpose(1, 2), K, V, mask=mask,
                                                  check_finite=False)  # (B, N, H, d) → (B, H, N, d); weights (B, H, N, T)
-        x = x + merge_heads(heads.output)[real] @ layer.W_o  # (B, N, H·d_head) → the M real rows (M, H·d_head) → (M, d)
+        x = x + linear(merge_heads(heads.output)[real], layer.W_o)  # (B, N, H·d_head) → the M real rows (M, H·d_head) → (M, d)
         x = x + swiglu(rms_norm(x, layer.g_ffn, c.eps), layer.W_gate, layer.W_up, layer.W_down)  # (M, d)
         attns.append(heads.weights[torch.arange(B, device=dev), :, last[:, 0].to(dev)])  # (B, H, T): its last real row
     for s, e in zip(seqs, ends, strict=True):

@@ -12,8 +12,9 @@ The forward pass, row convention, for n new tokens at positions p₀ … p₀+n�
         Xˡ = Y + (SiLU(RMSNorm(Y) ⊙ g_ffn · W_gate) ⊙ (RMSNorm(Y) ⊙ g_ffn · W_up)) W_down   (n, 1536) → (n, 576)
     logits = (RMSNorm(X³⁰) ⊙ g_final) Eᵀ                                   (n, 49152)
 
-RMSNorm(x) = x / √(mean(x²) + ε). :class:`Mechanism` changes the attention (heads or blocks off, a KV
-window with sinks) for the page's experiments.
+RMSNorm(x) = x / √(mean(x²) + ε). The block matrices W are kept in float16 (half the memory) and widened to
+float32 for each product (:func:`linear`); E, the g's and every activation are float32. :class:`Mechanism` changes
+the attention (heads or blocks off, a KV window with sinks) for the page's experiments.
 """
 
 from __future__ import annotations
@@ -58,9 +59,15 @@ def rms_norm(x: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
 
 
+def linear(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """x W, summed in x's dtype: a block matrix kept in float16 is widened for the product (exactly: every float16 is
+    a float32). x (..., d_in), W (d_in, d_out) → (..., d_out)."""
+    return x @ W.to(x.dtype)
+
+
 def swiglu(x: torch.Tensor, W_gate: torch.Tensor, W_up: torch.Tensor, W_down: torch.Tensor) -> torch.Tensor:
     """(SiLU(x W_gate) ⊙ (x W_up)) W_down; x (..., d) → (..., d_ff) → (..., d)."""
-    return (F.silu(x @ W_gate) * (x @ W_up)) @ W_down
+    return linear(F.silu(linear(x, W_gate)) * linear(x, W_up), W_down)
 
 
 def cache_bytes(c: LlamaConfig, positions: int, *, kv_heads: int | None = None, bytes_per_value: int = 4) -> int:
@@ -118,16 +125,16 @@ def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple
     hidden, attns, qs, ks, vs, new_caches = [x], [], [], [], [], []
     for l, layer in enumerate(P.layers):
         h = rms_norm(x, layer.g_attn, c.eps)  # (n, d)
-        q = (h @ layer.W_q).view(n, c.n_heads, c.d_head).transpose(0, 1)  # (H, n, d_head)
-        k = (h @ layer.W_k).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
-        v = (h @ layer.W_v).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
+        q = linear(h, layer.W_q).view(n, c.n_heads, c.d_head).transpose(0, 1)  # (H, n, d_head)
+        k = linear(h, layer.W_k).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
+        v = linear(h, layer.W_v).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
         weights, out, q_rot, cache = _attend(q, k, v, None if caches is None else caches[l], c, mech, cos_sin)
         if l in mech.layers_off:
             out = torch.zeros_like(out)  # the block's attention adds nothing to the residual stream
         elif any(ll == l for ll, _ in mech.heads_off):
             out = out.clone()
             out[[hh for ll, hh in mech.heads_off if ll == l]] = 0.0  # those heads' outputs zeroed before W_o
-        x = x + merge_heads(out) @ layer.W_o  # (H, n, d_head) → (n, H·d_head) → (n, d)
+        x = x + linear(merge_heads(out), layer.W_o)  # (H, n, d_head) → (n, H·d_head) → (n, d)
         x = x + swiglu(rms_norm(x, layer.g_ffn, c.eps), layer.W_gate, layer.W_up, layer.W_down)  # (n, d)
         hidden.append(x)
         attns.append(weights)

@@ -73,8 +73,9 @@ class LlamaConfig:
 class LlamaLayer:
     """One block's weights in the math layout (x @ W).
 
-    g_attn, g_ffn (d_model,); W_q (d_model, H·d_head); W_k, W_v (d_model, H_kv·d_head);
-    W_o (H·d_head, d_model); W_gate, W_up (d_model, d_ff); W_down (d_ff, d_model).
+    g_attn, g_ffn (d_model,), float32; W_q (d_model, H·d_head); W_k, W_v (d_model, H_kv·d_head);
+    W_o (H·d_head, d_model); W_gate, W_up (d_model, d_ff); W_down (d_ff, d_model): float16, widened for each product
+    (``core.decoder_forward.linear``; BENCHMARKS.md, "weight storage": half the memory, the logits within 2e-3).
     """
 
     g_attn: torch.Tensor
@@ -111,29 +112,32 @@ class LlamaWeights:
         return sum(t.numel() * t.element_size() for t in self.tensors())
 
 
-Layout = tuple[tuple[int, tuple[int, ...]], ...]  # each weight tensor's (offset, shape) in a flat float32 file
+Layout = tuple[tuple[int, tuple[int, ...], str], ...]  # each weight tensor's (byte offset, shape, dtype) in the file
+_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+_ALIGN = 64  # bytes: every tensor starts on a cache line
 
 
 def share_weights(weights: LlamaWeights) -> tuple[int, Layout, LlamaWeights]:
-    """Move ``weights`` (CPU, float32, contiguous) into one anonymous memory file (Linux ``memfd``) → (its file
+    """Move ``weights`` (CPU, float32 or float16, contiguous) into one anonymous memory file (Linux ``memfd``) → (its file
     descriptor, the layout of ``weights.tensors()`` in it, the weights as views of the file). A process given the
     descriptor maps the same pages (:func:`shared_weights`) instead of holding a copy.
 
     ``weights`` is emptied as it is copied (each tensor ``set_()`` to nothing, the freed heap given back every
     64 MB), so the process never holds both copies: nothing may use it afterwards."""
     tensors, layout, size = weights.tensors(), [], 0
-    if any(t.dtype != torch.float32 or not t.is_contiguous() or t.device.type != "cpu" for t in tensors):
-        raise ValueError("only contiguous float32 weights on the CPU are shared")
+    if any(str(t.dtype).removeprefix("torch.") not in _DTYPES or not t.is_contiguous() or t.device.type != "cpu"
+           for t in tensors):
+        raise ValueError("only contiguous float32 or float16 weights on the CPU are shared")
     for t in tensors:
-        layout.append((size, tuple(t.shape)))
-        size += t.numel()
+        layout.append((size, tuple(t.shape), str(t.dtype).removeprefix("torch.")))
+        size += -(-t.numel() * t.element_size() // _ALIGN) * _ALIGN
     fd = os.memfd_create("attention-lab-weights")
-    os.ftruncate(fd, size * 4)
-    flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=size, dtype=torch.float32)
+    os.ftruncate(fd, size)
+    flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=size, dtype=torch.uint8)
     freed = 0
-    for t, (offset, _) in zip(tensors, layout, strict=True):
-        flat[offset: offset + t.numel()].copy_(t.reshape(-1))
-        freed += t.numel() * 4
+    for t, view in zip(tensors, _views(flat, tuple(layout)), strict=True):
+        view.copy_(t)
+        freed += t.numel() * t.element_size()
         t.set_()  # its storage released (a view's base is released with its last view)
         if freed >= 64 * 2**20:
             give_back_memory()
@@ -144,13 +148,19 @@ def share_weights(weights: LlamaWeights) -> tuple[int, Layout, LlamaWeights]:
 
 def shared_weights(fd: int, layout: Layout) -> LlamaWeights:
     """The weights :func:`share_weights` put in the memory file ``fd`` (this process's descriptor of it), mapped."""
-    offset, shape = layout[-1]
-    flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=offset + math.prod(shape), dtype=torch.float32)
+    offset, shape, dtype = layout[-1]
+    flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=offset + math.prod(shape) * _DTYPES[dtype].itemsize,
+                           dtype=torch.uint8)
     return _from_flat(flat, layout)
 
 
+def _views(flat: torch.Tensor, layout: Layout) -> list[torch.Tensor]:
+    """Each tensor of ``layout`` as a view of the file's bytes ``flat`` (uint8)."""
+    return [flat[o: o + math.prod(sh) * _DTYPES[dt].itemsize].view(_DTYPES[dt]).view(sh) for o, sh, dt in layout]
+
+
 def _from_flat(flat: torch.Tensor, layout: Layout) -> LlamaWeights:
-    tensors = iter(flat[o: o + math.prod(sh)].view(sh) for o, sh in layout)
+    tensors = iter(_views(flat, layout))
     E, g_final = next(tensors), next(tensors)
     names = list(LlamaLayer.__dataclass_fields__)
     layers = [LlamaLayer(**{n: next(tensors) for n in names}) for _ in range((len(layout) - 2) // len(names))]
@@ -229,15 +239,16 @@ def _config(reader) -> LlamaConfig:
     )
 
 
-def _weights(reader: GGUFFile, c: LlamaConfig) -> LlamaWeights:
-    """Dequantise every tensor to float32; a matrix stored (out, in) becomes the math layout W (in, out)."""
+def _weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.float16) -> LlamaWeights:
+    """Dequantise every tensor to float32, the block matrices then rounded to ``blocks`` (float16: LlamaLayer;
+    float32: the file's own values, for the benchmarks); a matrix stored (out, in) becomes the math layout W (in, out)."""
 
     def get(name: str) -> torch.Tensor:
         return reader.tensor(name)
 
     def mat(name: str) -> torch.Tensor:
-        # (out, in) → (in, out), stored contiguous: x @ W reads the weights in order (see BENCHMARKS.md)
-        return reader.tensor(name, transposed=True)
+        # (out, in) → (in, out), stored contiguous: x @ W reads the weights in order (see BENCHMARKS.md); float16
+        return reader.tensor(name, transposed=True).to(blocks)
 
     layers = tuple(LlamaLayer(
         g_attn=get(f"blk.{i}.attn_norm.weight"), W_q=mat(f"blk.{i}.attn_q.weight"), W_k=mat(f"blk.{i}.attn_k.weight"),

@@ -13,6 +13,8 @@ from core import decoder, pretrained
 from core.decoder_batch import BatchCache, decode_batch, extend_batch
 from core.decoder_forward import forward
 
+from .llama_reference import load_transformers_llama, round_blocks_to_float16
+
 if importlib.util.find_spec(decoder.MODULE) is None:
     pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
 
@@ -178,11 +180,8 @@ def test_bad_batches_are_refused(model):
 @pytest.mark.slow
 def test_batched_greedy_tokens_equal_transformers_left_padded_generate(model):
     """transformers' own batched generate (left padding, an attention mask) writes the same tokens as our batch."""
-    transformers = pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
-    path = decoder.gguf_path()
-    hf = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                           attn_implementation="eager", dtype=torch.float32).eval()
+    hf, _ = load_transformers_llama()
+    round_blocks_to_float16(hf)  # the values core keeps
     ids = [model.encode(p) for p in PROMPTS]
     width = max(map(len, ids))
     pad = model.config.eos_id
