@@ -114,6 +114,7 @@ class LlamaWeights:
 
 Layout = tuple[tuple[int, tuple[int, ...], str], ...]  # each weight tensor's (byte offset, shape, dtype) in the file
 _DTYPES = {"float32": torch.float32, "float16": torch.float16}
+_DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
 _ALIGN = 64  # bytes: every tensor starts on a cache line
 
 
@@ -125,11 +126,10 @@ def share_weights(weights: LlamaWeights) -> tuple[int, Layout, LlamaWeights]:
     ``weights`` is emptied as it is copied (each tensor ``set_()`` to nothing, the freed heap given back every
     64 MB), so the process never holds both copies: nothing may use it afterwards."""
     tensors, layout, size = weights.tensors(), [], 0
-    if any(str(t.dtype).removeprefix("torch.") not in _DTYPES or not t.is_contiguous() or t.device.type != "cpu"
-           for t in tensors):
+    if any(t.dtype not in _DTYPE_NAMES or not t.is_contiguous() or t.device.type != "cpu" for t in tensors):
         raise ValueError("only contiguous float32 or float16 weights on the CPU are shared")
     for t in tensors:
-        layout.append((size, tuple(t.shape), str(t.dtype).removeprefix("torch.")))
+        layout.append((size, tuple(t.shape), _DTYPE_NAMES[t.dtype]))
         size += -(-t.numel() * t.element_size() // _ALIGN) * _ALIGN
     fd = os.memfd_create("attention-lab-weights")
     os.ftruncate(fd, size)
