@@ -16,12 +16,20 @@ students' captions name (0: a page that names none, as before batching).
 actions and think times) all along. They act for QUIET seconds before the press, then on through the burst. Their
 p95 (the time of each rerun they send) in the quiet window and in the burst (sent between the press and the last
 writer's finished text) shows whether the fair share holds while the class writes.
+
+``--neighbour spin|stream`` (with ``--beside M``, a diagnostic): no class writes; at the press a plain process
+takes one core for NEIGHBOUR_S seconds instead, about as long as the writing beside the Playground lasts. ``spin``
+runs the interpreter's loop in its own core's caches; ``stream`` copies through two 256 MB arrays, the memory
+traffic of a decoding step with no model. Beside the writing's own ratio, they tell what part of it any busy core
+costs on this machine, and what part the memory traffic adds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
+import os
 import platform
 import random
 import signal
@@ -162,11 +170,38 @@ class Beside:
             _, pending = await asyncio.wait(pending, timeout=1.0)
         await asyncio.gather(*(s.client.close() for s in self.students), return_exceptions=True)
 
+    def slowest_by_second(self, a: float, pressed: float, b: float) -> list[tuple[int, float]]:
+        """(s, the slowest rerun sent in second s from the press) for every second between a and b with a rerun:
+        stalls, where every rerun sent in the same second waits (one student's pass through the lesson alone
+        never shows them)."""
+        bins: dict[int, float] = {}
+        for x in self.rec.timeline:
+            if a <= x[0] <= b and x[1] not in ("open", "warm-up", "harness"):
+                s = math.floor(x[0] - pressed)
+                bins[s] = max(bins.get(s, 0.0), x[2])
+        return sorted(bins.items())
+
     def window(self, a: float, b: float) -> dict:
         """The reruns the Playground students sent between a and b (monotonic): how many, p95, errors."""
         runs = [x for x in self.rec.timeline if a <= x[0] <= b and x[1] not in ("open", "warm-up", "harness")]
         return {"n": len(runs), "p95": classroom.pct([x[2] for x in runs], 95) if runs else float("nan"),
                 "errors": sum(x[3] for x in runs), "times": [x[2] for x in runs]}
+
+
+NEIGHBOUR_S = 7.0
+NEIGHBOURS = {  # each a program for ``python -c``, taking one core until NEIGHBOUR_S have passed
+    "spin": "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:\n    pass",
+    "stream": "import time, numpy as np\na = np.ones(2**25); b = np.empty_like(a)\nend = time.monotonic() + {s}\n"
+              "while time.monotonic() < end:\n    np.copyto(b, a)",
+}
+
+
+async def neighbour(kind: str) -> None:
+    """One core taken by a ``NEIGHBOURS[kind]`` process until it ends (the Playground students go on)."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", NEIGHBOURS[kind].format(s=NEIGHBOUR_S),
+                                                env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if await proc.wait():
+        raise RuntimeError(f"the {kind} neighbour failed")
 
 
 STUCK = 60.0  # seconds after the press: the students not done yet are named on stderr (what each waits for)
@@ -194,7 +229,7 @@ def dump_tasks() -> None:
         t.print_stack(limit=6, file=sys.stderr)
 
 
-async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
+async def one_class(n: int, timeout: float, beside: int = 0, hog: str | None = None) -> dict:
     server = serve.start()
     side = None
     if threading.current_thread() is threading.main_thread():  # (a signal handler needs the main thread)
@@ -221,7 +256,9 @@ async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
         pressed = time.monotonic()
         go.set()
         say("pressed")
-        results = await wait_reporting(tasks, pressed)
+        if hog:
+            await neighbour(hog)
+        results = await wait_reporting(tasks, pressed) if tasks else []
         done = time.monotonic()
         mon.mark("done")
         await mon.stop()
@@ -230,7 +267,8 @@ async def one_class(n: int, timeout: float, beside: int = 0) -> dict:
                "tree_writing": max(s["tree"] for s in mon.samples[mon.marks["press"]:]), "opened": opened}
         if side is not None:
             out["beside"] = {"m": beside, "quiet": side.window(quiet, pressed), "burst": side.window(pressed, done),
-                             "quiet_cpu": mon.window("quiet", "press")}
+                             "quiet_cpu": mon.window("quiet", "press"),
+                             "stalls": side.slowest_by_second(quiet, pressed, done)}
         return out
     finally:
         if side is not None:
@@ -265,22 +303,31 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--beside", type=int, default=0, metavar="M", help="M Playground students on the same server")
     ap.add_argument("--repeat", type=int, default=1, metavar="K", help="each class size K times (a fresh server each)")
+    ap.add_argument("--neighbour", choices=sorted(NEIGHBOURS), help="with --beside: no class writes; a process "
+                    f"takes one core for {NEIGHBOUR_S:.0f} s instead (module docstring)")
     args = ap.parse_args()
+    if args.neighbour and not args.beside:
+        ap.error("--neighbour needs --beside")
     print(f"machine: {len(__import__('os').sched_getaffinity(0))} CPUs, python {platform.python_version()}\n")
     print(f"| students writing {N_NEW} tokens at once | first text seen: median / last | done: median | p95 | last done "
           "| largest batch | server RSS (max) | server + decoding process, PSS (max) | server CPU, press to last done "
           "| errors |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     classes = []
-    for n in (int(x) for x in args.students.split(",") for _ in range(args.repeat)):
-        classes.append(asyncio.run(one_class(n, args.timeout, args.beside)))
-        print(row(classes[-1]), flush=True)
+    sizes = [0] if args.neighbour else [int(x) for x in args.students.split(",")]
+    for n in (n for n in sizes for _ in range(args.repeat)):
+        classes.append(asyncio.run(one_class(n, args.timeout, args.beside, args.neighbour)))
+        print(row(classes[-1]) if n else f"| (the {args.neighbour} neighbour) |", flush=True)
     if args.beside:
         print(f"\n| Playground students beside | writing | their p95: {QUIET:.0f} s before the press | during the "
               "writing | ratio | server's cores busy: before / during | this harness's cores: before / during "
               "| their errors |\n|---|---|---|---|---|---|---|---|")
         for c in classes:
             print(beside_row(c))
+        print("\nthe slowest Playground rerun sent in each second from the press (s: seconds; a stall shows as a run of "
+              "slow seconds, the reruns sent in it all waiting for its end):")
+        for c in classes:
+            print("- " + " ".join(f"{s:+d}: {v:.1f}" for s, v in c["beside"]["stalls"]))
         if len(classes) > 1:  # one 7-s window holds ~150 reruns: its p95 is the 8th slowest; pooled over the runs
             quiet = [x for c in classes for x in c["beside"]["quiet"]["times"]]
             burst = [x for c in classes for x in c["beside"]["burst"]["times"]]

@@ -118,3 +118,21 @@ def test_the_playground_class_beside_stops_even_when_a_lesson_lost_its_cancel():
         return side.lessons[0].cancelled()
 
     assert asyncio.run(stop())
+
+
+def test_the_stalls_are_the_slowest_rerun_sent_in_each_second_from_the_press():
+    side = object.__new__(lm_class.Beside)  # no server: only what its students recorded
+    side.rec = lm_class.classroom.Recorder()
+    # (sent, action, seconds, errors, messages, bytes); the press at 100.0
+    side.rec.timeline = [(98.2, "tokens", 0.1, 0, 1, 10), (98.9, "page", 0.3, 0, 1, 10), (99.5, "open", 9.0, 0, 1, 10),
+                         (100.0, "tab", 1.7, 0, 1, 10), (100.6, "mask", 1.2, 0, 1, 10), (101.4, "tokens", 0.2, 0, 1, 10),
+                         (104.0, "tab", 5.0, 0, 1, 10)]
+    assert side.slowest_by_second(98.0, 100.0, 103.0) == [(-2, 0.3), (0, 1.7), (1, 0.2)]
+
+
+def test_a_neighbour_takes_its_core_for_its_seconds_and_ends(monkeypatch):
+    monkeypatch.setattr(lm_class, "NEIGHBOUR_S", 0.2)
+    for kind in lm_class.NEIGHBOURS:
+        t0 = time.monotonic()
+        asyncio.run(lm_class.neighbour(kind))
+        assert time.monotonic() - t0 >= 0.2  # it ran its loop until its time had passed, and exited 0
