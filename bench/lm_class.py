@@ -175,15 +175,18 @@ class Beside:
         stalls, where every rerun sent in the same second waits (one student's pass through the lesson alone
         never shows them)."""
         bins: dict[int, float] = {}
-        for x in self.rec.timeline:
-            if a <= x[0] <= b and x[1] not in ("open", "warm-up", "harness"):
-                s = math.floor(x[0] - pressed)
-                bins[s] = max(bins.get(s, 0.0), x[2])
+        for x in self.reruns(a, b):
+            s = math.floor(x[0] - pressed)
+            bins[s] = max(bins.get(s, 0.0), x[2])
         return sorted(bins.items())
+
+    def reruns(self, a: float, b: float) -> list[tuple]:
+        """The reruns the Playground students sent between a and b (monotonic), as recorded (not their opening)."""
+        return [x for x in self.rec.timeline if a <= x[0] <= b and x[1] not in ("open", "warm-up", "harness")]
 
     def window(self, a: float, b: float) -> dict:
         """The reruns the Playground students sent between a and b (monotonic): how many, p95, errors."""
-        runs = [x for x in self.rec.timeline if a <= x[0] <= b and x[1] not in ("open", "warm-up", "harness")]
+        runs = self.reruns(a, b)
         return {"n": len(runs), "p95": classroom.pct([x[2] for x in runs], 95) if runs else float("nan"),
                 "errors": sum(x[3] for x in runs), "times": [x[2] for x in runs]}
 
@@ -308,7 +311,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.neighbour and not args.beside:
         ap.error("--neighbour needs --beside")
-    print(f"machine: {len(__import__('os').sched_getaffinity(0))} CPUs, python {platform.python_version()}\n")
+    print(f"machine: {len(os.sched_getaffinity(0))} CPUs, python {platform.python_version()}\n")
     print(f"| students writing {N_NEW} tokens at once | first text seen: median / last | done: median | p95 | last done "
           "| largest batch | server RSS (max) | server + decoding process, PSS (max) | server CPU, press to last done "
           "| errors |")
