@@ -6,12 +6,10 @@ Each page is one file in ``app_pages/`` (see ``ui/nav.py``)."""
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 import streamlit as st
 
-from attention_lab import tutorial
 from ui import live, nav, page, settings, state, uploads
 from ui.i18n import t, this_run
 from ui.widgets import a11y
@@ -61,18 +59,10 @@ def frame(refused: list[str]) -> None:
     page.boundary(lambda: live.frame() or current.run())  # a seated student follows the class; paused: no page
 
 
-@cache
-def _offer_words(lang: str) -> tuple[dict[str, str], dict[str, str]]:
-    """The offer's words for every page (by URL path) and lesson (by id) in ``lang``: built once per language."""
-    pages = {p.url: t("mem.page", lang, page=t(f"page.{p.name}.title", lang)) for p in nav.PAGES if p.url}
-    lessons = {x.id: t("mem.tutorial", lang, lesson=tutorial.lesson_title(x.id, lang)) for x in tutorial.LESSONS}
-    return pages, lessons
-
-
 def remember(current: st.Page) -> None:
     """Where the learner stopped, kept in this browser, and the offer to go back on a bare visit."""
     name = next((p.name for p in nav.PAGES if p.url and p.url == current.url_path), "home")
-    pages, lessons = _offer_words(settings.get("lang"))
+    pages, lessons = nav.offer_words(settings.get("lang"))
     memory(home=name == "home", tutorial=name == "tutorial", pages=pages, lessons=lessons)
 
 

@@ -5,8 +5,12 @@ shared links already use."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
+from attention_lab import tutorial
 from attention_lab.tutorial import CURRICULUM as _LESSON_CURRICULUM
+
+from .i18n import t
 
 
 @dataclass(frozen=True)
@@ -73,3 +77,12 @@ PAGES = (
 )
 SECTIONS = ("start", "class", "tutorial", "explore", "models", "modern")
 PAGE_BY_NAME = {p.name: p for p in PAGES}
+
+
+@cache
+def offer_words(lang: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The words of the offer to go back, for every page (by URL path) and lesson (by id) in ``lang``: built once per
+    language per server (in app.py, a cache was made anew by every run of the script, and the lessons read again)."""
+    pages = {p.url: t("mem.page", lang, page=t(f"page.{p.name}.title", lang)) for p in PAGES if p.url}
+    lessons = {x.id: t("mem.tutorial", lang, lesson=tutorial.lesson_title(x.id, lang)) for x in tutorial.LESSONS}
+    return pages, lessons

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from attention_lab.tutorial import lesson_title
 from ui import nav, state
 from ui.i18n import table
 
@@ -91,6 +92,21 @@ def test_home_page_in_both_languages(lang, word):
     # learners read plain titles; the curriculum ids are for teachers, in their own panel
     assert not any(re.search(r"\bC\d+\b", m.value) for m in at.markdown)
     assert at.expander[-1].label == table(lang)["home.teachers"]
+
+
+def test_the_offer_to_go_back_is_worded_once_per_language_per_server():
+    """The frame reruns on every click of every student: its words for the offer (a title per page and lesson, read
+    from the lessons' files) are built once per language, not again on each run."""
+    at = page("app_pages/masks.py")
+    at.radio(key=state.setting_widget("lang")).set_value("ko").run()  # both languages built by now
+    built = nav.offer_words.cache_info().misses
+    for lang in ("en", "ko", "en"):
+        at.radio(key=state.setting_widget("lang")).set_value(lang).run()
+    no_errors(at)
+    assert nav.offer_words.cache_info().misses == built
+    lessons = nav.offer_words("ko")[1]
+    first = next(iter(lessons))
+    assert lessons[first].endswith(lesson_title(first, "ko"))
 
 
 def test_settings_survive_a_page_switch():
