@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import live, nav, page, settings, state, uploads
+from ui import compute, live, nav, page, settings, state, uploads
 from ui.i18n import t, this_run
 from ui.widgets import a11y
 from ui.widgets.guard import connection_guard, forget_button, memory
@@ -37,6 +37,7 @@ def main() -> None:
     refused = settings.init()
     with this_run():  # the language, read once for the run
         frame(refused)
+    compute.settled()  # once per server: what the first run made alive stays out of the collector's walks
 
 
 def frame(refused: list[str]) -> None:
