@@ -5,12 +5,11 @@ shared links already use."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 from attention_lab import tutorial
-from attention_lab.tutorial import CURRICULUM as _LESSON_CURRICULUM
 
-from .i18n import t
+from .i18n import LANGS, t
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ def id_ranges(ids) -> str:
     return ", ".join(out)
 
 
-TUTORIAL_CURRICULUM = id_ranges(c for ids in _LESSON_CURRICULUM.values() for c in ids)
+TUTORIAL_CURRICULUM = id_ranges(c for ids in tutorial.CURRICULUM.values() for c in ids)
 
 PAGES = (
     PageInfo("home", "", ":material/home:", "C1, C2, C4", "start"),
@@ -79,7 +78,7 @@ SECTIONS = ("start", "class", "tutorial", "explore", "models", "modern")
 PAGE_BY_NAME = {p.name: p for p in PAGES}
 
 
-@cache
+@lru_cache(maxsize=len(LANGS))  # the settings admit only LANGS
 def offer_words(lang: str) -> tuple[dict[str, str], dict[str, str]]:
     """The words of the offer to go back, for every page (by URL path) and lesson (by id) in ``lang``: built once per
     language per server (in app.py, a cache was made anew by every run of the script, and the lessons read again)."""
