@@ -303,11 +303,12 @@ def new_token_heads(g: dict) -> None:
     show_maps(panels, key=KEYS.gen_maps, per_row=1)
 
 
-def writing_tab(text: str, tr: dict, dec: int) -> None:
+def writing_tab(tr: dict, dec: int) -> tuple[float, int | None, float | None, int]:
+    """The sampling controls and the next token's bars → the settings the writing part (drawn after) uses."""
     T, k, p, seed = sampling_controls()
     next_token_bars(tr, T, k, p, dec)
     st.subheader(t("lm.write"))
-    writing(text, T, k, p, seed)
+    return T, k, p, seed
 
 
 @st.fragment
@@ -520,17 +521,31 @@ def main() -> None:
     st.markdown(t("lm.intro", model=NAME, quant=QUANT))
     kept_values()
     text = prompt_box()
+    waiting = st.empty()
+    with compute.LM_DRAWING.turn(lambda: waiting.info(t("lm.drawing.wait", n=compute.LM_DRAWING.n))):
+        waiting.empty()
+        drawn = body(text, dec)
+    if drawn is not None:  # the writing part after the turn: a run waiting for its writing holds no turn
+        tab, (T, k, p, seed) = drawn
+        with tab:
+            writing(text, T, k, p, seed)
+
+
+def body(text: str, dec: int):
+    """The prompt's trace and the three tabs but the writing part (a page's large part, drawn in turns:
+    ``compute.LM_DRAWING``) → the writing tab and its sampling settings; None after a message."""
     tr = load(text)
     if tr is None:
-        return
+        return None
     token_line(tr)
     tabs = open_tabs()
     with tabs[0]:
-        writing_tab(text, tr, dec)
+        sampling = writing_tab(tr, dec)
     with tabs[1]:
         heads_tab(tr, dec)
     with tabs[2]:
         mechanism_tab(text, tr, dec)
+    return tabs[0], sampling
 
 
 main()

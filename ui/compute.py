@@ -25,7 +25,7 @@ from attention_lab import scenario
 from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.lab import PlaygroundTrace
 
-from . import decode_process, decoding, memo, training
+from . import decode_process, decoding, fair, memo, training
 
 HOUR = 3600
 ASSETS_TEXTS = Path(__file__).resolve().parent.parent / "assets" / "texts"
@@ -567,6 +567,11 @@ def lm_token_count(text: str) -> int:
 # at once (a peak of 0.85 GB over the server's steady RSS); one at a time, 40 pages open sooner than with two
 # (BENCHMARKS.md, "The Playground beside the writing": 10.5 s, not 11.2 s, and 0.1 GB less at the peak)
 _LM_TRACING = threading.BoundedSemaphore(1)
+# the language-model page's large part (the trace, the model view's 270 maps, the tables), two pages at a time: a class
+# opening the page at once held forty pages' working memory at the same moment, the server and its decoding process
+# 1.16–1.24 GB (PSS) beside a Playground class; two at a time 1.03–1.11 GB, the forty drawn as soon (BENCHMARKS.md,
+# "Forty pages opening in turns"). The writing part is drawn after the turn: a run waiting for its writing holds none
+LM_DRAWING = fair.Turns(2)
 
 
 @memo.cached(max_entries=6, ttl=HOUR)

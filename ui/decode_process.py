@@ -45,6 +45,14 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]  # where ``python -m ui.decode_process`` finds ui and core
 HEADER = struct.Struct("!Q")
 AVAILABLE = hasattr(os, "memfd_create")  # the shared weights need a Linux memory file
+# glibc's malloc in the decoding process: a block of 4 MiB or more (a step's logits, (B, 49152) float32: 7.9 MB at
+# 40) is mapped for itself and given back when freed; by default the threshold rises to each such block freed (up to
+# 32 MiB) and they were kept in the heap. A fixed threshold also fixes the heap's trim threshold, at 128 KiB: every
+# step then gave back and faulted in again the widened weights (≤ 3.5 MB, reused from the heap every step), 10–20 %
+# slower; past 8 MiB, steps are as fast as by default. The process's own memory at the end of 40 writings beside the
+# Playground class: 349–371 MB, by default 338–474 (BENCHMARKS.md, "Forty pages opening in turns"). The server's
+# environment wins.
+CHILD_ENV = {"MALLOC_MMAP_THRESHOLD_": str(4 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(8 * 2**20)}
 
 
 # ----------------------------------------------------------------------------- framed pickles
@@ -191,7 +199,8 @@ class ProcessScheduler:
         ours, theirs = socket.socketpair()
         with theirs:
             self._process = subprocess.Popen([sys.executable, "-m", "ui.decode_process", str(theirs.fileno()), str(fd)],
-                                             pass_fds=(theirs.fileno(), fd), cwd=ROOT, stdin=subprocess.DEVNULL)
+                                             pass_fds=(theirs.fileno(), fd), cwd=ROOT, stdin=subprocess.DEVNULL,
+                                             env={**CHILD_ENV, **os.environ})
         self._sock = ours
         send(ours, (layout, self.model.parts(), self._options, self._threads))
         threading.Thread(target=self._read, args=(ours,), name="lm-decoding-reports", daemon=True).start()

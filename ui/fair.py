@@ -24,7 +24,8 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import streamlit as st
 
@@ -113,3 +114,34 @@ def metered(render: Callable[[], None], *, wait: bool = True) -> None:
         with _lock:
             _at_work[me] = end
         spent.append((end, time.thread_time() - t0))
+
+
+class Turns:
+    """At most ``n`` sessions at once inside ``with turns.turn(...)``; the others wait their turn in their own thread.
+
+    For a part of a page whose working memory is large while it runs (the language-model page holds its prompt's trace
+    and draws the model view's 270 maps): forty students opening it at once held all forty pages' at the same moment.
+    ``waiting``: how many wait now."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._free = threading.BoundedSemaphore(n)
+        self._lock = threading.Lock()
+        self.waiting = 0
+
+    @contextmanager
+    def turn(self, on_wait: Callable[[], None] = lambda: None) -> Iterator[None]:
+        """Inside once a turn is free; ``on_wait()`` first when none is (the page says why it waits)."""
+        if not self._free.acquire(blocking=False):
+            on_wait()
+            with self._lock:
+                self.waiting += 1
+            try:
+                self._free.acquire()
+            finally:
+                with self._lock:
+                    self.waiting -= 1
+        try:
+            yield
+        finally:
+            self._free.release()

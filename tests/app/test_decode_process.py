@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from ui import decode_process
-from ui.decode_process import ProcessScheduler
+from ui.decode_process import CHILD_ENV, ProcessScheduler
 from ui.decoding import QueueFull, Request
 
 from .test_decoding import CAPACITY, EOS_EARLY, PROMPTS, WAIT, model, pages, request, same_as_alone  # noqa: F401
@@ -67,6 +67,10 @@ def test_the_child_maps_the_servers_weights_and_ends_when_closed(model):  # noqa
         assert s.submit(request(model, PROMPTS[0], 2)).wait(WAIT)
         maps = open(f"/proc/{pid}/maps").read()
         assert "memfd:attention-lab-weights" in maps  # the server's memory file, mapped: not a copy
+        with open(f"/proc/{pid}/environ", "rb") as f:  # its malloc gives large blocks back (decode_process.CHILD_ENV)
+            env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+        for name, value in CHILD_ENV.items():
+            assert env[name.encode()] == os.environ.get(name, value).encode()
     finally:
         s.close()
     assert s.pid is None and not os.path.exists(f"/proc/{pid}")  # it left when asked, and close() reaped it

