@@ -491,13 +491,16 @@ def lens_table(tr: dict) -> None:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=300, column_config=cfg)
 
 
-def mechanism_tab(text: str, tr: dict, dec: int) -> None:
+def mechanism_tab(text: str, tr: dict, dec: int):
+    """The changed mechanism and the logit lens → the place of the StreamingLLM measurement, drawn after the page's
+    turn (its first run measures seven losses of a long text, ~10 s once per server: no turn is held meanwhile)."""
     st.markdown(t("lm.mechanism.text"))
     L, H = tr["attentions"].shape[:2]
     heads, layers, window, sinks = mechanism_controls(L, H)
     page.guarded([], lambda: before_after(text, tr, heads, layers, window, sinks, dec))
-    streaming_llm()
+    later = st.container()
     lens_table(tr)
+    return later
 
 
 def _on_tab(key: str, labels: list[str]) -> None:
@@ -525,15 +528,18 @@ def main() -> None:
     with compute.LM_DRAWING.turn(lambda: waiting.info(t("lm.drawing.wait", n=compute.LM_DRAWING.n))):
         waiting.empty()
         drawn = body(text, dec)
-    if drawn is not None:  # the writing part after the turn: a run waiting for its writing holds no turn
-        tab, (T, k, p, seed) = drawn
+    if drawn is not None:  # after the turn, what may wait seconds: the writing, the StreamingLLM measurement
+        tab, (T, k, p, seed), measured = drawn
+        with measured:
+            streaming_llm()
         with tab:
             writing(text, T, k, p, seed)
 
 
 def body(text: str, dec: int):
     """The prompt's trace and the three tabs but the writing part (a page's large part, drawn in turns:
-    ``compute.LM_DRAWING``) → the writing tab and its sampling settings; None after a message."""
+    ``compute.LM_DRAWING``) → the writing tab, its sampling settings and the StreamingLLM measurement's place; None
+    after a message."""
     tr = load(text)
     if tr is None:
         return None
@@ -544,8 +550,8 @@ def body(text: str, dec: int):
     with tabs[1]:
         heads_tab(tr, dec)
     with tabs[2]:
-        mechanism_tab(text, tr, dec)
-    return tabs[0], sampling
+        measured = mechanism_tab(text, tr, dec)
+    return tabs[0], sampling, measured
 
 
 main()

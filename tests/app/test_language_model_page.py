@@ -247,3 +247,20 @@ def test_the_pages_large_part_waits_for_a_turn_and_is_drawn_once_one_is_free():
     no_errors(at)
     assert [row["label"] for row in spec(at, KEYS.bars_model)["rows"]][0] == "␣Paris"
     assert not [m for m in at.info if "at a time" in m.value]  # the wait's message went with the wait
+
+
+def test_the_streaming_measurement_sits_between_the_changed_mechanism_and_the_lens(model):
+    """Drawn after the page's turn, in its own place: the seven losses of the shipped text, the full cache's first,
+    then the logit lens (one row per hidden state: the embedding and each block)."""
+    from pathlib import Path
+
+    at = page(LM)
+    _run_with(at, **{KEYS.measure: True})
+    no_errors(at)
+    en = table("en")
+    losses, lens = at.dataframe[1].value, at.dataframe[2].value
+    assert len(losses) == 1 + 2 * len(compute.LM_WINDOWS) and len(lens) == model.config.n_layers + 1
+    text = (Path(__file__).resolve().parents[2] / "assets" / "texts" / "alice.en.txt").read_text(encoding="utf-8")
+    full = decoder.text_loss(model, text, decoder.Mechanism())
+    assert losses.iloc[0][en["lm.col.cache"]] == en["lm.cache.full"]
+    assert abs(losses.iloc[0][en["lm.col.loss"]] - full.loss) < 1e-5
