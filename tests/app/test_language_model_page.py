@@ -4,6 +4,11 @@ bad prompts give a message, never a traceback; the model is loaded once per serv
 
 from __future__ import annotations
 
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -223,25 +228,18 @@ def test_missing_model_package_shows_the_install_command(monkeypatch):
 def test_the_pages_large_part_waits_for_a_turn_and_is_drawn_once_one_is_free():
     """Every turn taken (forty students opening the page at once): the page waits in its own run, then draws the
     model's bars and views once a turn is given back."""
-    import threading
-    import time
-
     at = page(LM, run=False)
     gate = compute.LM_DRAWING
-    held = [gate.turn() for _ in range(gate.n)]
-    for h in held:
-        h.__enter__()
     th = threading.Thread(target=at.run)
-    try:
+    with ExitStack() as held:
+        for _ in range(gate.n):
+            held.enter_context(gate.turn())
         th.start()
         deadline = time.monotonic() + 120
         while gate.waiting != 1:  # the page's run reached the turn and waits (a bound, never a pace)
             assert time.monotonic() < deadline, "the page never waited for a turn"
             time.sleep(0.01)
         assert th.is_alive()
-    finally:
-        for h in held:
-            h.__exit__(None, None, None)
     th.join(120)
     assert not th.is_alive() and gate.waiting == 0
     no_errors(at)
@@ -252,8 +250,6 @@ def test_the_pages_large_part_waits_for_a_turn_and_is_drawn_once_one_is_free():
 def test_the_streaming_measurement_sits_between_the_changed_mechanism_and_the_lens(model):
     """Drawn after the page's turn, in its own place: the seven losses of the shipped text, the full cache's first,
     then the logit lens (one row per hidden state: the embedding and each block)."""
-    from pathlib import Path
-
     at = page(LM)
     _run_with(at, **{KEYS.measure: True})
     no_errors(at)
