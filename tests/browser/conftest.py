@@ -89,13 +89,14 @@ def wait_idle(page, timeout: int = 60_000) -> None:
 
 
 # The page has settled when the script is idle, the fonts are loaded, every component host has
-# drawn into its shadow root, every image has loaded, and nothing on the page moved between two
+# drawn into its shadow root (a map whose code is still loading has its host marked data-al-loading), every image has
+# loaded, and nothing on the page moved between two
 # consecutive animation frames (the layout of components and formulas after the script ends).
 SETTLED = """() => {
   if (!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')) return false;
   if (document.fonts.status !== 'loaded') return false;
   for (const h of document.querySelectorAll('[data-testid=stBidiComponentIsolated]'))
-    if (!h.shadowRoot || !h.shadowRoot.childElementCount) return false;
+    if (!h.shadowRoot || !h.shadowRoot.childElementCount || h.dataset.alLoading) return false;
   for (const img of document.images) if (!img.complete) return false;
   const els = document.querySelectorAll('[data-testid=stBidiComponentIsolated], [data-testid=stImage], .js-plotly-plot,'
                                         + ' .katex-display, [data-testid=stMarkdownContainer]');

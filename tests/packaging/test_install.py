@@ -140,7 +140,8 @@ def test_the_wheel_carries_the_packages_and_the_app_and_runs_from_its_install(tm
                  data + "app_pages/playground.py",
                  data + "assets/components/maps.js", data + "assets/i18n/ko.notebook.json", data + ".streamlit/config.toml",
                  data + "assets/checkpoints/vit_shapes.pt", data + "static/attention-lab-kr-400.woff2",
-                 data + "static/svg-font/slices.json", data + "static/svg-font/kr-400-00.woff2"):
+                 data + "static/svg-font/slices.json", data + "static/svg-font/kr-400-00.woff2",
+                 data + "static/components/maps.js", data + "static/components/heatmap.js"):
         assert name in names, name
     assert not [n for n in names if n.startswith(("ui/", "app_pages/", "tests/", "bench/"))]
     py = _fresh_venv(tmp_path / "venv")

@@ -9,7 +9,8 @@ import streamlit as st
 # the bars' specs are built without Streamlit (shared with the notebook views)
 from attention_lab.bars_spec import stacked_contributions, weight_bars  # noqa: F401
 
-from .heatmap import A11Y_CSS, ASSETS, DOM_LIB
+from .assets import ASSETS, DOM_LIB
+from .heatmap import A11Y_CSS
 
 _read = lambda name: (ASSETS / name).read_text(encoding="utf-8")  # noqa: E731
 _BARS_COMPONENT = st.components.v2.component(

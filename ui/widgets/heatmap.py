@@ -16,18 +16,16 @@ from attention_lab.heatmap_spec import CELL_TEXT_LIMIT, SUMMARY_TOP, TABLE_LIMIT
 
 from .. import settings, state
 from ..i18n import t
-from .assets import ASSETS, DOM_LIB  # the other components take them from here
+from .assets import ASSETS, served_js
 from .figures import PrebuiltFigure, show_chart
 
-_LIB = DOM_LIB + (ASSETS / "heatmap_lib.js").read_text(encoding="utf-8")  # the drawing both map components share
 A11Y_CSS = (ASSETS / "a11y.css").read_text(encoding="utf-8")  # the .sr-only rule every component puts first
 _CSS = A11Y_CSS + (ASSETS / "heatmap.css").read_text(encoding="utf-8")
-_HEATMAP_COMPONENT = st.components.v2.component(
-    "attention_lab_heatmap", js=_LIB + (ASSETS / "heatmap.js").read_text(encoding="utf-8"), css=_CSS)
+# both draw with heatmap_lib.js, their code served as a file (assets.served_js): each map carries its data only
+_HEATMAP_COMPONENT = st.components.v2.component("attention_lab_heatmap", js=served_js("heatmap"), css=_CSS)
 # several panels (title, formula, shape line, map) as one element: the Playground's pipeline
 _MAPS_COMPONENT = st.components.v2.component(
-    "attention_lab_maps", js=_LIB + (ASSETS / "maps.js").read_text(encoding="utf-8"),
-    css=_CSS + (ASSETS / "maps.css").read_text(encoding="utf-8"))
+    "attention_lab_maps", js=served_js("maps"), css=_CSS + (ASSETS / "maps.css").read_text(encoding="utf-8"))
 
 
 def accessible(spec: dict, key: str) -> dict:

@@ -15,7 +15,7 @@ from core.pretrained import ModelNotInstalled
 
 from .. import compute, settings
 from ..i18n import t
-from .heatmap import ASSETS, DOM_LIB
+from .assets import ASSETS, DOM_LIB
 
 SCALE = 10_000  # model-view weights travel as uint16 round(α · SCALE): 4 decimals, 2 bytes each …
 WIDE = 64  # … up to this many tokens; beyond, as uint8 round(α · 255) (the colour's own precision):

@@ -14,7 +14,7 @@ from qrcode.image.pil import PilImage
 from .. import view
 from ..i18n import t
 from ..link import PUBLIC_URL_ENV
-from .heatmap import ASSETS, DOM_LIB
+from .assets import ASSETS, DOM_LIB
 
 MAX_LINK = 2900  # a version-40 QR code (low error correction) holds about 2,950 bytes
 _QR_COMPONENT = st.components.v2.component(
