@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -58,7 +60,10 @@ def test_one_head_in_detail_and_the_checks():
     close(heat(at, state.item(state.MULTI_HEAD.pipeline, "output")), tr.heads.output[0, 0])
     ok = " ".join(s.value for s in at.success)
     fused_gap = core.multihead.fused_qkv_gap(X, W["W_q"], W["W_k"], W["W_v"])
-    assert f"max difference {core.lab.gap_text(fused_gap)}" in ok and core.lab.within_rounding(fused_gap)
+    # the page's own gap (its last bits depend on the CPU and on how the product was split: 0 on one machine, 6e-07
+    # on another), printed as gap_text prints it, and within rounding, as the one computed here
+    shown = re.search(r"max difference (\S+): the two forms agree", ok)
+    assert shown and core.lab.within_rounding(float(shown.group(1))) and core.lab.within_rounding(fused_gap)
     assert "(1, 4, 8)" in ok and "the two forms agree" in ok
     # the wrong transpose really changes the output
     wrong = core.pitfalls.multi_head_without_transpose(X, n_heads=2, **W)

@@ -88,10 +88,10 @@ def wait_idle(page, timeout: int = 60_000) -> None:
     page.wait_for_selector(".js-plotly-plot, [data-testid='stMarkdown']", timeout=timeout)
 
 
-# The page has settled when the script is idle, the fonts are loaded, every component host has
-# drawn into its shadow root (a map whose code is still loading has its host marked data-al-loading), every image has
-# loaded, and nothing on the page moved between two
-# consecutive animation frames (the layout of components and formulas after the script ends).
+# The page has settled when the script is idle, the fonts are loaded, every component host has drawn into its
+# shadow root (a map whose code is still loading has its host marked data-al-loading), every image has loaded, and
+# nothing on the page moved between two consecutive animation frames (the layout of components and formulas after
+# the script ends).
 SETTLED = """() => {
   if (!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')) return false;
   if (document.fonts.status !== 'loaded') return false;

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import websockets
@@ -48,8 +49,9 @@ async def playground_components(url: str) -> list:
 
 
 def test_a_map_element_carries_a_loader_and_the_server_answers_its_address_with_the_code(server_url):
-    maps = [c for c in asyncio.run(playground_components(server_url))
-            if c.component_name.endswith(("attention_lab_maps", "attention_lab_heatmap"))]
+    with ThreadPoolExecutor(1) as pool:  # its event loop in a thread of its own (a Playwright test may hold one here)
+        found = pool.submit(lambda: asyncio.run(playground_components(server_url))).result(timeout=300)
+    maps = [c for c in found if c.component_name.endswith(("attention_lab_maps", "attention_lab_heatmap"))]
     assert maps, "the Playground drew no map"
     for c in maps:
         name = "maps" if c.component_name.endswith("maps") else "heatmap"
