@@ -14,7 +14,13 @@ function failed(parent, err) {
     note.setAttribute("role", "alert");
     parent.appendChild(note);
   }
-  note.textContent = FAILED[document.documentElement.lang === "ko" ? "ko" : "en"];
+  // The page's language is set on <html> by the frame's own component, which may run after this load has failed:
+  // the note follows the attribute until it leaves the page.
+  const html = document.documentElement;
+  const say = () => { note.textContent = FAILED[html.lang === "ko" ? "ko" : "en"]; };
+  say();
+  const watch = new MutationObserver(() => (note.isConnected ? say() : watch.disconnect()));
+  watch.observe(html, { attributes: true, attributeFilter: ["lang"] });
 }
 
 export default function (component) {

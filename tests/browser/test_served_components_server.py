@@ -83,6 +83,13 @@ def test_the_maps_draw_from_the_served_code_and_a_failed_load_says_so(server_url
             note = page.locator("p.al-load-failed").first
             expect(note).to_have_text(translate("a11y.map.load_failed", lang), timeout=60_000)
             expect(note).to_have_attribute("role", "alert")
+            # The frame sets <html lang> with a component of its own, which may run after the load has failed (it
+            # did in a CI run: the Korean page said it in English). The note follows the attribute.
+            other = "en" if lang == "ko" else "ko"
+            page.evaluate(f"document.documentElement.lang = '{other}'")
+            expect(note).to_have_text(translate("a11y.map.load_failed", other))
+            page.evaluate(f"document.documentElement.lang = '{lang}'")
+            expect(note).to_have_text(translate("a11y.map.load_failed", lang))
         finally:
             blocked.close()
     finally:
