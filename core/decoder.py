@@ -125,13 +125,18 @@ class SmolLM2:
     every call builds its own KV cache, so sessions can share one instance.
     """
 
-    def __init__(self, config: LlamaConfig, weights: LlamaWeights, tokenizer, byte_of: dict[str, int]) -> None:
+    def __init__(self, config: LlamaConfig, weights: LlamaWeights, tokenizer, byte_of: dict[str, int],
+                 vocab: list[str | None] | None = None) -> None:
+        """``tokenizer``: a ``tokenizers.Tokenizer``, or None for a model that only writes (:meth:`from_shared`):
+        then ``vocab``, the token strings by id, gives the texts of the tokens it writes, and :meth:`encode` raises."""
         kv_head_map(config.n_heads, config.n_kv_heads)  # G must divide H
+        if tokenizer is None and vocab is None:
+            raise ValueError("a model without its tokenizer needs the token strings (vocab)")
         self.config = config
         self.weights = weights
-        self._tokenizer = tokenizer  # tokenizers.Tokenizer
+        self._tokenizer = tokenizer  # tokenizers.Tokenizer, or None
         self._byte_of = byte_of  # byte-level alphabet character → byte
-        self._vocab = [tokenizer.id_to_token(i) for i in range(config.vocab_size)]
+        self._vocab = list(vocab) if vocab is not None else [tokenizer.id_to_token(i) for i in range(config.vocab_size)]
         self._special = {i for i, tok in enumerate(self._vocab) if tok is not None and tok.startswith("<|")}
         self._on_device: dict[torch.device, LlamaWeights] = {torch.device("cpu"): weights}
         self._lock = threading.Lock()
@@ -147,6 +152,9 @@ class SmolLM2:
         """Token ids of ``text`` (no BOS: the model's files add none); ``<|im_start|>`` etc. stay whole."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}")
+        if self._tokenizer is None:
+            raise RuntimeError("this copy of the model has the token strings, not the tokenizer: it writes, it does "
+                               "not read text (SmolLM2.from_shared)")
         return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def token_bytes(self, token_id: int) -> bytes:
@@ -197,13 +205,17 @@ class SmolLM2:
             return self._shared
 
     def parts(self) -> tuple:
-        """What :meth:`from_shared` needs besides the weights (picklable): (config, tokenizer, byte alphabet)."""
-        return self.config, self._tokenizer, self._byte_of
+        """What :meth:`from_shared` needs besides the weights (picklable): (config, token strings, byte alphabet).
+        Not the tokenizer: the decoding process gets token ids and writes token texts. Unpickled, the tokenizer held
+        32 MB of that process's memory, the token strings 5 MB (BENCHMARKS.md, "The decoding process's memory")."""
+        return self.config, self._vocab, self._byte_of
 
     @classmethod
-    def from_shared(cls, fd: int, layout: Layout, config: LlamaConfig, tokenizer, byte_of: dict[str, int]) -> SmolLM2:
-        """The model whose weights another process shared (:meth:`share_memory`), mapped from ``fd``, not copied."""
-        return cls(config, shared_weights(fd, layout), tokenizer, byte_of)
+    def from_shared(cls, fd: int, layout: Layout, config: LlamaConfig, vocab: list[str | None],
+                    byte_of: dict[str, int]) -> SmolLM2:
+        """The model whose weights another process shared (:meth:`share_memory`), mapped from ``fd``, not copied;
+        it has the token strings, not the tokenizer: it writes from token ids (:meth:`encode` raises)."""
+        return cls(config, shared_weights(fd, layout), None, byte_of, vocab=vocab)
 
     def _ids(self, text: str, max_tokens: int) -> list[int]:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= MAX_TRACE_TOKENS:
