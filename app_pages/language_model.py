@@ -229,58 +229,65 @@ def _readable(tokens) -> str:
 
 def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> dict | None:
     """The prompt continued by n tokens, shown as text, with the cache's size beside multi-head's. The server's
-    one batch writes them (``ui.decoding``: every session's writing shares its steps) while this run waits."""
+    one batch writes them (``ui.decoding``: every session's writing shares its steps) while this run waits.
+
+    Few elements, each once: forty pages finish the writing together, and Streamlit sends every queued element of
+    every session one per turn of its event loop, the Playground students' reruns behind them (BENCHMARKS.md,
+    "Where a stall waits"). The line and the text drawn while waiting become the finished ones in place."""
     if n == 0:
         st.caption(t("lm.none_yet"))
         return None
+    line, box = st.empty(), st.empty()
     try:
-        while_writing(text, n, T, k, p, seed)
+        while_writing(line, box, text, n, T, k, p, seed)
         g = compute.lm_generate(text, n, T, k, p, seed, settings.get("device"))
     except decoding.QueueFull:
-        st.warning(t("lm.batch.full"))
+        line.warning(t("lm.batch.full"))
         return None
-    st.markdown(t("lm.written", n=len(g["steps"])))
-    st.code(text + _readable(s["token"] for s in g["steps"]), language=None, wrap_lines=True)
+    line.markdown(t("lm.written", n=len(g["steps"])))
+    box.code(text + _readable(s["token"] for s in g["steps"]), language=None, wrap_lines=True)
     st.caption(t("lm.batch.ran", b=g["batch"]) if g["batch"] > 1 else t("lm.batch.ran.alone"))
     if g["stopped"] == "eos":
         st.info(t("lm.eos"))
     if not g["steps"]:
         return None
-    last = g["steps"][-1]
-    model = compute.language_model().config
-    from core.decoder import cache_bytes
-
-    mha = cache_bytes(model, last["cache"], kv_heads=model.n_heads)
-    c1, c2, c3 = st.columns(3)
-    c1.metric(t("lm.cache.tokens"), last["cache"])
-    c2.metric(t("lm.cache.gqa"), f"{last['bytes'] / 1024:.0f} KiB")
-    c3.metric(t("lm.cache.mha"), f"{mha / 1024:.0f} KiB", delta=f"×{mha / last['bytes']:.0f}", delta_color="off")
-    st.caption(t("lm.cache.caption", L=model.n_layers, G=model.n_kv_heads, H=model.n_heads, d=model.d_head))
+    cache_figures(g["steps"][-1])
     return g
 
 
-def while_writing(text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> None:
-    """While the server's batch writes this request: its place in the line, then the text as it grows, redrawn in
-    this run whenever it changed (no rerun: the run waits for the writing anyway). Nothing when it is written."""
+def cache_figures(last: dict) -> None:
+    """The cache after the last step against one K/V head per query head, as one table (one element, not seven)."""
+    from core.decoder import cache_bytes
+
+    model = compute.language_model().config
+    mha = cache_bytes(model, last["cache"], kv_heads=model.n_heads)
+    heads = (t("lm.cache.tokens"), t("lm.cache.gqa"), t("lm.cache.mha"))
+    cells = (f"{last['cache']}", f"{last['bytes'] / 1024:.0f} KiB", f"{mha / 1024:.0f} KiB (×{mha / last['bytes']:.0f})")
+    st.markdown("\n".join(("| " + " | ".join(heads) + " |", "|---:" * 3 + "|", "| " + " | ".join(cells) + " |")))
+    st.caption(t("lm.cache.caption", L=model.n_layers, G=model.n_kv_heads, H=model.n_heads, d=model.d_head))
+
+
+def while_writing(line, box, text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> None:
+    """While the server's batch writes this request: its place in the line, then the text as it grows, drawn into
+    the two placeholders whenever it changed (no rerun: the run waits for the writing anyway). Nothing when it is
+    written."""
     device = settings.get("device")
     if compute.lm_generate.held(text, n, T, k, p, seed, device):
         return
     w = compute.lm_writing(text, n, T, k, p, seed, device)
-    box, shown, asked = st.empty(), None, time.monotonic()
+    shown, asked = None, time.monotonic()
     while not w.wait(WRITING_REDRAW_S):
         now = (w.position, len(w.steps))
         if now != shown:
             shown = now
-            with box.container():
-                if w.position:  # k ≥ 1: in the line, k − 1 ahead
-                    st.caption(t("lm.batch.line", k=w.position - 1) if w.position > 1 else t("lm.batch.next"))
-                else:
-                    st.caption(t("lm.batch.writing", n=now[1], total=n))
-                    st.code(text + _readable(s.token for s in w.steps[: now[1]]), language=None, wrap_lines=True)
+            if w.position:  # k ≥ 1: in the line, k − 1 ahead
+                line.caption(t("lm.batch.line", k=w.position - 1) if w.position > 1 else t("lm.batch.next"))
+            else:
+                line.caption(t("lm.batch.writing", n=now[1], total=n))
+                box.code(text + _readable(s.token for s in w.steps[: now[1]]), language=None, wrap_lines=True)
         if time.monotonic() - asked > compute.LM_ASK_S:  # still wanted: asking keeps it in the batch
             asked = time.monotonic()
             compute.lm_scheduler(device).find(w.request)
-    box.empty()
 
 
 def new_token_heads(g: dict) -> None:

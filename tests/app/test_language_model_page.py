@@ -85,6 +85,14 @@ def test_writing_one_token_then_more_matches_generate(model):
     g = model.generate(PROMPT, 16, 0.0, max_tokens=compute.LM_MAX_TOKENS)
     assert at.code[0].value == g.text
     assert at.session_state[KEYS.n_new] == 16
+    # the cache after the last step, beside one K/V head per query head: one table of core's numbers
+    last, c = g.steps[-1], model.config
+    mha = decoder.cache_bytes(c, last.cache_positions, kv_heads=c.n_heads)
+    assert c.n_heads // c.n_kv_heads == 3
+    figures = [m.value for m in at.markdown if m.value.startswith("| " + t("lm.cache.tokens", "en") + " |")]
+    assert len(figures) == 1
+    assert figures[0].splitlines()[-1] == (f"| {last.cache_positions} | {last.cache_bytes / 1024:.0f} KiB | "
+                                           f"{mha / 1024:.0f} KiB (×3) |")
     at.button(key=KEYS.reset).click().run()
     assert at.session_state[KEYS.n_new] == 0 and not at.code
 
