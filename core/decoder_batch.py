@@ -48,8 +48,12 @@ class BatchCache:
         if n_pages < 1 or page_size < 1:
             raise ValueError(f"a batch cache needs at least 1 page of 1 position, got {n_pages} of {page_size}")
         shape = (c.n_layers, c.n_kv_heads, n_pages * page_size, c.d_head)
-        self.k = torch.zeros(shape, device=device, dtype=dtype)
-        self.v = torch.zeros(shape, device=device, dtype=dtype)
+        # Uninitialised: a row is read only after its sequence wrote it (each sequence's keys are read up to its own
+        # last position, extend_batch), and memory is touched as pages are first written: a class of 40 writing 16
+        # tokens each touches its 80 pages of 136, 39 MB fewer than zeros (BENCHMARKS.md, "The decoding process's
+        # memory"). Pages handed back are handed out again first (PagePool).
+        self.k = torch.empty(shape, device=device, dtype=dtype)
+        self.v = torch.empty(shape, device=device, dtype=dtype)
         self.page_size = page_size
         self.pool = PagePool(n_pages)
         self.lengths: dict[int, int] = {}

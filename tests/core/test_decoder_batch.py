@@ -55,11 +55,15 @@ def fragmented(model, n_pages: int, page_size: int = 4) -> BatchCache:
     return cache
 
 
-def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps: int, pages: int = 80):
+def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps: int, pages: int = 80,
+         fill: float | None = None):
     """Decode greedily in one fragmented batch cache (pages of 4 positions): ``joins[s]`` enter at pass s, their
     prompts prefilled in the pass that decodes the others; ``leaves[s]`` leave before it. Every pass compares each
-    sequence's logits and attention row with its own Alone twin's. Returns the largest logit gap and the tokens."""
+    sequence's logits and attention row with its own Alone twin's. Returns the largest logit gap and the tokens.
+    ``fill``: every row of the cache holds this value before any is written."""
     cache = fragmented(model, pages)
+    if fill is not None:
+        cache.k.fill_(fill), cache.v.fill_(fill)
     P, c = model.weights_on("cpu"), model.config
     running: dict[str, tuple[int, Alone]] = {}
     tokens: dict[str, list[int]] = {}
@@ -104,6 +108,14 @@ def test_a_sequence_joining_mid_batch_and_one_leaving_early(model):
     gap, tokens = _run(model, {0: PROMPTS[:2], 2: PROMPTS[2:3], 3: PROMPTS[3:]}, {2: PROMPTS[:1]}, steps=5)
     assert gap < ATOL, gap
     assert len(tokens[PROMPTS[0]]) == 2 and len(tokens[PROMPTS[2]]) == 3 and len(tokens[PROMPTS[3]]) == 2
+
+
+def test_rows_never_written_are_never_read(model):
+    """The cache is not initialised (its memory is touched as pages are written): with NaN in every row before the
+    writing, a batch that joins, leaves and reuses pages gives the same logits as each sequence alone. A NaN read
+    anywhere, even under the mask (0 · NaN), would spread to the logits."""
+    gap, _ = _run(model, {0: PROMPTS[:2], 2: PROMPTS[2:]}, {2: PROMPTS[:1]}, steps=4, pages=40, fill=float("nan"))
+    assert gap < ATOL, gap
 
 
 def test_one_token_decoding_steps_equal_alone(model):
