@@ -223,8 +223,9 @@ def writing_buttons() -> int:
 WRITING_REDRAW_S = min(0.2, compute.LM_ASK_S)  # how often a waiting run looks at its writing (a redraw only on change)
 
 
-def _readable(tokens) -> str:
-    return "".join(tokens).replace("␣", " ").replace("↵", "\n")
+def _show_text(box, text: str, tokens) -> None:
+    """The prompt and the tokens written after it, as plain text (visible spaces and line ends made real), in ``box``."""
+    box.code(text + "".join(tokens).replace("␣", " ").replace("↵", "\n"), language=None, wrap_lines=True)
 
 
 def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> dict | None:
@@ -245,7 +246,7 @@ def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: i
         line.warning(t("lm.batch.full"))
         return None
     line.markdown(t("lm.written", n=len(g["steps"])))
-    box.code(text + _readable(s["token"] for s in g["steps"]), language=None, wrap_lines=True)
+    _show_text(box, text, (s["token"] for s in g["steps"]))
     st.caption(t("lm.batch.ran", b=g["batch"]) if g["batch"] > 1 else t("lm.batch.ran.alone"))
     if g["stopped"] == "eos":
         st.info(t("lm.eos"))
@@ -284,7 +285,7 @@ def while_writing(line, box, text: str, n: int, T: float, k: int | None, p: floa
                 line.caption(t("lm.batch.line", k=w.position - 1) if w.position > 1 else t("lm.batch.next"))
             else:
                 line.caption(t("lm.batch.writing", n=now[1], total=n))
-                box.code(text + _readable(s.token for s in w.steps[: now[1]]), language=None, wrap_lines=True)
+                _show_text(box, text, (s.token for s in w.steps[: now[1]]))
         if time.monotonic() - asked > compute.LM_ASK_S:  # still wanted: asking keeps it in the batch
             asked = time.monotonic()
             compute.lm_scheduler(device).find(w.request)
