@@ -131,8 +131,28 @@ class Scheduler:
 
     def run(self) -> None:
         """Write in the calling thread until :meth:`close` (a process of its own: ``ui.decode_process``); made with
-        ``autostart=False``, so that no other thread starts."""
+        ``autostart=False``, so that no other thread starts. It warms up first (:meth:`warm`)."""
+        self.warm()
         self._loop()
+
+    def warm(self) -> None:
+        """One pass of two tokens and one step, on a sequence of its own that then leaves. The first pass of a fresh
+        process is slow: it is the first to touch the weights' pages and every buffer. One prompt's took 0.56 s cold
+        and 0.11–0.16 s after this (BENCHMARKS.md, "A warmed first pass"). Requests submitted meanwhile wait in
+        the line. Leaves every page free and records no batch."""
+        P, c = self.model.weights_on(self._device), self.model.config
+        with self._lock:
+            cache = self._make_cache()
+            seq = cache.open(3)
+        if seq is None:
+            return
+        try:
+            with torch.no_grad():
+                extend_batch([torch.arange(2)], [seq], cache, P, c)  # a prompt of two tokens: prefill
+                extend_batch([torch.arange(1)], [seq], cache, P, c)  # one more: a decoding step
+        finally:
+            with self._lock:
+                cache.release(seq)
 
     def start(self) -> None:
         """Start writing in a thread of its own (the first request does, unless made with ``autostart=False``)."""
@@ -214,6 +234,13 @@ class Scheduler:
                 self._results.popitem(last=False)
         w.finished.set()
 
+    def _make_cache(self) -> BatchCache:
+        """Under the lock: the batch cache, made once (its bytes are the bound; memory is touched as pages are written)."""
+        if self._cache is None:
+            P = self.model.weights_on(self._device)
+            self._cache = BatchCache(self.model.config, self.pages, PAGE, device=P.E.device, dtype=P.E.dtype)
+        return self._cache
+
     def _admit(self) -> list[Writing]:
         """Under the lock: drop the abandoned, then move waiting requests, in their order, into the batch while it
         has room and their pages are free → the ones to prefill."""
@@ -226,8 +253,7 @@ class Scheduler:
                 _said.info("a writing nobody asked about for %.1f s left after %d of %d tokens; %d of %d pages free",
                            now - w.seen, len(w.steps), w.request.n_new, self.free_pages, self.pages)
         if self._cache is None and self._waiting:
-            P = self.model.weights_on(self._device)
-            self._cache = BatchCache(self.model.config, self.pages, PAGE, device=P.E.device, dtype=P.E.dtype)
+            self._make_cache()
         joining = []
         while self._waiting and len(self._running) < self.max_batch:
             r = self._waiting[0].request

@@ -5,6 +5,7 @@ early; the line, the cache and the results are bounded; a request nobody asks ab
 from __future__ import annotations
 
 import importlib.util
+import threading
 import time
 
 import pytest
@@ -80,6 +81,21 @@ def test_joining_a_running_batch_and_leaving_it_at_the_end_token(model, schedule
     same_as_alone(model, first[1], EOS_EARLY, 12)
     same_as_alone(model, late, PROMPTS[2], 5)
     assert first[1].stopped == "eos" and len(first[1].steps) < 12 and late.batch >= 2
+
+
+def test_warming_up_leaves_the_cache_empty_and_the_writing_as_alone(model):
+    s = Scheduler(model, cache_bytes=pages(model, 36), capacity=CAPACITY, autostart=False)
+    try:
+        waiting = s.submit(request(model, PROMPTS[1], 4))  # submitted before the warm-up: it waits, untouched
+        s.warm()
+        assert s.free_pages == 36 and not s.batches and waiting.position == 1 and not waiting.steps
+        assert s._cache is not None and s._cache.lengths == {}  # its own sequence left
+        threading.Thread(target=s.run, daemon=True).start()  # run() warms again, then writes
+        assert waiting.wait(WAIT)
+        same_as_alone(model, waiting, PROMPTS[1], 4)
+        assert s.free_pages == 36 and list(s.batches) == [1] * 4  # only the request's own passes were counted
+    finally:
+        s.close()
 
 
 def test_more_requests_than_the_batch_holds_wait_their_turn(model):
