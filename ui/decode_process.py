@@ -273,6 +273,7 @@ class ProcessScheduler:
                     if waiting >= self.max_waiting:  # (the child's own bound answers "full")
                         raise QueueFull(f"{waiting} requests are waiting")
                     found = new[r] = Writing(r, 0.0)
+                    found.position = waiting + 1  # in the line until the child's first report places it
                 elif not found.done and r not in new:
                     self._send("seen", (r,))
                 out.append(found)

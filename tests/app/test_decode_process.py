@@ -27,7 +27,7 @@ if not decode_process.AVAILABLE:
 def scheduler(model, **bounds) -> ProcessScheduler:  # noqa: F811 (model: the fixture's value)
     """With this process's torch threads: the same arithmetic as the reference written here alone (another thread
     count sums in another order, and a near tie may then choose another token)."""
-    return ProcessScheduler(model, **({"cache_bytes": pages(model, 36), "capacity": CAPACITY,
+    return ProcessScheduler(model, **({"cache_bytes": pages(model, 36), "capacity": CAPACITY, "abandoned_after": WAIT,
                                        "threads": torch.get_num_threads()} | bounds))
 
 
@@ -46,6 +46,7 @@ def test_requests_written_in_the_process_equal_each_alone_joining_and_leaving(mo
         lengths = (40, 6, 6)  # the first keeps the batch running while the late one joins (37 steps to go)
         ws = s.submit_many([request(model, p, n, **x) for p, n, x in zip(PROMPTS, lengths, sampling, strict=False)]
                            + [request(model, EOS_EARLY, 12)])  # one message: they start in the same step
+        assert all(w.position in (0, 1) or w.done for w in ws)  # next in the line, or writing: never "no place"
         until(lambda: len(ws[0].steps) >= 3, "the batch writes")
         late = s.submit(request(model, PROMPTS[3], 5))  # joins the running batch
         assert all(w.wait(WAIT) for w in (*ws, late))
