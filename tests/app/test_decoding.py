@@ -21,6 +21,8 @@ PROMPTS = ["The capital of France is", "def add(a, b):\n    return", "나는 오
 EOS_EARLY = "<|im_start|>user\nWhat is 2+2? Answer with one number.<|im_end|>\n<|im_start|>assistant\n"  # ends after 6
 CAPACITY = 96
 WAIT = 600  # seconds: a bound for a hung thread, never a pace (each wait returns when its writing is done)
+# Every scheduler here but the one of the abandonment test (a clock of its own) keeps a writing nobody asks about
+# for WAIT seconds, not 30: with both cores busy, 40 tokens took more than 30 s, and the writing left mid-way.
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,7 @@ def model():
 
 @pytest.fixture
 def scheduler(model):
-    s = Scheduler(model, cache_bytes=pages(model, 36), capacity=CAPACITY)
+    s = Scheduler(model, cache_bytes=pages(model, 36), capacity=CAPACITY, abandoned_after=WAIT)
     yield s
     s.close()
 
@@ -84,7 +86,7 @@ def test_joining_a_running_batch_and_leaving_it_at_the_end_token(model, schedule
 
 
 def test_warming_up_leaves_the_cache_empty_and_the_writing_as_alone(model):
-    s = Scheduler(model, cache_bytes=pages(model, 36), capacity=CAPACITY, autostart=False)
+    s = Scheduler(model, cache_bytes=pages(model, 36), capacity=CAPACITY, autostart=False, abandoned_after=WAIT)
     try:
         waiting = s.submit(request(model, PROMPTS[1], 4))  # submitted before the warm-up: it waits, untouched
         s.warm()
@@ -99,7 +101,8 @@ def test_warming_up_leaves_the_cache_empty_and_the_writing_as_alone(model):
 
 
 def test_more_requests_than_the_batch_holds_wait_their_turn(model):
-    s = Scheduler(model, cache_bytes=pages(model, 36), capacity=CAPACITY, max_batch=2, autostart=False)
+    s = Scheduler(model, cache_bytes=pages(model, 36), capacity=CAPACITY, max_batch=2, autostart=False,
+                  abandoned_after=WAIT)
     try:
         ws = s.submit_many([request(model, p, 3) for p in PROMPTS])
         assert [w.position for w in ws] == [1, 2, 3, 4] and s.stats() == (0, 4)  # all in the line
@@ -116,7 +119,7 @@ def test_a_request_waits_until_the_pages_for_all_its_tokens_are_free(model):
     """Each request takes the pages for its prompt and every new token when it joins: with pages for one of them
     only, the second waits in the line (no overtaking by a smaller one) and the first never runs out."""
     n = 40  # a prompt of 6 tokens + 40 = 46 positions: 3 pages of 16; the cache holds 4
-    s = Scheduler(model, cache_bytes=pages(model, 4), capacity=64, autostart=False)
+    s = Scheduler(model, cache_bytes=pages(model, 4), capacity=64, autostart=False, abandoned_after=WAIT)
     try:
         ws = s.submit_many([request(model, PROMPTS[0], n), request(model, PROMPTS[3], n), request(model, "Hi", 2)])
         s.start()
@@ -151,7 +154,7 @@ def test_an_abandoned_request_leaves_and_frees_its_pages(model):
 
 def test_equal_requests_share_one_writing_and_the_bounds_hold(model):
     s = Scheduler(model, cache_bytes=pages(model, 6), capacity=CAPACITY, max_batch=1, max_waiting=3, max_results=1,
-                  autostart=False)
+                  autostart=False, abandoned_after=WAIT)
     try:
         a, b = s.submit_many([request(model, PROMPTS[0], 2), request(model, PROMPTS[0], 2)])
         assert a is b and s.stats() == (0, 1)
