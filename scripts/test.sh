@@ -23,4 +23,5 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 .venv/bin/python -m ruff check .
-.venv/bin/python -m pytest "$@"
+# the 30 slowest tests at the end: the suite must stay under 45 minutes on a quiet 2-core machine
+.venv/bin/python -m pytest --durations=30 "$@"
