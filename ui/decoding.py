@@ -105,7 +105,8 @@ class Scheduler:
         self._thread: threading.Thread | None = None
         self._autostart = autostart  # False: the line fills until start() (the tests see it whole)
         self._closed = False
-        self._on_report = on_report  # after every step, under the lock: (the writings it touched, the batch's size)
+        self._on_report = on_report  # under the lock, after every step (the writings it touched, the batch's size) and
+        # as soon as writings finish, before the pass of the others (those, 0)
         self._left: list[Writing] = []  # the writings that left since the last report
         self.batches: deque[int] = deque(maxlen=1000)  # the size of each recent step's batch (benchmarks)
 
@@ -288,9 +289,13 @@ class Scheduler:
                         if not w.done:  # those that finished before the failure keep their result
                             self._finish(w, "error")
             with self._lock:
-                left, self._left = self._left, []
-                if self._on_report is not None:
-                    self._on_report([*self._running, *self._waiting, *left], size)
+                self._report([*self._running, *self._waiting], size)
+
+    def _report(self, writings: list[Writing], size: int) -> None:
+        """Under the lock: ``writings`` and those that left since the last report, to ``on_report``."""
+        left, self._left = self._left, []
+        if self._on_report is not None:
+            self._on_report([*writings, *left], size)
 
     def _step(self, joining: list[Writing], running: list[Writing], P, c) -> int:
         """Choose every decoding sequence's next token, then one pass: those tokens and the joining prompts → the
@@ -315,6 +320,9 @@ class Scheduler:
                     continue
             going.append(w)
             chunks.append(torch.tensor([step.token_id]))
+        with self._lock:
+            if self._left:  # those that finished are told now, not after the pass (a pass of 40 takes 0.2 s)
+                self._report([], 0)
         for w in joining:
             going.append(w)
             chunks.append(torch.tensor(w.request.ids))
