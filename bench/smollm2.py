@@ -108,8 +108,11 @@ def trace_vs_transformers(model, repeats: int = 10) -> tuple[float, float, int]:
 
 def matmul_floor_ms(model, n: int, repeats: int = 10) -> float:
     """Median ms of the model's matrix products alone for n tokens: x (n, d) @ W for every weight matrix of
-    every block and the output head — what any float32 forward pass must do. For n = 1 it is bound by
-    memory (all 513 MB of weights read once), for n = 32 by arithmetic."""
+    every block and the output head — what any float32 forward pass must do, the float16 block matrices widened as
+    its ``linear`` widens them. For n = 1 it is bound by memory (all the weights read once), for n = 32 by
+    arithmetic."""
+    from core.decoder_forward import linear
+
     P = model.weights
     mats = [getattr(layer, name) for layer in P.layers for name in ("W_q", "W_k", "W_v", "W_o", "W_gate", "W_up",
                                                                     "W_down")]
@@ -118,7 +121,7 @@ def matmul_floor_ms(model, n: int, repeats: int = 10) -> float:
 
     def products():
         for w in mats:
-            xs[w.shape[0]] @ w
+            linear(xs[w.shape[0]], w)
         xs[head.shape[0]] @ head
 
     with torch.no_grad():
