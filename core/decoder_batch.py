@@ -30,7 +30,7 @@ import torch
 from .decoder_forward import linear, rms_norm, swiglu
 from .decoder_load import LlamaConfig, LlamaWeights
 from .modern_paged import PagePool
-from .multihead import grouped_query_attention_stacked, merge_heads
+from .multihead import grouped_query_attention, merge_heads
 from .positional import rope_cos_sin, rotate
 
 
@@ -149,11 +149,11 @@ def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache,
         cache.v[l][:, new_rows] = v.transpose(0, 1)
         K = cache.k[l][:, key_rows].transpose(0, 1)  # (G, B, T, d_head) → (B, G, T, d_head): read through the pages
         V = cache.v[l][:, key_rows].transpose(0, 1)
-        out, weights = grouped_query_attention_stacked(q[padded].transpose(1, 2), K, V, mask=mask,
-                                                       check_finite=False)  # (B, N, H, d) → (B, H, N, d); (B, H, N, T)
-        x = x + linear(merge_heads(out)[real], layer.W_o)  # (B, N, H·d_head) → the M real rows (M, H·d_head) → (M, d)
+        _, _, _, heads = grouped_query_attention(q[padded].transpose(1, 2), K, V, mask=mask,
+                                                 check_finite=False)  # (B, N, H, d) → (B, H, N, d); weights (B, H, N, T)
+        x = x + linear(merge_heads(heads.output)[real], layer.W_o)  # (B, N, H·d_head) → the M real rows (M, H·d_head) → (M, d)
         x = x + swiglu(rms_norm(x, layer.g_ffn, c.eps), layer.W_gate, layer.W_up, layer.W_down)  # (M, d)
-        attns.append(weights[torch.arange(B, device=dev), :, last[:, 0].to(dev)])  # (B, H, T): its last real row
+        attns.append(heads.weights[torch.arange(B, device=dev), :, last[:, 0].to(dev)])  # (B, H, T): its last real row
     for s, e in zip(seqs, ends, strict=True):
         cache.lengths[s] = e
     logits = rms_norm(x[(first + last[:, 0]).to(dev)], P.g_final, c.eps) @ P.E.T  # (B, vocab): after each last new token

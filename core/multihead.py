@@ -223,27 +223,6 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *
     return q, k, v, heads
 
 
-def grouped_query_attention_stacked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, mask: torch.Tensor,
-                                    check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Grouped-query attention with each K/V head's queries stacked instead of its keys repeated — the same
-    head_h = softmax(q_h K_{g(h)}ᵀ / √d_k, mask) V_{g(h)} as :func:`grouped_query_attention` (no RoPE, no cache),
-    for a caller that needs only the weights and the output (the batch decoder's 30 blocks per step):
-
-        q (B, H, N, d) → (B, G, (H/G)·N, d)   the H/G query heads of group g, one under another
-        K, V (B, G, T, d)                     read once per group: no copy per query head (``repeat_kv``)
-
-    mask (B, 1, N, T), True = may attend. Returns (output (B, H, N, d_v), weights (B, H, N, T)).
-    """
-    B, H, N, d = q.shape
-    G, T = k.shape[-3], k.shape[-2]
-    r = H // G  # query heads per K/V head: h = g·r + j is row j·N + n of group g
-    if G * r != H or mask.shape[-3] != 1:
-        raise ValueError(f"{G} K/V heads do not divide {H} query heads, or the mask {shape_str(mask.shape)} is per head")
-    heads = attention(q.reshape(B, G, r * N, d), k, v, mask=mask.repeat(1, 1, r, 1),
-                      check_finite=check_finite)  # weights (B, G, r·N, T), output (B, G, r·N, d_v)
-    return heads.output.reshape(B, H, N, -1), heads.weights.reshape(B, H, N, T)  # (B, H, N, d_v), (B, H, N, T)
-
-
 def multi_head_attention(
     x_q: TensorLike,
     x_kv: TensorLike | None = None,

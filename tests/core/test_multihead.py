@@ -107,23 +107,3 @@ def test_multihead_on_device(device):
     ref = core.multi_head_attention(x.cpu(), n_heads=2, **{k: v.cpu() for k, v in W.items()})
     assert tr.output.device.type == torch.device(device).type
     torch.testing.assert_close(tr.output.cpu(), ref.output, atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize("G", [1, 3, 9])
-def test_stacked_groups_equal_repeated_keys_and_sdpa(G):
-    """The batch decoder's grouped-query attention (each K/V head's queries stacked) = the one that repeats K/V per
-    query head, and torch's SDPA with enable_gqa, for queries of several rows and per-sequence masks."""
-    g = torch.Generator().manual_seed(G)
-    B, H, N, T, d = 4, 9, 3, 7, 8
-    q, k, v = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((B, H, N, d), (B, G, T, d), (B, G, T, d)))
-    ends = torch.tensor([7, 5, 3, 1])[:, None, None]  # sequence b has keys 0 … ends_b − 1, its queries the last N
-    q_pos = (ends - N + torch.arange(N)[None, :, None]).clamp(min=0)  # (B, N, 1)
-    mask = (torch.arange(T)[None, None, :] <= q_pos)[:, None]  # (B, 1, N, T)
-    out, w = core.multihead.grouped_query_attention_stacked(q, k, v, mask=mask)
-    heads = core.multihead.grouped_query_attention(q, k, v, mask=mask)[3]
-    torch.testing.assert_close(w, heads.weights, rtol=0, atol=1e-12)
-    torch.testing.assert_close(out, heads.output, rtol=0, atol=1e-12)
-    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
-    torch.testing.assert_close(out, ref, rtol=0, atol=1e-12)
-    with pytest.raises(ValueError, match="per head"):
-        core.multihead.grouped_query_attention_stacked(q, k, v, mask=mask.expand(B, H, N, T))
