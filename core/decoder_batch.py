@@ -30,7 +30,7 @@ import torch
 from .decoder_forward import linear, rms_norm, swiglu
 from .decoder_load import LlamaConfig, LlamaWeights
 from .modern_paged import PagePool
-from .multihead import grouped_query_attention, merge_heads
+from .multihead import grouped_query_attention, kv_head_map, merge_heads
 from .positional import rope_cos_sin, rotate
 
 
@@ -138,6 +138,9 @@ def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache,
     real = (i[None, :] <= last).to(dev)  # (B, N): the query rows that are tokens, not padding
     cos, sin = rope_cos_sin(pos, c.d_head, base=c.rope_base, device=dev, dtype=P.E.dtype)  # (M, d/2)
     cos, sin = cos[:, None, :], sin[:, None, :]  # (M, 1, d/2): each token at its own position, every head
+    R = cache.k.shape[2]  # rows of one K/V head in the cache
+    g_of_h = torch.tensor(kv_head_map(c.n_heads, c.n_kv_heads), device=dev)  # (H,): query head h's K/V head
+    head_rows = (g_of_h[None, :, None] * R + key_rows[:, None, :].to(dev)).reshape(-1)  # (B·H·T,): rows of (G·R, d_head)
     x = P.E[ids]  # (M, d)
     M, attns = ids.numel(), []
     for l, layer in enumerate(P.layers):
@@ -147,8 +150,10 @@ def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache,
         v = linear(h, layer.W_v).view(M, c.n_kv_heads, c.d_head)  # (M, G, d_head)
         cache.k[l][:, new_rows] = k.transpose(0, 1)  # (G, M, d_head) into each token's row
         cache.v[l][:, new_rows] = v.transpose(0, 1)
-        K = cache.k[l][:, key_rows].transpose(0, 1)  # (G, B, T, d_head) → (B, G, T, d_head): read through the pages
-        V = cache.v[l][:, key_rows].transpose(0, 1)
+        # (G·R, d_head) → (B, H, T, d_head): query head h reads K/V head g(h) through the pages, in one gather (the
+        # same values as gathering (B, G, T, d_head) and repeating each K/V head, without the copy of the repeat)
+        K = cache.k[l].view(-1, c.d_head).index_select(0, head_rows).view(B, c.n_heads, T, c.d_head)
+        V = cache.v[l].view(-1, c.d_head).index_select(0, head_rows).view(B, c.n_heads, T, c.d_head)
         _, _, _, heads = grouped_query_attention(q[padded].transpose(1, 2), K, V, mask=mask,
                                                  check_finite=False)  # (B, N, H, d) → (B, H, N, d); weights (B, H, N, T)
         x = x + linear(merge_heads(heads.output)[real], layer.W_o)  # (B, N, H·d_head) → the M real rows (M, H·d_head) → (M, d)
