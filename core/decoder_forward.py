@@ -61,8 +61,17 @@ def rms_norm(x: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
 
 def linear(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     """x W, summed in x's dtype: a block matrix kept in float16 is widened for the product (exactly: every float16 is
-    a float32). x (..., d_in), W (d_in, d_out) → (..., d_out)."""
-    return x @ W.to(x.dtype)
+    a float32). x (..., d_in), W (d_in, d_out) → (..., d_out).
+
+    On the CPU a product of one row is computed as two (the row twice, the first kept). For one row the CPU's BLAS
+    takes a matrix-vector kernel, which sums in another order than its matrix-matrix kernel; from two rows on, a
+    row's sums came out the same bits however many rows shared the product (measured on one thread, rows 2 to 500 at
+    any offset: BENCHMARKS.md, "One row computed as two"). So a token decoded alone and the same token in a batch
+    (``core.decoder_batch``) get the same products, and their logits differ only by what attention adds."""
+    W = W.to(x.dtype)
+    if x.dim() == 2 and x.shape[0] == 1 and x.device.type == "cpu":
+        return (x.expand(2, -1) @ W)[:1]  # (2, d_out) → (1, d_out)
+    return x @ W
 
 
 def swiglu(x: torch.Tensor, W_gate: torch.Tensor, W_up: torch.Tensor, W_down: torch.Tensor) -> torch.Tensor:

@@ -98,9 +98,12 @@ def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps
 
 
 def test_a_batch_of_four_lengths_equals_each_alone(model):
-    gap, tokens = _run(model, {0: PROMPTS}, {}, steps=5)
+    """All the tokens the page writes (16). On one thread the gap grew to 1.7e-4 from the sixth pass on while a
+    decoding step of one row took the BLAS's matrix-vector kernel alone and its matrix-matrix kernel in the batch;
+    with a row computed as two (``core.decoder_forward.linear``) it stays below 5e-5."""
+    gap, tokens = _run(model, {0: PROMPTS}, {}, steps=16)
     assert gap < ATOL, gap
-    assert all(len(t) == 5 for t in tokens.values())
+    assert all(len(t) == 16 for t in tokens.values())
 
 
 def test_a_sequence_joining_mid_batch_and_one_leaving_early(model):
