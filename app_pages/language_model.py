@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.lab import gap_text, within_rounding
+from core.playground.lab import gap_text, within_rounding
 from ui import compute, decoding, link, page, settings, state
 from ui.i18n import current_lang, labeller, t
 from ui.pipeline import pipeline
@@ -135,7 +135,7 @@ def prompt_box() -> str:
 
 def load(text: str) -> dict | None:
     """The cached trace of the prompt, or None after a clear message (model missing, empty, too long)."""
-    from core.decoder import FILE_BYTES, INSTALL_HINT, PACKAGE, ModelNotInstalled
+    from core.models.decoder import FILE_BYTES, INSTALL_HINT, PACKAGE, ModelNotInstalled
 
     try:
         compute.language_model()
@@ -258,7 +258,7 @@ def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: i
 
 def cache_figures(last: dict) -> None:
     """The cache after the last step against one K/V head per query head, as one table (one element, not seven)."""
-    from core.decoder import cache_bytes
+    from core.models.decoder import cache_bytes
 
     model = compute.language_model().config
     mha = cache_bytes(model, last["cache"], kv_heads=model.n_heads)
@@ -385,7 +385,7 @@ def _open_top(layer: int, head: int) -> None:
 def heads_table(tr: dict) -> None:
     """Sinks, previous-token and induction shares of every head, sortable; the top head one click away."""
     st.subheader(t("lm.heads"))
-    from core.decoder import INDUCTION_LENGTH
+    from core.models.decoder import INDUCTION_LENGTH
 
     st.markdown(t("lm.heads.text", n=INDUCTION_LENGTH))
     if tr["sink"] is None:
@@ -527,7 +527,7 @@ def open_tabs():
 
 def main() -> None:
     dec = settings.get("precision")
-    from core.decoder import NAME, QUANT
+    from core.models.decoder import NAME, QUANT
 
     st.markdown(t("lm.intro", model=NAME, quant=QUANT))
     kept_values()

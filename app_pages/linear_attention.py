@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.lab import gap_text, within_rounding
+from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
 from ui.i18n import t
 from ui.inputs import numbers_panel

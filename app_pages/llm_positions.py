@@ -8,7 +8,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from core.lab import gap_text, within_rounding
+from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
 from ui.concept_panels import permutation_inputs, permutation_maps
 from ui.i18n import labeller, t

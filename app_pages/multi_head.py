@@ -9,7 +9,7 @@ import streamlit as st
 
 import core
 from attention_lab import scenario
-from core.lab import gap_text, within_rounding
+from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
 from ui import scenario_state as ss
 from ui.concept_panels import MH_D_MODELS, head_maps, head_sizes, seeded_inputs

@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 import core
-from core.lab import gap_text, within_rounding
+from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import t

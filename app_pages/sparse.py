@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from core.lab import gap_text, within_rounding
+from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
 from ui.i18n import labeller, t
 from ui.inputs import numbers_panel

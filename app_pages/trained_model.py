@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.lab import gap_text, within_rounding
-from core.pretrained import PATTERNS
+from core.models.pretrained import PATTERNS
+from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
 from ui.i18n import current_lang, labeller, t
 from ui.pipeline import pipeline

@@ -1,6 +1,6 @@
 """The Vision Transformer's front end: an image cut into patches, each patch a token, and the
 attention over them (click a patch to see where it attends) — by default in a small ViT trained to
-tell circles, squares and triangles apart (core.vit_trained), or with seeded random weights."""
+tell circles, squares and triangles apart (core.models.vit_trained), or with seeded random weights."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def attention_panels(img, amap, P: int, grid: tuple[int, int], q: int, cls: bool
         st.caption(t("vt.pool" if not cls else "vt.cls.note"))
 
 
-# ------------------------------------------------------------------ the trained ViT (core.vit_trained)
+# ------------------------------------------------------------------ the trained ViT (core.models.vit_trained)
 def weights_mode() -> str:
     """The trained ViT by default when its checkpoint is there; random weights otherwise or on request."""
     if not compute.vit_trained_ready():

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 
-from core._paths import app_root
+from core.models.paths import app_root
 
 
 def command(args: list[str]) -> list[str]:

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.attention import CONVENTIONS, SCORE_FUNCTIONS
-from core.lab import QKV_MODES
+from core.mechanism.attention import CONVENTIONS, SCORE_FUNCTIONS
+from core.playground.lab import QKV_MODES
 
 from . import formulas
 from .strings import translate as _t

@@ -29,7 +29,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from core._paths import ASSETS
+from core.models.paths import ASSETS
 
 from . import colours
 from . import panels as P

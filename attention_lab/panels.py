@@ -146,7 +146,7 @@ def _output(v: Layout, A, d_v: int) -> Panel:
 # ---------------------------------------------------------------------------- the query inspector
 def top_keys_text(A, j: int, q_labels, k_labels, alpha, dec: int, lang: str) -> str:
     """Which key query ``j`` attends to most — every key that ties for the largest weight (plain text)."""
-    from core.lab import top_keys
+    from core.playground.lab import top_keys
 
     tops = top_keys(A, j)
     if not tops:

@@ -32,8 +32,8 @@ from attention_lab.labels import indexed_labels
 from core import lab as _lab
 from core import masks as _masks
 from core import tokens as _tokens
-from core.attention import SCORE_FUNCTIONS, default_scale
-from core.lab import QKV_MODES
+from core.mechanism.attention import SCORE_FUNCTIONS, default_scale
+from core.playground.lab import QKV_MODES
 
 MAX_TOKENS = 512
 INTERACTIVE_TOKENS = 64

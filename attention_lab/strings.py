@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from functools import cache
 
-from core._paths import ASSETS
+from core.models.paths import ASSETS
 
 from .korean import fill, names
 

@@ -86,7 +86,7 @@ def trace_vs_transformers(model, repeats: int = 10) -> tuple[float, float, int]:
     """Median ms of our trace and of transformers' eager forward on the same ids, alternating in one run."""
     import transformers
 
-    from core import decoder
+    from core.models import decoder
 
     path = decoder.gguf_path()
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
@@ -111,7 +111,7 @@ def matmul_floor_ms(model, n: int, repeats: int = 10) -> float:
     every block and the output head — what any float32 forward pass must do, the float16 block matrices widened as
     its ``linear`` widens them. For n = 1 it is bound by memory (all the weights read once), for n = 32 by
     arithmetic."""
-    from core.decoder_forward import linear
+    from core.models.decoder_forward import linear
 
     P = model.weights
     mats = [getattr(layer, name) for layer in P.layers for name in ("W_q", "W_k", "W_v", "W_o", "W_gate", "W_up",
@@ -131,7 +131,7 @@ def matmul_floor_ms(model, n: int, repeats: int = 10) -> float:
 
 def cached_step_ms(model, repeats: int = 30) -> tuple[float, float]:
     """Median ms of one cached step and of the 1-token matmul floor, alternating in one run."""
-    from core import decoder
+    from core.models import decoder
 
     P, c = model.weights, model.config
     ids = torch.tensor(model.encode(PROMPT_32 + " " + PROMPT_32)[:32])
@@ -153,9 +153,9 @@ STORAGE_PROMPTS = ("The capital of France is", "def fibonacci(n):\n    if n < 2:
 
 
 def _step_ms(model, batch: int, weights=None, repeats: int = 10) -> float:
-    """Median ms of one decoding step of ``batch`` sequences after 24 tokens each (core.decoder_batch, 1 thread),
+    """Median ms of one decoding step of ``batch`` sequences after 24 tokens each (core.models.decoder_batch, 1 thread),
     with ``weights`` (default: the model's)."""
-    from core import decoder_batch
+    from core.models import decoder_batch
 
     c, P = model.config, model.weights if weights is None else weights
     cache = decoder_batch.BatchCache(c, n_pages=batch * 3)
@@ -173,12 +173,12 @@ def _step_ms(model, batch: int, weights=None, repeats: int = 10) -> float:
 
 def storage(model) -> list[dict]:
     """Ways to keep the weights (issue 36's memory bound): the bytes; a decoding step of 1 and of 40 sequences (the
-    products always summed in float32: a 16-bit matrix is widened for each, ``core.decoder_forward.linear``); the
+    products always summed in float32: a 16-bit matrix is widened for each, ``core.models.decoder_forward.linear``); the
     logits' change against the file's float32 values on STORAGE_PROMPTS (max |Δ| / max |logit|, the tests' measure
     against transformers; top-1 at every position). The file's own Q4_1 / Q8_0 blocks are not built: their row adds
     the cost of dequantising every block (into one reused buffer) to a float32 step."""
-    from core import decoder, gguf_file
-    from core.decoder_load import _config, _weights
+    from core.models import decoder, gguf_file
+    from core.models.decoder_load import _config, _weights
 
     reader = gguf_file.GGUFFile(decoder.gguf_path())
     W32 = _weights(reader, _config(reader), torch.float32)  # the file's values

@@ -7,24 +7,24 @@
 
 Inputs may be tensors, numpy arrays or nested lists; results are tensors on the inputs'
 device. Every function returns a frozen dataclass trace of its intermediates.
+
+Four sub-packages, in the order they build on each other (none imports a later one):
+
+    core.mechanism   the one attention function and what it is made of: masks, positions (RoPE, ALiBi),
+                     norms, heads (multi-head / grouped-query), the KV cache and its pages, tiled attention
+    core.variants    attention as newer models change it, each a call of the one function: sinks, gates,
+                     QK-norm, soft-capping, DIFF, MLA, sparse top-k, linear attention, the delta rule, schedules
+    core.models      real and trained models on top: the decoder engine (SmolLM2), its GGUF reader, MiniLM,
+                     the ViT, the seq2seq models, the transformer block
+    core.playground  the lab's own experiments: the Playground's trace and facts, the C18 tokens, pitfalls,
+                     the scaling experiment
+
+``core.checks`` holds the input checks every module shares. The short names below (``core.attention``,
+``core.masks``, ``core.lab``, …) are the public surface; the sub-package paths are where each thing lives.
 """
 
-from . import (
-    block,
-    experiments,
-    kv_cache,
-    lab,
-    linear,
-    masks,
-    pitfalls,
-    positional,
-    pretrained,
-    seq2seq,
-    seq2seq_store,
-    tokens,
-    vit,
-)
-from .attention import (
+from core.mechanism import kv_cache, masks, positional
+from core.mechanism.attention import (
     CONVENTIONS,
     SCORE_FUNCTIONS,
     AttentionTrace,
@@ -35,12 +35,28 @@ from .attention import (
     max_abs_diff,
     transpose_gap,
 )
-from .chunked import TiledTrace, chunked_attention, tiled_attention
-from .kv_cache import MODEL_PRESETS, KVCache, ModelShape, attend_with_cache, cached_decode, kv_cache_bytes
-from .linear import LinearAttentionTrace, linear_attention
-from .modern import DifferentialTrace, ModernAttentionTrace, differential_attention, lambda_init, modern_attention, rms_norm
-from .modern_delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
-from .modern_layers import (
+from core.mechanism.chunked import TiledTrace, chunked_attention, tiled_attention
+from core.mechanism.kv_cache import MODEL_PRESETS, KVCache, ModelShape, attend_with_cache, cached_decode, kv_cache_bytes
+from core.mechanism.multihead import (
+    MultiHeadTrace,
+    fuse_qkv_weights,
+    fused_qkv,
+    kv_head_map,
+    merge_heads,
+    multi_head_attention,
+    repeat_kv,
+    split_heads,
+)
+from core.mechanism.paged import PagedKVCache, PagedMemory, PagePool
+from core.models import block, pretrained, seq2seq, seq2seq_store, vit
+from core.playground import experiments, lab, pitfalls, tokens
+from core.playground.seeded import seeded_normal
+from core.variants import linear
+from core.variants.delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
+from core.variants.linear import LinearAttentionTrace, linear_attention
+from core.variants.mla import MLACacheSize, MLATrace, mla, mla_cache_values
+from core.variants.paper import PaperTrace, paper_attention
+from core.variants.schedules import (
     GEMMA3_27B,
     GPT_OSS_120B,
     LLAMA4_SCOUT,
@@ -54,9 +70,15 @@ from .modern_layers import (
     schedule_reach,
     window_layer,
 )
-from .modern_mla import MLACacheSize, MLATrace, mla, mla_cache_values
-from .modern_paged import PagedKVCache, PagedMemory, PagePool
-from .modern_sparse import (
+from core.variants.sinks_gates import (
+    DifferentialTrace,
+    ModernAttentionTrace,
+    differential_attention,
+    lambda_init,
+    modern_attention,
+    rms_norm,
+)
+from core.variants.sparse import (
     IndexerTrace,
     SparseCost,
     SparseTopKTrace,
@@ -65,18 +87,6 @@ from .modern_sparse import (
     sparse_topk_macs,
     topk_mask,
 )
-from .multihead import (
-    MultiHeadTrace,
-    fuse_qkv_weights,
-    fused_qkv,
-    kv_head_map,
-    merge_heads,
-    multi_head_attention,
-    repeat_kv,
-    split_heads,
-)
-from .paper import PaperTrace, paper_attention
-from .seeded import seeded_normal
 
 __all__ = [
     "AttentionTrace", "CONVENTIONS", "MultiHeadTrace", "PaperTrace", "SCORE_FUNCTIONS", "attention", "block",

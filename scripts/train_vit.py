@@ -4,7 +4,7 @@
     .venv/bin/python scripts/train_vit.py --steps 20 --out /tmp/vit.pt --eval 60
 
 Deterministic: the same arguments give the same file, byte for byte (the script prints its
-sha256). The model, the data and the training loop are in core/vit_trained.py; this script only
+sha256). The model, the data and the training loop are in core/models/vit_trained.py; this script only
 runs them, measures the result on fresh images and saves it.
 """
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script from anywhere: make `core` importable
 
-from core import vit_trained as vt  # noqa: E402
+from core.models import vit_trained as vt  # noqa: E402
 
 TRAIN_STEPS, SEED = 600, 0
 EVAL_SEED, FOCUS_SEED = 20240, 20241  # fresh images: the training pool is drawn from SEED + 1

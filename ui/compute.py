@@ -23,7 +23,7 @@ import torch
 import core
 from attention_lab import scenario
 from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
-from core.lab import PlaygroundTrace
+from core.playground.lab import PlaygroundTrace
 
 from . import decode_process, decoding, fair, memo, training
 
@@ -104,7 +104,7 @@ def multihead_checks(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.nd
                      n_heads: int) -> dict:
     """The fused-QKV gap, the paper form beside unscaled MHA, and the no-transpose table of head 0."""
     paper = lab.paper_check(x[0], W_q, W_k, W_v, W_o, n_heads)
-    return {"fused_gap": core.multihead.fused_qkv_gap(x, W_q, W_k, W_v),
+    return {"fused_gap": core.mechanism.multihead.fused_qkv_gap(x, W_q, W_k, W_v),
             "paper": _to_cpu(paper),
             "wrong_output_gap": core.max_abs_diff(
                 pitfalls.multi_head_without_transpose(x, n_heads=n_heads, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o),
@@ -282,15 +282,15 @@ def pretrained_swap(text_a: str, text_b: str, query: str, key: str, device: str)
     return dataclasses.asdict(e) | {"still_on_key": e.still_on_key}
 
 
-# ------------------------------------------------------------------ a ViT trained on generated shapes (core.vit_trained)
+# ------------------------------------------------------------------ a ViT trained on generated shapes (core.models.vit_trained)
 SHAPES_SEED = 2024  # the page's generated sample images: seed SHAPES_SEED + k for the k-th "new images"
 SCORE_IMAGES = 300  # fresh images for the accuracy and attention-focus measures (once per server)
 
 
 def vit_trained_ready() -> bool:
-    """Whether the trained ViT can be used: core.vit_trained and its checkpoint are there."""
+    """Whether the trained ViT can be used: core.models.vit_trained and its checkpoint are there."""
     try:
-        from core import vit_trained
+        from core.models import vit_trained
     except ImportError:
         return False
     return vit_trained.CHECKPOINT.is_file()
@@ -299,7 +299,7 @@ def vit_trained_ready() -> bool:
 @st.cache_resource(show_spinner=False)
 def vit_trained_model():
     """The shipped ViT (a few hundred KB), loaded once per server."""
-    from core import vit_trained
+    from core.models import vit_trained
 
     return vit_trained.load(vit_trained.CHECKPOINT)
 
@@ -308,7 +308,7 @@ def vit_trained_model():
 def vit_trained_trace(img: np.ndarray) -> dict:
     """One image (96, 96, 3) through the trained ViT: class probabilities, the prediction, and every
     token's attention over the patch grid, heads averaged, per layer: maps (layers, 1+N, rows, cols)."""
-    from core import vit_trained
+    from core.models import vit_trained
 
     model = vit_trained_model()
     tr = vit_trained.trace(model, img)
@@ -322,7 +322,7 @@ def vit_trained_trace(img: np.ndarray) -> dict:
 @memo.cached(max_entries=8, ttl=HOUR)
 def shape_classes() -> tuple[str, ...]:
     """The trained ViT's class names, in its label order (circle, square, triangle)."""
-    from core import vit_trained
+    from core.models import vit_trained
 
     return tuple(vit_trained.CLASSES)
 
@@ -330,7 +330,7 @@ def shape_classes() -> tuple[str, ...]:
 @memo.cached(max_entries=8, ttl=HOUR)
 def vit_shapes(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n generated images (n, 96, 96, 3) with one circle, square or triangle each, and their labels (n,)."""
-    from core import vit_trained
+    from core.models import vit_trained
 
     batch = vit_trained.make_shapes(n, seed)
     return batch.images.numpy(), batch.labels.numpy()
@@ -339,7 +339,7 @@ def vit_shapes(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
 @memo.cached(max_entries=1)  # no ttl: measured once per server
 def vit_trained_scores(n: int = SCORE_IMAGES) -> dict:
     """Accuracy on n fresh generated images, and how much of the class token's attention lands on the shape."""
-    from core import vit_trained
+    from core.models import vit_trained
 
     model = vit_trained_model()
     focus = vit_trained.attention_focus(model, n=n)
@@ -527,9 +527,9 @@ def attention_memory() -> dict:
     (core.block.complexity, measured once per server per hour)."""
     c = core.block.complexity()
     return {"ns": list(c.ns), "bytes_full": list(c.bytes_full), "bytes_chunked": list(c.bytes_chunked)}
-# ------------------------------------------------------------------ a language model writing: SmolLM2-135M (core.decoder)
+# ------------------------------------------------------------------ a language model writing: SmolLM2-135M (core.models.decoder)
 LM_MAX_TOKENS = 64  # the longest prompt the page runs (its model view draws 30 × 9 maps of n × n)
-LM_MAX_NEW = 64  # the most tokens one prompt may be continued by (core.decoder.MAX_NEW_TOKENS)
+LM_MAX_NEW = 64  # the most tokens one prompt may be continued by (core.models.decoder.MAX_NEW_TOKENS)
 LM_CACHE_BYTES = 96 * 2**20  # the decode scheduler's keys and values: 136 pages of 16 positions (float32, 720 KiB each)
 LM_MAX_BATCH = 48  # the most sequences one decoding step writes (a class of 40 in one batch)
 # a writing no session has asked about for this long leaves the batch (a closed tab); pages ask 6 times as often.
@@ -548,7 +548,7 @@ def language_model():
 
     Where the decoding runs in a process of its own (lm_scheduler), the weights are moved into a memory file before
     any session uses them, and that process maps the same pages.
-    Raises core.decoder.ModelNotInstalled (not cached: an install is picked up on the next run)."""
+    Raises core.models.decoder.ModelNotInstalled (not cached: an install is picked up on the next run)."""
     from core import pretrained
 
     model = pretrained.smollm2()
@@ -581,7 +581,7 @@ def lm_trace(text: str, device: str) -> dict:
     logit lens at the last token. ValueError beyond LM_MAX_TOKENS.
 
     6 entries of at most 64 tokens are at most ~75 MB (attentions and q ~4.4 MB each, k and v ~1.5 MB)."""
-    from core import decoder
+    from core.models import decoder
 
     m = language_model()
     with _LM_TRACING:
@@ -599,7 +599,7 @@ def lm_trace(text: str, device: str) -> dict:
 @memo.cached(max_entries=64, ttl=HOUR)
 def lm_sampling(logits: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> dict:
     """The ten most likely next tokens under the model and their probabilities after temperature, top-k, top-p."""
-    from core import decoder
+    from core.models import decoder
 
     x = torch.from_numpy(logits)
     model_p = torch.softmax(x, -1)
@@ -659,7 +659,7 @@ def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, to
 def lm_next(text: str, heads_off: tuple[tuple[int, int], ...], layers_off: tuple[int, ...], window: int | None,
             sinks: int, device: str) -> dict:
     """The next-token distribution after ``text`` with the mechanism changed (heads / layers off, a KV window)."""
-    from core import decoder
+    from core.models import decoder
 
     mech = decoder.Mechanism(heads_off=frozenset(heads_off), layers_off=frozenset(layers_off), window=window, sinks=sinks)
     nt = language_model().next_token(text, LM_MAX_TOKENS, mech=mech, device=device)
@@ -669,7 +669,7 @@ def lm_next(text: str, heads_off: tuple[tuple[int, int], ...], layers_off: tuple
 @memo.cached(max_entries=1)  # no ttl: measured once per server
 def lm_induction(device: str) -> dict:
     """Every head's induction score (30, 9) on INDUCTION_LENGTH random tokens written twice (seed 0), and the two losses."""
-    from core import decoder
+    from core.models import decoder
 
     ind = decoder.induction(language_model(), decoder.INDUCTION_LENGTH, 0, device=device)
     return {"scores": ind.scores.cpu().numpy(), "first": ind.loss_first, "second": ind.loss_second}
@@ -679,7 +679,7 @@ def lm_induction(device: str) -> dict:
 def lm_text_loss(window: int | None, sinks: int, device: str) -> dict:
     """The next-token loss of the shipped text (Alice, ch. 1) with a KV window of the last ``window`` keys
     (and the first ``sinks``), or the full cache (window None)."""
-    from core import decoder
+    from core.models import decoder
 
     text = (ASSETS_TEXTS / "alice.en.txt").read_text(encoding="utf-8")
     r = decoder.text_loss(language_model(), text, decoder.Mechanism(window=window, sinks=sinks), device=device)
@@ -709,13 +709,13 @@ def linear_costs(ns: tuple[int, ...], d: int) -> dict:
 
 # ------------------------------------------------------------------ latent attention, sinks/gates/caps, the delta rule (issue 33)
 MLA_ROPE_BASE = 10000.0  # RoPE's θ on the d_R rotary dims of the MLA page's small example
-MLA_MODELS = core.modern_mla.PUBLISHED  # (name, layers, d_c, d_R, H, d_h): their sources are in core.modern_mla
+MLA_MODELS = core.variants.mla.PUBLISHED  # (name, layers, d_c, d_R, H, d_h): their sources are in core.variants.mla
 MLA_COMPARED = ("llama-3-8b", "gpt2")  # a GQA and an MHA model of core.MODEL_PRESETS (their sources are there)
 SG_HEADS = 2  # the sinks/gates/caps page's heads
 DELTA_D_MODEL, DELTA_D = 8, 4  # the delta-rule page: embedding width, d_k = d_v
 DELTA_CHUNK = 2  # tokens per chunk of the chunked form
 DELTA_RULES = ("gated", "delta", "linear")
-HYBRID = core.modern_delta.QWEN3_NEXT_HYBRID  # a 3:1 hybrid's published shapes (sources in core.modern_delta)
+HYBRID = core.variants.delta.QWEN3_NEXT_HYBRID  # a 3:1 hybrid's published shapes (sources in core.variants.delta)
 
 
 @memo.cached(max_entries=32, ttl=HOUR)

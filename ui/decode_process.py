@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.decoder import SmolLM2, Step
+from core.models.decoder import SmolLM2, Step
 
 from .decoding import NO_ROW, QueueFull, Request, Scheduler, Writing
 

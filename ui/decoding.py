@@ -1,9 +1,9 @@
 """The server's one decode scheduler for the language-model page: continuous batching (the app side of
-``core.decoder_batch``).
+``core.models.decoder_batch``).
 
 A class presses "Write" at once. Decoded one session at a time, every step of every student reads all the
 weights again for one token. Here every request joins one running batch at the next step: one forward pass
-writes the next token of every sequence in it (``core.decoder_batch.extend_batch``), finished sequences leave
+writes the next token of every sequence in it (``core.models.decoder_batch.extend_batch``), finished sequences leave
 and waiting ones take their pages; a joining prompt is prefilled in the same pass. Each request keeps
 its own random generator, seeded as alone, and chooses its tokens with ``SmolLM2.choose`` as ``generate`` does,
 so it writes what it writes alone (``tests/app/test_decoding.py``).
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
-from core.decoder import Step
-from core.decoder_batch import BatchCache, extend_batch
+from core.models.decoder import Step
+from core.models.decoder_batch import BatchCache, extend_batch
 
 from .server_log import server_log
 
@@ -84,7 +84,7 @@ class Writing:
 
 
 class Scheduler:
-    """Continuous batching over one :class:`core.decoder_batch.BatchCache` (module docstring); ``capacity``: the
+    """Continuous batching over one :class:`core.models.decoder_batch.BatchCache` (module docstring); ``capacity``: the
     most positions one request may take (prompt + new tokens)."""
 
     def __init__(self, model, *, cache_bytes: int, capacity: int, max_batch: int = 64, max_waiting: int = 64,

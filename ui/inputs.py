@@ -16,7 +16,7 @@ import streamlit as st
 
 import core
 from attention_lab import panels, scenario
-from core.tokens import tokenize
+from core.playground.tokens import tokenize
 
 from . import compute, settings, state
 from . import scenario_state as ss

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 
-from core.plumbing import give_back_memory
+from core.models.plumbing import give_back_memory
 
 from . import streamlit_internals as internals
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from core._paths import app_root
+from core.models.paths import app_root
 
 STORE_ENV = "ATTN_LAB_STORE"  # redis://host:port/db, or a SQLite file's path
 DATA_ENV = "ATTN_LAB_DATA"  # the folder of the default SQLite file

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from core.lab import PlaygroundTrace, playground
+from core.playground.lab import PlaygroundTrace, playground
 
 from .. import scenario as _scenario
 

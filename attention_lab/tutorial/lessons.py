@@ -13,15 +13,15 @@ import torch
 
 from core import positional as _positional
 from core import tokens as _tokens
-from core.attention import attention
-from core.experiments import scaling_experiment
-from core.kv_cache import MODEL_PRESETS, cached_decode, kv_cache_bytes
-from core.lab import gap_text, permutation_check, within_rounding
-from core.modern_delta import QWEN3_NEXT_HYBRID, gated_delta_rule
-from core.modern_mla import PUBLISHED as PUBLISHED_MLA
-from core.modern_mla import mla, mla_cache_values
-from core.multihead import kv_head_map, multi_head_attention
-from core.pitfalls import head_layouts, mask_after_softmax
+from core.mechanism.attention import attention
+from core.mechanism.kv_cache import MODEL_PRESETS, cached_decode, kv_cache_bytes
+from core.mechanism.multihead import kv_head_map, multi_head_attention
+from core.playground.experiments import scaling_experiment
+from core.playground.lab import gap_text, permutation_check, within_rounding
+from core.playground.pitfalls import head_layouts, mask_after_softmax
+from core.variants.delta import QWEN3_NEXT_HYBRID, gated_delta_rule
+from core.variants.mla import PUBLISHED as PUBLISHED_MLA
+from core.variants.mla import mla, mla_cache_values
 
 from ..labels import parse_perm
 from ..scenario import MAX_TOKENS, multi_head_numbers, permutation_numbers
@@ -542,7 +542,7 @@ def _l11_angle():
 
 
 
-# ---- 12. a real language model writing (SmolLM2-135M, core.decoder) -------------------------------
+# ---- 12. a real language model writing (SmolLM2-135M, core.models.decoder) -------------------------------
 # The panel shows the causal mask on the worked example; the exercises are checked against the real model.
 L12 = {"causal": True, "query": ONEUL}
 L12_PROMPT = "The capital of France is"
@@ -550,7 +550,7 @@ L12_PRESET = "france"  # the language-model page's example with this prompt (its
 
 
 def _lm():
-    from core.pretrained import smollm2  # loaded once per process; imported here so the other lessons never need it
+    from core.models.pretrained import smollm2  # loaded once per process; imported here so the other lessons never need it
 
     return smollm2()
 
@@ -566,7 +566,7 @@ def _l12_paris():
 
 def _l12_temperature():
     """Does temperature alone change the most likely token? Checked on the model's logits over the Playground's grid."""
-    from core.decoder import next_token_probs
+    from core.models.decoder import next_token_probs
 
     m = _lm()
     logits = torch.log(m.next_token(L12_PROMPT).probs)
@@ -580,7 +580,7 @@ def _l12_temperature():
 def _l12_previous():
     """In the model's strongest previous-token head for L12_PROMPT (largest mean share on the token just before),
     the share, in percent, of the last token's attention on the token just before it: read off that head's map."""
-    from core.decoder import head_stats
+    from core.models.decoder import head_stats
 
     tr = _lm().trace(L12_PROMPT)
     hs = head_stats(tr.attentions)
@@ -596,7 +596,7 @@ def _l12_previous():
 
 # ---- 13. compressing the cache: multi-head latent attention (DeepSeek-V3) --------------------------
 L13 = {"causal": True}  # the masks panel with the causal mask: every row reads the same cached keys and values
-MLA_MODEL = PUBLISHED_MLA[0]  # DeepSeek-V3's published shapes (source: core.modern_mla.PUBLISHED)
+MLA_MODEL = PUBLISHED_MLA[0]  # DeepSeek-V3's published shapes (source: core.variants.mla.PUBLISHED)
 
 
 def _mla_sizes():

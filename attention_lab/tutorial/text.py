@@ -9,7 +9,7 @@ import re
 import string
 from functools import cache
 
-from core._paths import ASSETS as _ASSETS
+from core.models.paths import ASSETS as _ASSETS
 
 from ..korean import names
 from .lessons import _BY_ID

@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from core import decoder, pretrained
-from core.decoder_batch import BatchCache
+from core import pretrained
+from core.models import decoder
+from core.models.decoder_batch import BatchCache
 from ui.decoding import PAGE, QueueFull, Request, Scheduler
 
 if importlib.util.find_spec(decoder.MODULE) is None:

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from attention_lab import scenario
-from core import decoder
+from core.models import decoder
 from ui import compute, link, state
 
 from .helpers import no_errors, page

@@ -50,7 +50,7 @@ def test_every_head_equals_sdpa_with_enable_gqa(H, G):
         assert shown[state.item(KEYS.weights, h)]["title"].endswith(f"K/V head {h // (H // G)}")
     reads = heat(at, KEYS.groups)
     assert reads.shape == (H, G) and (reads.sum(axis=1) == 1).all()
-    assert [int(np.argmax(r)) for r in reads] == list(core.multihead.kv_head_map(H, G))
+    assert [int(np.argmax(r)) for r in reads] == list(core.mechanism.multihead.kv_head_map(H, G))
 
 
 def test_a_g_that_does_not_divide_h_is_named_and_replaced():

@@ -1,4 +1,4 @@
-"""AppTest: the language-model page (SmolLM2-135M) against core.decoder: the numbers on screen are the
+"""AppTest: the language-model page (SmolLM2-135M) against core.models.decoder: the numbers on screen are the
 model's own (next-token bars, the model view, the written tokens, the changed mechanism), in both languages;
 bad prompts give a message, never a traceback; the model is loaded once per server."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import decoder, pretrained
+from core import pretrained
+from core.models import decoder
 from ui import compute, state
 from ui.i18n import t, table
 from ui.widgets.model_views import model_view_weights

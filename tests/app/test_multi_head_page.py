@@ -59,7 +59,7 @@ def test_one_head_in_detail_and_the_checks():
     close(heat(at, state.item(state.MULTI_HEAD.pipeline, "weights")), tr.weights[0, 0])
     close(heat(at, state.item(state.MULTI_HEAD.pipeline, "output")), tr.heads.output[0, 0])
     ok = " ".join(s.value for s in at.success)
-    fused_gap = core.multihead.fused_qkv_gap(X, W["W_q"], W["W_k"], W["W_v"])
+    fused_gap = core.mechanism.multihead.fused_qkv_gap(X, W["W_q"], W["W_k"], W["W_v"])
     # the page's own gap (its last bits depend on the CPU and on how the product was split: 0 on one machine, 6e-07
     # on another), printed as gap_text prints it, and within rounding, as the one computed here
     shown = re.search(r"max difference (\S+): the two forms agree", ok)

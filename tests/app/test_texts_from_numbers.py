@@ -12,7 +12,7 @@ import pytest
 
 from attention_lab.korean import names
 from attention_lab.tutorial import LESSONS
-from core import decoder
+from core.models import decoder
 from ui.i18n import ASSETS, t, table
 
 from .helpers import no_errors, page, texts

@@ -80,6 +80,6 @@ def test_install_without_a_server_changes_nothing():
 
 
 def test_the_server_gives_memory_back_with_cores_one_malloc_trim():
-    from core import plumbing
+    from core.models import plumbing
 
     assert uploads.give_back_memory is plumbing.give_back_memory

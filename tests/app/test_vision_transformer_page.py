@@ -77,7 +77,7 @@ def test_vit_accepts_a_jpeg_and_refuses_a_gif():
         _load(gif.getvalue())
 
 
-# ------------------------------------------------------------------ the trained ViT (core.vit_trained)
+# ------------------------------------------------------------------ the trained ViT (core.models.vit_trained)
 VT = state.VISION_TRANSFORMER
 
 
@@ -85,7 +85,7 @@ VT = state.VISION_TRANSFORMER
 def shapes_model(monkeypatch, tmp_path):
     """The shipped checkpoint when it is there; otherwise a seeded untrained TinyViT saved as a stand-in
     (it checks the page's plumbing — the page must show what core computes — not the model's skill)."""
-    from core import vit_trained
+    from core.models import vit_trained
     from ui import compute
 
     path = vit_trained.CHECKPOINT
@@ -101,14 +101,14 @@ def shapes_model(monkeypatch, tmp_path):
 
 
 def _shapes():
-    from core import vit_trained
+    from core.models import vit_trained
     from ui import compute
 
     return vit_trained.make_shapes(6, compute.SHAPES_SEED)
 
 
 def test_trained_vit_is_the_default_and_the_page_shows_cores_numbers(shapes_model):
-    from core import vit_trained
+    from core.models import vit_trained
 
     from .helpers import bars, texts
 
@@ -144,7 +144,7 @@ def test_trained_vit_is_the_default_and_the_page_shows_cores_numbers(shapes_mode
 
 
 def test_trained_vit_classifies_an_upload_and_switches_to_random(shapes_model):
-    from core import vit_trained
+    from core.models import vit_trained
 
     from .helpers import bars, texts
 
@@ -168,7 +168,7 @@ def test_trained_vit_classifies_an_upload_and_switches_to_random(shapes_model):
 
 
 def test_without_the_checkpoint_the_page_uses_random_weights(monkeypatch, tmp_path):
-    from core import vit_trained
+    from core.models import vit_trained
     from ui.i18n import table
 
     monkeypatch.setattr(vit_trained, "CHECKPOINT", tmp_path / "missing.pt")

@@ -194,7 +194,7 @@ def test_one_scenario_builder():
     """The scenario's mask is built in one place (attention_lab.scenario.mask, the builder the Playground,
     the pages and the tutorial's checkers share): no other module of the app calls core.masks.combine."""
     assert _combine_calls(ast.parse("import core\ncore.masks.combine(2, 2)\n")) == [2]
-    assert _combine_calls(ast.parse("from core.masks import combine as c\nc(2, 2)\n")) == [2]
+    assert _combine_calls(ast.parse("from core.mechanism.masks import combine as c\nc(2, 2)\n")) == [2]
     callers = [name for name, path in sources().items() if not name.startswith("core")
                and _combine_calls(ast.parse(path.read_text(encoding="utf-8")))]
     assert callers == ["attention_lab.scenario"], callers

@@ -17,7 +17,8 @@ from urllib.parse import urlencode
 import pytest
 
 from bench import lm_class, serve
-from core import decoder, pretrained
+from core import pretrained
+from core.models import decoder
 from ui import decoding
 
 if importlib.util.find_spec(decoder.MODULE) is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from core import decoder
+from core.models import decoder
 from ui import state
 from ui.i18n import table
 from ui.state import css_class as css

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from attention_lab import scenario
 from attention_lab import tutorial as tut
-from core.tokens import tokenize
+from core.playground.tokens import tokenize
 from ui import state
 from ui.state import css_class as css
 

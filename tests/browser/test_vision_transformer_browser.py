@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from core import vit_trained
+from core.models import vit_trained
 from ui import state
 from ui.state import css_class as css
 

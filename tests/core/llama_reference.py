@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core import decoder
+from core.models import decoder
 
 
 def load_transformers_llama():
@@ -22,7 +22,7 @@ def load_transformers_llama():
 
 def round_blocks_to_float16(hf) -> None:
     """Every block matrix of ``hf`` rounded to float16 and back, in place: the values core keeps
-    (``core.decoder_load.LlamaLayer``); the embedding and the norms' gains stay float32, as in core."""
+    (``core.models.decoder_load.LlamaLayer``); the embedding and the norms' gains stay float32, as in core."""
     with torch.no_grad():
         for block in hf.model.layers:
             a, m = block.self_attn, block.mlp

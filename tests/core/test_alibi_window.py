@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import core
 from core import masks
-from core.positional import alibi_bias, alibi_slopes, relative_position_bias
+from core.mechanism.positional import alibi_bias, alibi_slopes, relative_position_bias
 
 
 def rand(*shape, seed=0, dtype=torch.float64):

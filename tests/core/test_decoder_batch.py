@@ -1,5 +1,5 @@
-"""Continuous batching (core.decoder_batch): a sequence decoded in a batch with others of any lengths gets the
-logits, the attention rows and the tokens it gets alone (core.decoder_forward.forward with its own cache), and
+"""Continuous batching (core.models.decoder_batch): a sequence decoded in a batch with others of any lengths gets the
+logits, the attention rows and the tokens it gets alone (core.models.decoder_forward.forward with its own cache), and
 transformers' batched generate with left padding writes the same tokens."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import importlib.util
 import pytest
 import torch
 
-from core import decoder, pretrained
-from core.decoder_batch import BatchCache, decode_batch, extend_batch
-from core.decoder_forward import forward
+from core import pretrained
+from core.models import decoder
+from core.models.decoder_batch import BatchCache, decode_batch, extend_batch
+from core.models.decoder_forward import forward
 
 from .llama_reference import load_transformers_llama, round_blocks_to_float16
 
@@ -100,7 +101,7 @@ def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps
 def test_a_batch_of_four_lengths_equals_each_alone(model):
     """All the tokens the page writes (16). On one thread the gap grew to 1.7e-4 from the sixth pass on while a
     decoding step of one row took the BLAS's matrix-vector kernel alone and its matrix-matrix kernel in the batch;
-    with a row computed as two (``core.decoder_forward.linear``) it stays at 4.4e-5 (5.7e-5 on two threads)."""
+    with a row computed as two (``core.models.decoder_forward.linear``) it stays at 4.4e-5 (5.7e-5 on two threads)."""
     gap, tokens = _run(model, {0: PROMPTS}, {}, steps=16)
     assert gap < ATOL, gap
     assert all(len(t) == 16 for t in tokens.values())

@@ -1,12 +1,12 @@
-"""core.decoder split along its seams (issue #32): every core/decoder*.py file short enough to read, every name
-the project imports from core.decoder still there, and the new modules free of streamlit and of core.decoder."""
+"""core.models.decoder split along its seams (issue #32): every core/decoder*.py file short enough to read, every name
+the project imports from core.models.decoder still there, and the new modules free of streamlit and of core.models.decoder."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from core import decoder
+from core.models import decoder
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("app_pages", "ui", "core", "attention_lab", "tests", "bench", "scripts")
@@ -14,25 +14,26 @@ MAX_LINES = 350
 
 
 def decoder_files() -> list[Path]:
-    return sorted((ROOT / "core").glob("decoder*.py"))
+    return sorted((ROOT / "core" / "models").glob("decoder*.py"))
 
 
 def names_from_decoder(tree: ast.AST, in_core: bool) -> set[str]:
-    """Names a module takes from core.decoder: ``from core.decoder import x`` (``from .decoder import x``
-    inside core), and ``m.x`` where ``m`` is core.decoder bound by ``from core import decoder [as m]``
-    (``from . import decoder`` inside core) or ``import core.decoder`` (then ``core.decoder.x``)."""
+    """Names a module takes from core.models.decoder: ``from core.models.decoder import x`` (``from .decoder import x``
+    inside core.models), and ``m.x`` where ``m`` is core.models.decoder bound by ``from core.models import decoder
+    [as m]`` (``from . import decoder`` inside core.models) or ``import core.models.decoder`` (then
+    ``core.models.decoder.x``)."""
     names, aliases, dotted = set(), set(), False
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            absolute = node.level == 0 and node.module == "core.decoder"
+            absolute = node.level == 0 and node.module == "core.models.decoder"
             relative = in_core and node.level == 1 and node.module == "decoder"
             if absolute or relative:
                 names |= {a.name for a in node.names}
-            elif (node.level == 0 and node.module == "core") or (in_core and node.level == 1 and node.module is None):
+            elif (node.level == 0 and node.module == "core.models") or (in_core and node.level == 1 and node.module is None):
                 aliases |= {a.asname or a.name for a in node.names if a.name == "decoder"}
         elif isinstance(node, ast.Import):
-            dotted |= any(a.name == "core.decoder" and a.asname is None for a in node.names)
-            aliases |= {a.asname for a in node.names if a.name == "core.decoder" and a.asname}
+            dotted |= any(a.name == "core.models.decoder" and a.asname is None for a in node.names)
+            aliases |= {a.asname for a in node.names if a.name == "core.models.decoder" and a.asname}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute):
             continue
@@ -40,13 +41,14 @@ def names_from_decoder(tree: ast.AST, in_core: bool) -> set[str]:
         if isinstance(base, ast.Name) and base.id in aliases:
             names.add(node.attr)
         elif (dotted and isinstance(base, ast.Attribute) and base.attr == "decoder"
-              and isinstance(base.value, ast.Name) and base.value.id == "core"):
+              and isinstance(base.value, ast.Attribute) and base.value.attr == "models"
+              and isinstance(base.value.value, ast.Name) and base.value.value.id == "core"):
             names.add(node.attr)
     return names - {"*"}
 
 
 def used_names() -> dict[str, list[str]]:
-    """Name → the files that take it from core.decoder, over the project's packages and tests."""
+    """Name → the files that take it from core.models.decoder, over the project's packages and tests."""
     used: dict[str, list[str]] = {}
     for folder in FOLDERS:
         for path in sorted((ROOT / folder).rglob("*.py")):
@@ -72,8 +74,8 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def test_the_collector_sees_every_kind_of_import():
-    tree = ast.parse("from core.decoder import A\nfrom core import decoder as d, pretrained\nd.B\nimport core.decoder\n"
-                     "core.decoder.C\nfrom . import decoder\ndecoder.D\n")
+    tree = ast.parse("from core.models.decoder import A\nfrom core.models import decoder as d, pretrained\nd.B\n"
+                     "import core.models.decoder\ncore.models.decoder.C\nfrom . import decoder\ndecoder.D\n")
     assert names_from_decoder(tree, in_core=False) == {"A", "B", "C"}
     assert names_from_decoder(tree, in_core=True) == {"A", "B", "C", "D"}
     assert names_from_decoder(ast.parse("from .decoder import E\n"), in_core=True) == {"E"}
@@ -92,8 +94,8 @@ def test_every_name_the_project_takes_from_core_decoder_is_there():
     # the collector found the imports the project is known to make (the page, the loader, the tests)
     assert {"load_smollm2", "next_token_probs", "head_stats", "ModelNotInstalled", "INSTALL_HINT", "forward"} <= set(used)
     missing = {name: files for name, files in used.items() if not hasattr(decoder, name)}
-    assert not missing, f"no longer in core.decoder: {missing}"
-    assert set(decoder.__all__) <= set(vars(decoder)), "core.decoder.__all__ names something it lacks"
+    assert not missing, f"no longer in core.models.decoder: {missing}"
+    assert set(decoder.__all__) <= set(vars(decoder)), "core.models.decoder.__all__ names something it lacks"
 
 
 def test_the_new_modules_import_neither_streamlit_nor_core_decoder():
@@ -102,5 +104,5 @@ def test_the_new_modules_import_neither_streamlit_nor_core_decoder():
             continue
         mods = imported_modules(path)
         assert not [m for m in mods if m.split(".")[0] == "streamlit"], f"{path.name} imports streamlit"
-        assert not [m for m in mods if m == "core.decoder" or m.startswith("core.decoder.")], \
-            f"{path.name} imports core.decoder (a cycle: core.decoder imports it)"
+        assert not [m for m in mods if m == "core.models.decoder" or m.startswith("core.models.decoder.")], \
+            f"{path.name} imports core.models.decoder (a cycle: core.models.decoder imports it)"

@@ -92,8 +92,8 @@ def test_multi_query_every_head_reads_the_one_kv_head():
 
 
 def test_kv_head_map():
-    assert core.multihead.kv_head_map(9, 3) == (0, 0, 0, 1, 1, 1, 2, 2, 2)
-    assert core.multihead.kv_head_map(4) == (0, 1, 2, 3)
+    assert core.mechanism.multihead.kv_head_map(9, 3) == (0, 0, 0, 1, 1, 1, 2, 2, 2)
+    assert core.mechanism.multihead.kv_head_map(4) == (0, 1, 2, 3)
 
 
 @pytest.mark.parametrize("H,G,fragment", [

@@ -13,8 +13,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import core
 from core import masks
-from core.kv_cache import KVCache, attend_with_cache, decode_step_macs
-from core.multihead import merge_heads, split_heads
+from core.mechanism.kv_cache import KVCache, attend_with_cache, decode_step_macs
+from core.mechanism.multihead import merge_heads, split_heads
 
 
 def weights(d_model, H, G, d, seed, dtype=torch.float64, d_v=None):
@@ -111,7 +111,7 @@ def test_prefill_then_one_at_a_time_equals_full():
 
 def test_precomputed_rope_angles_and_unchecked_inputs_give_the_same_step():
     """What the decoder does in each of its 30 blocks: the angles computed once, no NaN/∞ scans."""
-    from core.positional import rope_cos_sin
+    from core.mechanism.positional import rope_cos_sin
 
     H, G, d, p = 6, 2, 8, 5
     g = torch.Generator().manual_seed(11)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
 import core
-from core.linear import _associative, _quadratic, elu_feature_map, linear_attention_macs
+from core.variants.linear import _associative, _quadratic, elu_feature_map, linear_attention_macs
 
 
 def rand(*shape, seed=0, dtype=torch.float64):

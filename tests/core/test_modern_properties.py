@@ -1,4 +1,4 @@
-"""core.modern*: checks that need no reference model — two forms of one computation agree, special cases reduce
+"""core.variants.sinks_gates*: checks that need no reference model — two forms of one computation agree, special cases reduce
 to known attention, reach equals the masks multiplied out, the paged cache reads back what a contiguous one holds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""core.modern* against the transformers modules they follow, built from tiny random configs on the CPU.
+"""core.variants.sinks_gates* against the transformers modules they follow, built from tiny random configs on the CPU.
 
 Each reference module gets seeded random weights (every parameter, norms and sinks included), the same
 weights are handed to our function in row convention (x @ W = nn.Linear's x @ weightᵀ), and the rotary

@@ -86,7 +86,7 @@ def test_scramble_table_names_what_each_row_holds_and_should_hold():
 def test_fused_qkv_gap_is_zero_and_detects_a_wrong_fusion():
     x = rand(1, 5, 6, seed=2)
     W_q, W_k, W_v = rand(6, 6, seed=3), rand(6, 6, seed=4), rand(6, 6, seed=5)
-    assert core.multihead.fused_qkv_gap(x, W_q, W_k, W_v) < 1e-12
+    assert core.mechanism.multihead.fused_qkv_gap(x, W_q, W_k, W_v) < 1e-12
     Q, K, V = core.fused_qkv(x, torch.cat([W_k, W_q, W_v], dim=-1))  # columns in the wrong order
     assert (Q - x @ W_q).abs().max() > 1e-3
 

@@ -8,7 +8,8 @@ import sys
 import pytest
 import torch
 
-from core import decoder, lab, plumbing, positional, pretrained
+from core import lab, positional, pretrained
+from core.models import decoder, plumbing
 
 
 def test_one_model_not_installed_class_catching_one_catches_both():
@@ -43,8 +44,8 @@ def test_one_permutation_experiment_and_it_uses_positionals_alibi_bias():
 
 
 # the one grouped-query attention with RoPE (issue #32 point 4): who may repeat K/V heads themselves, and why
-OWN_LOGITS = {("modern.py", "modern_attention"): "sinks, soft-capping and the gate change the softmax itself",
-              ("modern.py", "differential_attention"): "two softmax maps subtracted"}
+OWN_LOGITS = {("sinks_gates.py", "modern_attention"): "sinks, soft-capping and the gate change the softmax itself",
+              ("sinks_gates.py", "differential_attention"): "two softmax maps subtracted"}
 
 
 def _calls(path, name: str) -> set[str]:
@@ -63,19 +64,19 @@ def _calls(path, name: str) -> set[str]:
 def test_only_the_one_routine_repeats_kv_heads_for_softmax_attention():
     from pathlib import Path
 
-    core_dir = Path(positional.__file__).parent
-    repeating = {(p.name, f) for p in core_dir.glob("*.py") for f in _calls(p, "repeat_kv")}
+    core_dir = Path(positional.__file__).parents[1]
+    repeating = {(p.name, f) for p in core_dir.rglob("*.py") for f in _calls(p, "repeat_kv")}
     assert repeating - set(OWN_LOGITS) == {("multihead.py", "grouped_query_attention")}
-    users = {(p.name, f) for p in core_dir.glob("*.py") for f in _calls(p, "grouped_query_attention")}
+    users = {(p.name, f) for p in core_dir.rglob("*.py") for f in _calls(p, "grouped_query_attention")}
     for place in [("multihead.py", "multi_head_attention"), ("kv_cache.py", "_attend"),
-                  ("decoder_forward.py", "_attend"), ("modern_paged.py", "attend"),
-                  ("modern_sparse.py", "sparse_topk_attention")]:
+                  ("decoder_forward.py", "_attend"), ("paged.py", "attend"),
+                  ("sparse.py", "sparse_topk_attention")]:
         assert place in users, place
 
 
 @pytest.mark.parametrize("n_q", [5, 2])
 def test_the_grouped_query_routine_equals_sdpa_with_rope_applied_by_hand(n_q):
-    from core.multihead import grouped_query_attention, rope_tables
+    from core.mechanism.multihead import grouped_query_attention, rope_tables
 
     g = torch.Generator().manual_seed(3)
     q, k, v = torch.randn(1, 6, n_q, 8, generator=g), torch.randn(1, 2, 5, 8, generator=g), torch.randn(1, 2, 5, 4, generator=g)
@@ -91,7 +92,7 @@ def test_the_grouped_query_routine_equals_sdpa_with_rope_applied_by_hand(n_q):
 
 
 def test_one_way_to_put_a_models_weights_on_a_device():
-    """Both models keep their copies per device through core.plumbing.weights_on (one copy, kept)."""
+    """Both models keep their copies per device through core.models.plumbing.weights_on (one copy, kept)."""
     import inspect
 
     for cls in (decoder.SmolLM2, pretrained.MiniLM):

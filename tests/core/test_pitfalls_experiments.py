@@ -98,7 +98,7 @@ def test_max_abs_diff():
 
 
 def test_head_layouts_against_torch_and_numpy():
-    from core.pitfalls import head_layouts
+    from core.playground.pitfalls import head_layouts
 
     g = torch.Generator().manual_seed(3)
     B, n, d, H = 1, 4, 8, 2

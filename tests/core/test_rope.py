@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import core
 from core import masks
-from core.positional import rope, rope_frequencies, rope_pair_track, rope_permutation, rope_scores_by_offset
+from core.mechanism.positional import rope, rope_frequencies, rope_pair_track, rope_permutation, rope_scores_by_offset
 
 
 def complex_reference(x: np.ndarray, positions: np.ndarray, base: float, pairing: str) -> np.ndarray:

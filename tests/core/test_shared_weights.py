@@ -1,4 +1,4 @@
-"""The language model's weights in one memory file (core.decoder_load.share_weights): the model reads the same
+"""The language model's weights in one memory file (core.models.decoder_load.share_weights): the model reads the same
 numbers from it, another mapping of the file (what the decoding process does, SmolLM2.from_shared) gives the same
 logits without a copy, and the tensors it came from are emptied (never two copies at once)."""
 
@@ -10,10 +10,10 @@ import os
 import pytest
 import torch
 
-from core import decoder
-from core.decoder_forward import forward
-from core.decoder_load import _config, _weights, gguf_path, share_weights, shared_weights
-from core.gguf_file import GGUFFile
+from core.models import decoder
+from core.models.decoder_forward import forward
+from core.models.decoder_load import _config, _weights, gguf_path, share_weights, shared_weights
+from core.models.gguf_file import GGUFFile
 
 if importlib.util.find_spec(decoder.MODULE) is None:
     pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)

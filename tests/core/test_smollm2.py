@@ -1,4 +1,4 @@
-"""core.decoder / core.pretrained.smollm2(): SmolLM2-135M through the project's attention, checked against
+"""core.models.decoder / core.pretrained.smollm2(): SmolLM2-135M through the project's attention, checked against
 Hugging Face transformers loading the same GGUF file (eager attention, float32; its block matrices rounded to
 float16, the values core keeps), against the ``gguf`` package's own reader and dequantisation, and against
 hand-written numpy where the piece is small. What keeping them in float16 costs is checked against transformers
@@ -17,7 +17,8 @@ import pytest
 import torch
 
 import core
-from core import decoder, gguf_file, masks, pretrained
+from core import masks, pretrained
+from core.models import decoder, gguf_file
 
 from .llama_reference import load_transformers_llama, round_blocks_to_float16
 

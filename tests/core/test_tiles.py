@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import core
 from core import masks
-from core.chunked import tiled_attention
+from core.mechanism.chunked import tiled_attention
 
 
 def rand(*shape, seed=0, dtype=torch.float64):

@@ -595,7 +595,8 @@ def test_cross_attention():
 def test_model_writing_against_the_model():
     """The language-model lesson's truths, from SmolLM2-135M's own numbers (numpy on its trace)."""
     pytest.importorskip("tokenizers")
-    from core import decoder, pretrained
+    from core import pretrained
+    from core.models import decoder
 
     try:
         m = pretrained.smollm2()

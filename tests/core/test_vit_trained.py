@@ -1,4 +1,4 @@
-"""The trained ViT of the Vision Transformer page (core/vit_trained.py, scripts/train_vit.py).
+"""The trained ViT of the Vision Transformer page (core/models/vit_trained.py, scripts/train_vit.py).
 
 The generator is checked against geometry computed here from the masks, the attention against a
 forward pass written here from the formulas (plain torch.nn.functional, with PyTorch's own
@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core import vit_trained as vt
+from core.models import vit_trained as vt
 
 ROOT = Path(__file__).resolve().parents[2]
 FRESH = 777  # a seed the training never used (its pool comes from seed + 1 = 1)

@@ -85,7 +85,7 @@ def test_a_multi_head_trace_every_head_and_one_heads_pipeline():
 
 
 def test_a_pretrained_models_trace():
-    pre = pytest.importorskip("core.pretrained")
+    pre = pytest.importorskip("core.models.pretrained")
     try:
         model = pre.minilm()
     except pre.ModelNotInstalled:

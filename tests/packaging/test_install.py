@@ -33,7 +33,7 @@ import core, attention_lab, attention_lab.notebook, attention_lab.codegen, atten
 from core import tokens
 X = tokens.c18_embedding()
 w = core.attention(X, X, X).weights[3].tolist()
-print(json.dumps({"core": core.__file__, "nb": attention_lab.notebook.__file__, "root": str(core._paths.app_root()),
+print(json.dumps({"core": core.__file__, "nb": attention_lab.notebook.__file__, "root": str(core.models.paths.app_root()),
                   "w": w, "streamlit": "streamlit" in sys.modules,
                   "lesson": attention_lab.tutorial.lesson_markdown(attention_lab.tutorial.LESSONS[0].id, "ko")[:40]}))
 """
@@ -134,7 +134,7 @@ def test_the_wheel_carries_the_packages_and_the_app_and_runs_from_its_install(tm
     (wheel,) = wheels.glob("attention_lab-0.1.0-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     data = "attention_lab-0.1.0.data/data/share/attention-lab/"
-    for name in ("core/__init__.py", "core/_paths.py", "attention_lab/notebook.py", "attention_lab/widget.js",
+    for name in ("core/__init__.py", "core/models/paths.py", "attention_lab/notebook.py", "attention_lab/widget.js",
                  "attention_lab/codegen.py", "attention_lab/scenario.py", "attention_lab/tutorial/lessons.py",
                  data + "assets/lessons/exercises.ko.json", data + "app.py", data + "ui/pipeline.py",
                  data + "app_pages/playground.py",

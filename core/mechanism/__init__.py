@@ -1,0 +1,1 @@
+"""The one attention function and its parts: masks, positions, norms, heads, caches."""

@@ -1,0 +1,1 @@
+"""Real and trained models built on core.mechanism and core.variants."""

@@ -1,0 +1,159 @@
+r"""The decoder's forward pass, computed with the project's own attention (part of ``core.models.decoder``).
+
+The forward pass, row convention, for n new tokens at positions p₀ … p₀+n−1 after c cached ones::
+
+    X⁰ = E[ids]                                                             (n, 576)
+    for block l = 1..30:
+        H  = RMSNorm(Xˡ⁻¹) ⊙ g_attn                                         (n, 576)
+        Q  = RoPE(H W_q),  K = RoPE(H W_k),  V = H W_v                      (9, n, 64), (3, n, 64), (3, n, 64)
+        K, V ← [cached K, V ; K, V]                                         (3, c + n, 64)
+        A  = Concat_h softmax(Q_h K_g(h)ᵀ / √64 + causal) V_g(h) · W_o      g(h) = h // 3    (n, 576)
+        Y  = Xˡ⁻¹ + A
+        Xˡ = Y + (SiLU(RMSNorm(Y) ⊙ g_ffn · W_gate) ⊙ (RMSNorm(Y) ⊙ g_ffn · W_up)) W_down   (n, 1536) → (n, 576)
+    logits = (RMSNorm(X³⁰) ⊙ g_final) Eᵀ                                   (n, 49152)
+
+RMSNorm(x) = x / √(mean(x²) + ε). The block matrices W are kept in float16 (half the memory) and widened to
+float32 for each product (:func:`linear`); E, the g's and every activation are float32. :class:`Mechanism` changes
+the attention (heads or blocks off, a KV window with sinks) for the page's experiments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from core.mechanism.kv_cache import KVCache, attend_with_cache, kv_cache_bytes
+from core.mechanism.masks import window
+from core.mechanism.multihead import grouped_query_attention, merge_heads
+from core.mechanism.positional import rope_cos_sin
+from core.models.decoder_load import LlamaConfig, LlamaWeights
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """Changes to the attention mechanism (what the page's experiments switch).
+
+    heads_off:   (layer, head) pairs whose attention output is zeroed before W_o
+    layers_off:  blocks whose whole attention output is zeroed (the residual stream skips it)
+    window:      keep only the last ``window`` keys (a capped KV cache); None = all
+    sinks:       with a window, also keep the first ``sinks`` keys (StreamingLLM's attention sinks)
+    """
+
+    heads_off: frozenset[tuple[int, int]] = frozenset()
+    layers_off: frozenset[int] = frozenset()
+    window: int | None = None
+    sinks: int = 0
+
+    @property
+    def is_plain(self) -> bool:
+        return not self.heads_off and not self.layers_off and self.window is None
+
+
+PLAIN = Mechanism()
+
+
+def rms_norm(x: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm(x) ⊙ g = x / √(mean(x²) + ε) ⊙ g over the last axis; x (..., d), g (d,)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
+
+
+def linear(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """x W, summed in x's dtype: a block matrix kept in float16 is widened for the product (exactly: every float16 is
+    a float32). x (..., d_in), W (d_in, d_out) → (..., d_out).
+
+    On the CPU a product of one row is computed as two (the row twice, the first kept). For one row the CPU's BLAS
+    takes a matrix-vector kernel, which sums in another order than its matrix-matrix kernel; from two rows on, a
+    row's sums came out the same bits however many rows shared the product (measured on one thread, rows 2 to 500 at
+    any offset: BENCHMARKS.md, "One row computed as two"). So a token decoded alone and the same token in a batch
+    (``core.models.decoder_batch``) get the same products, and their logits differ only by what attention adds."""
+    W = W.to(x.dtype)
+    if x.dim() == 2 and x.shape[0] == 1 and x.device.type == "cpu":
+        return (x.expand(2, -1) @ W)[:1]  # (2, d_out) → (1, d_out)
+    return x @ W
+
+
+def swiglu(x: torch.Tensor, W_gate: torch.Tensor, W_up: torch.Tensor, W_down: torch.Tensor) -> torch.Tensor:
+    """(SiLU(x W_gate) ⊙ (x W_up)) W_down; x (..., d) → (..., d_ff) → (..., d)."""
+    return linear(F.silu(linear(x, W_gate)) * linear(x, W_up), W_down)
+
+
+def cache_bytes(c: LlamaConfig, positions: int, *, kv_heads: int | None = None, bytes_per_value: int = 4) -> int:
+    """Bytes of this model's KV cache holding ``positions`` tokens (``core.kv_cache_bytes``; float32 here)."""
+    return kv_cache_bytes(layers=c.n_layers, n_kv_heads=c.n_kv_heads if kv_heads is None else kv_heads, d_head=c.d_head,
+                          tokens=positions, bytes_per_value=bytes_per_value)
+
+
+@dataclass(frozen=True, eq=False)
+class _Pass:
+    """What one forward pass returns (tensors for the new positions only)."""
+
+    logits: torch.Tensor  # (n, vocab) — or (1, vocab) with logits_for="last"
+    hidden: torch.Tensor  # (L + 1, n, d_model)
+    attentions: torch.Tensor  # (L, H, n, c + n)
+    q: torch.Tensor | None  # (L, H, n, d_head), after RoPE
+    k: torch.Tensor | None  # (L, G, c + n, d_head), after RoPE
+    v: torch.Tensor | None  # (L, G, c + n, d_head)
+    caches: tuple[KVCache, ...] | None  # every block's cache after this pass (when one was asked for)
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | None, c: LlamaConfig,
+            mech: Mechanism, cos_sin: tuple[torch.Tensor, torch.Tensor]):
+    """One block's attention for n new tokens: q (H, n, d_head), k, v (G, n, d_head), before RoPE.
+
+    Plain causal attention goes through ``core.kv_cache.attend_with_cache`` (RoPE at the cache's
+    offset, GQA, the cache extended); a window (``mech.window``, full passes only) through the same
+    ``core.mechanism.multihead.grouped_query_attention`` with the mask ``core.masks.window(causal_only=True, sinks=)``.
+    cos_sin: RoPE's (cos, sin) (n, d_head/2) at the new positions, shared by the blocks.
+    The tensors come from the model's own matmuls, so the NaN/∞ scans meant for typed input are skipped.
+    Returns (weights (H, n, c + n), output (H, n, d_head), q rotated, cache after).
+    """
+    if mech.window is None:  # the angles of these positions, computed once per pass for all blocks
+        step = attend_with_cache(q, k, v, cache, cos_sin=cos_sin, rope_pairing="adjacent", check_finite=False)
+        return step.weights, step.output, step.q, step.cache
+    if cache is not None:
+        raise ValueError("a KV window is applied to a whole pass (the mask of a capped cache), not to cached decoding")
+    mask = window(q.shape[-2], mech.window, causal_only=True, sinks=mech.sinks, device=q.device)  # (n, n)
+    q, k, v, heads = grouped_query_attention(q, k, v, cos_sin=cos_sin, mask=mask, check_finite=False)  # (H, n, n)
+    return heads.weights, heads.output, q, KVCache(k=k, v=v)
+
+
+def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple[KVCache, ...] | None = None,
+            use_cache: bool = False, mech: Mechanism = PLAIN, keep_qkv: bool = True, logits_for: str = "all") -> _Pass:
+    """The module docstring's forward pass for ids (n,) after the tokens held in ``caches`` (one per block).
+
+    Returns every block's new cache in ``.caches`` when ``use_cache`` (or ``caches``) is given.
+    ``logits_for="last"`` computes the output head for the last position only (generation).
+    """
+    n = ids.shape[0]
+    past = 0 if caches is None else caches[0].length
+    cos_sin = rope_cos_sin(torch.arange(past, past + n), c.d_head, base=c.rope_base, device=P.E.device,
+                           dtype=P.E.dtype)  # (n, d_head/2) each
+    x = P.E[ids]  # (n, d)
+    hidden, attns, qs, ks, vs, new_caches = [x], [], [], [], [], []
+    for l, layer in enumerate(P.layers):
+        h = rms_norm(x, layer.g_attn, c.eps)  # (n, d)
+        q = linear(h, layer.W_q).view(n, c.n_heads, c.d_head).transpose(0, 1)  # (H, n, d_head)
+        k = linear(h, layer.W_k).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
+        v = linear(h, layer.W_v).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
+        weights, out, q_rot, cache = _attend(q, k, v, None if caches is None else caches[l], c, mech, cos_sin)
+        if l in mech.layers_off:
+            out = torch.zeros_like(out)  # the block's attention adds nothing to the residual stream
+        elif any(ll == l for ll, _ in mech.heads_off):
+            out = out.clone()
+            out[[hh for ll, hh in mech.heads_off if ll == l]] = 0.0  # those heads' outputs zeroed before W_o
+        x = x + linear(merge_heads(out), layer.W_o)  # (H, n, d_head) → (n, H·d_head) → (n, d)
+        x = x + swiglu(rms_norm(x, layer.g_ffn, c.eps), layer.W_gate, layer.W_up, layer.W_down)  # (n, d)
+        hidden.append(x)
+        attns.append(weights)
+        new_caches.append(cache)
+        if keep_qkv:
+            qs.append(q_rot)
+            ks.append(cache.k)
+            vs.append(cache.v)
+    last = x if logits_for == "all" else x[-1:]
+    logits = rms_norm(last, P.g_final, c.eps) @ P.E.T  # (n, vocab), the head tied to the embedding
+    stack = torch.stack if keep_qkv else (lambda xs: None)
+    return _Pass(logits=logits, hidden=torch.stack(hidden), attentions=torch.stack(attns), q=stack(qs), k=stack(ks),
+                 v=stack(vs), caches=tuple(new_caches) if (use_cache or caches is not None) else None)

@@ -1,0 +1,1 @@
+"""Attention as newer models change it; every variant calls core.mechanism.attention.attention."""

@@ -1,0 +1,222 @@
+r"""Multi-head latent attention (MLA; DeepSeek-V2 §2.1, DeepSeek-V3), row convention (x @ W).
+
+Keys and values are not cached per head: every token is compressed to one latent c_KV and one rotary key
+k_R shared by all heads, and the heads' keys and values are read out of the latent::
+
+    c_KV = RMSNorm(x W_DKV)            (n, d_c)        the cached latent
+    k_R  = RoPE(x W_KR)                (n, d_R)        the decoupled rotary key, one for all heads (cached)
+    c_Q  = RMSNorm(x W_DQ)             (n, d_cq)       q-LoRA (optional; without it c_Q = x)
+    q_C  = c_Q W_UQ,  q_R = RoPE(c_Q W_QR)     (n, H·d_h), (n, H·d_R)
+    k_C,h = c_KV W_UK,h,  v_h = c_KV W_UV,h    (n, d_h), (n, d_v) per head
+    s_h = ([q_C,h ; q_R,h] [k_C,h ; k_R]ᵀ) · scale,   o_h = softmax(s_h) v_h,   out = Concat(o_h) W_o
+
+**Absorbed form** (what inference runs): q_C,h k_C,hᵀ = (q_C,h W_UK,hᵀ) c_KVᵀ, so W_UK folds into the query
+and the scores read the latent directly; and o_h W_o,h = (α_h c_KV)(W_UV,h W_o,h), so W_UV folds into the
+output projection. Keys and values are never expanded: the cache holds d_c + d_R numbers per token and
+layer instead of 2·H·d_h (:func:`mla_cache_values`). Both forms are computed; their gap is rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from core.checks import TensorLike, as_tensors, shape_str
+from core.mechanism.attention import masked_softmax
+from core.mechanism.multihead import merge_heads, split_heads
+from core.variants.sinks_gates import (
+    _int,
+    _named,
+    _positive,
+    apply_rope,
+    check_pairing,
+    expand_mask,
+    project,
+    rms_norm,
+    rope_tables,
+    self_mask,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class MLATrace:
+    """Every step of :func:`mla`; B batch dims, H heads, n tokens.
+
+    c_kv (B, n, d_c): the normalised latent;  k_rope (B, n, d_R): the rotated shared key (both cached)
+    c_q (B, n, d_cq) the normalised q-LoRA latent, or None without q-LoRA
+    q_nope (B, H, n, d_h), q_rope (B, H, n, d_R): the query's two parts (q_rope rotated)
+    k (B, H, n, d_h + d_R): explicit keys [c_KV W_UK,h ; k_R];  v (B, H, n, d_v): explicit values
+    logits (B, H, n, n) (−∞ where masked), weights (B, H, n, n), heads_output (B, H, n, d_v), output (B, n, d_out)
+    q_absorbed (B, H, n, d_c): q_C,h W_UK,hᵀ — the query that reads the latent directly
+    latent_output (B, H, n, d_c): α_h c_KV;  W_o_absorbed (H, d_c, d_out): W_UV,h W_o,h
+    output_absorbed (B, n, d_out): Σ_h latent_output_h W_o_absorbed_h;  form_gap: max |output − output_absorbed|
+    """
+
+    c_kv: torch.Tensor
+    k_rope: torch.Tensor
+    c_q: torch.Tensor | None
+    q_nope: torch.Tensor
+    q_rope: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    logits: torch.Tensor
+    weights: torch.Tensor
+    heads_output: torch.Tensor
+    output: torch.Tensor
+    q_absorbed: torch.Tensor
+    latent_output: torch.Tensor
+    W_o_absorbed: torch.Tensor
+    output_absorbed: torch.Tensor
+    form_gap: float
+    mask: torch.Tensor | None
+    scale: float
+
+    @property
+    def cache_values_per_token(self) -> int:
+        """Numbers the MLA cache holds per token and layer: d_c + d_R."""
+        return int(self.c_kv.shape[-1] + self.k_rope.shape[-1])
+
+
+def mla(
+    x: TensorLike,
+    *,
+    W_DKV: TensorLike,
+    W_KR: TensorLike,
+    W_UK: TensorLike,
+    W_UV: TensorLike,
+    W_UQ: TensorLike,
+    W_QR: TensorLike,
+    W_o: TensorLike,
+    n_heads: int,
+    W_DQ: TensorLike | None = None,
+    kv_norm: TensorLike | None = None,
+    q_norm: TensorLike | None = None,
+    norm_eps: float = 1e-6,
+    rope=None,
+    rope_pairing: str = "adjacent",
+    scale: float | None = None,
+    causal: bool = True,
+    mask: TensorLike | None = None,
+    device=None,
+    dtype=None,
+) -> MLATrace:
+    r"""Multi-head latent attention, explicit and absorbed (see the module doc for the equations).
+
+    x (B, n, d_model); W_DKV (d_model, d_c), W_KR (d_model, d_R), W_UK (d_c, H·d_h), W_UV (d_c, H·d_v),
+    W_o (H·d_v, d_out). Query: W_UQ (d_q, H·d_h) and W_QR (d_q, H·d_R) with d_q = d_cq after the q-LoRA
+    down-projection W_DQ (d_model, d_cq), or d_q = d_model without it (``W_DQ=None``).
+    kv_norm (d_c,), q_norm (d_cq,): RMSNorm weights of the two latents (None: weight 1), ε = ``norm_eps``.
+    rope: base θ or (cos, sin) tables (n, d_R/2) or (B, n, d_R/2) for q_R and k_R; DeepSeek-V3's checkpoints
+    pair adjacent dims (``rope_interleave``), hence ``rope_pairing="adjacent"``. scale: default
+    1/√(d_h + d_R) (DeepSeek-V3 multiplies in its YaRN mscale² for long contexts). causal and ``mask``
+    (True = may attend, broadcastable to (B, H, n, n)) combine with "and".
+    """
+    H = _int("n_heads", n_heads)
+    t = as_tensors(_named(x=x, W_DKV=W_DKV, W_KR=W_KR, W_UK=W_UK, W_UV=W_UV, W_UQ=W_UQ, W_QR=W_QR, W_o=W_o,
+                          W_DQ=W_DQ, kv_norm=kv_norm, q_norm=q_norm), device=device, dtype=dtype)
+    X = t["x"]
+    if X.dim() < 2 or X.shape[-2] == 0:
+        raise ValueError(f"x must be (..., n, d_model) with n ≥ 1 but has shape {shape_str(X.shape)}")
+    n = X.shape[-2]
+    eps = _positive("norm_eps", norm_eps)
+    c_kv = project(t, "x", "W_DKV")  # (B, n, d_c)
+    d_c = c_kv.shape[-1]
+    if "kv_norm" in t and t["kv_norm"].shape != (d_c,):
+        raise ValueError(f"kv_norm has shape {shape_str(t['kv_norm'].shape)} but needs (d_c,) = ({d_c},)")
+    c_kv = rms_norm(c_kv, t.get("kv_norm"), eps=eps)
+    k_r = project(t, "x", "W_KR")  # (B, n, d_R)
+    d_R = k_r.shape[-1]
+    c_q = None
+    if "W_DQ" in t:  # q-LoRA: a low-rank query through its own normalised latent
+        c_q = project(t, "x", "W_DQ")  # (B, n, d_cq)
+        if "q_norm" in t and t["q_norm"].shape != (c_q.shape[-1],):
+            raise ValueError(f"q_norm has shape {shape_str(t['q_norm'].shape)} but needs (d_cq,) = ({c_q.shape[-1]},)")
+        c_q = rms_norm(c_q, t.get("q_norm"), eps=eps)
+        t["c_q"] = c_q
+    elif "q_norm" in t:
+        raise ValueError("q_norm normalises the q-LoRA latent: give W_DQ too (or drop q_norm)")
+    src = "c_q" if c_q is not None else "x"
+    for wname in ("W_UK", "W_UV"):
+        if t[wname].dim() != 2 or t[wname].shape[0] != d_c:
+            raise ValueError(f"{wname} {shape_str(t[wname].shape)} must have d_c = {d_c} rows (W_DKV's width)")
+    for wname in ("W_UK", "W_UV", "W_UQ", "W_QR"):
+        if t[wname].dim() != 2 or t[wname].shape[-1] % H:
+            raise ValueError(f"{wname} has {t[wname].shape[-1]} columns, not divisible by n_heads={H}")
+    d_h, d_v = t["W_UK"].shape[1] // H, t["W_UV"].shape[1] // H
+    q_nope = split_heads(project(t, src, "W_UQ"), H)  # (B, H, n, d_h)
+    q_rope = split_heads(project(t, src, "W_QR"), H)  # (B, H, n, d_R)
+    if q_nope.shape[-1] != d_h or q_rope.shape[-1] != d_R:
+        raise ValueError(f"W_UQ gives {q_nope.shape[-1]} and W_QR {q_rope.shape[-1]} dims per head, but the keys have "
+                         f"d_h = {d_h} (W_UK) and d_R = {d_R} (W_KR)")
+    tables = rope_tables(rope, n, d_R, device=X.device, dtype=X.dtype)
+    pairing = check_pairing(rope_pairing)
+    q_rope = apply_rope(q_rope, tables, pairing)
+    k_rope = apply_rope(k_r.unsqueeze(-3), tables, pairing).squeeze(-3)  # (B, n, d_R): one key for all heads
+    scale_f = 1.0 / math.sqrt(d_h + d_R) if scale is None else _positive("scale", scale)
+    m = self_mask(n, causal=causal, window=None, mask=mask, device=X.device)
+
+    def softmax_of(scores):  # scores (B, H, n, n)
+        mm = None if m is None else expand_mask(m, scores.shape)
+        logits = scores if mm is None else scores.masked_fill(~mm, float("-inf"))
+        return logits, masked_softmax(logits, mm)[0]
+
+    # explicit: expand every head's keys and values out of the latent
+    k_nope = split_heads(c_kv @ t["W_UK"], H)  # (B, H, n, d_h)
+    k = torch.cat([k_nope, k_rope.unsqueeze(-3).expand(*k_nope.shape[:-1], d_R)], dim=-1)  # (B, H, n, d_h + d_R)
+    v = split_heads(c_kv @ t["W_UV"], H)  # (B, H, n, d_v)
+    q = torch.cat([q_nope, q_rope], dim=-1)  # (B, H, n, d_h + d_R)
+    logits, weights = softmax_of(q @ k.transpose(-1, -2) * scale_f)  # (B, H, n, n)
+    heads_output = weights @ v  # (B, H, n, d_v)
+    t["concat"] = merge_heads(heads_output)  # (B, n, H·d_v)
+    output = project(t, "concat", "W_o")  # (B, n, d_out)
+
+    # absorbed: W_UK into the query, W_UV into the output projection; keys and values stay latent
+    W_UK_h = t["W_UK"].reshape(d_c, H, d_h).permute(1, 0, 2)  # (H, d_c, d_h)
+    W_UV_h = t["W_UV"].reshape(d_c, H, d_v).permute(1, 0, 2)  # (H, d_c, d_v)
+    W_o_h = t["W_o"].reshape(H, d_v, -1)  # (H, d_v, d_out)
+    q_absorbed = q_nope @ W_UK_h.transpose(-1, -2)  # (B, H, n, d_c)
+    scores_abs = (q_absorbed @ c_kv.unsqueeze(-3).transpose(-1, -2)
+                  + q_rope @ k_rope.unsqueeze(-3).transpose(-1, -2)) * scale_f  # (B, H, n, n)
+    _, weights_abs = softmax_of(scores_abs)
+    latent_output = weights_abs @ c_kv.unsqueeze(-3)  # (B, H, n, d_c)
+    W_o_absorbed = W_UV_h @ W_o_h  # (H, d_c, d_out)
+    output_absorbed = (latent_output @ W_o_absorbed).sum(-3)  # (B, n, d_out)
+    gap = float((output - output_absorbed).abs().max())
+    return MLATrace(c_kv=c_kv, k_rope=k_rope, c_q=c_q, q_nope=q_nope, q_rope=q_rope, k=k, v=v, logits=logits,
+                    weights=weights, heads_output=heads_output, output=output, q_absorbed=q_absorbed,
+                    latent_output=latent_output, W_o_absorbed=W_o_absorbed, output_absorbed=output_absorbed,
+                    form_gap=gap, mask=m, scale=scale_f)
+
+
+@dataclass(frozen=True)
+class MLACacheSize:
+    """Cached numbers per token and layer: MLA's d_c + d_R against multi-head attention's 2·H·d_h."""
+
+    mla: int
+    mha: int
+
+    @property
+    def ratio(self) -> float:
+        """How many times smaller the MLA cache is."""
+        return self.mha / self.mla
+
+
+# Published MLA shapes (name, layers, d_c, d_R, H, d_h), d_h = qk_nope_head_dim; the cache per token and layer is d_c + d_R:
+# DeepSeek-V3: deepseek-ai/DeepSeek-V3 config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
+#   num_attention_heads 128, qk_nope_head_dim 128 (DeepSeek-V3 Technical Report, arXiv 2412.19437, §2.1.1).
+# Kimi K2: moonshotai/Kimi-K2-Instruct config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
+#   num_attention_heads 64, qk_nope_head_dim 128 (the DeepSeek-V3 architecture with half the heads).
+PUBLISHED = (("DeepSeek-V3", 61, 512, 64, 128, 128), ("Kimi K2", 61, 512, 64, 64, 128))
+
+
+def mla_cache_values(*, kv_rank: int, rope_dim: int, n_heads: int, head_dim: int) -> MLACacheSize:
+    """Per token and layer: d_c + d_R (the latent and the shared rotary key) vs 2·H·d_h (K and V of every head).
+
+    DeepSeek-V3 (config.json: kv_lora_rank 512, qk_rope_head_dim 64, 128 heads, qk_nope_head_dim 128):
+    576 vs 32,768 numbers — 57× smaller.
+    """
+    d_c, d_R = _int("kv_rank", kv_rank), _int("rope_dim", rope_dim, minimum=0)
+    H, d_h = _int("n_heads", n_heads), _int("head_dim", head_dim)
+    return MLACacheSize(mla=d_c + d_R, mha=2 * H * d_h)
