@@ -6,14 +6,13 @@ or layers off, a KV window with and without sinks, the logit lens) with the next
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from core.playground.lab import gap_text, within_rounding
-from ui import compute, decoding, link, page, settings, state
+from serving import decoding, scheduler
+from ui import compute, link, page, settings, state
 from ui.i18n import current_lang, labeller, t
 from ui.pipeline import pipeline
 from ui.text import md, shorts
@@ -230,7 +229,7 @@ def _show_text(box, text: str, tokens) -> None:
 
 def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> dict | None:
     """The prompt continued by n tokens, shown as text, with the cache's size beside multi-head's. The server's
-    one batch writes them (``ui.decoding``: every session's writing shares its steps) while this run waits.
+    one batch writes them (``serving.decoding``: every session's writing shares its steps) while this run waits.
 
     Few elements, each once: forty pages finish the writing together, and Streamlit sends every queued element of
     every session one per turn of its event loop, the Playground students' reruns behind them (BENCHMARKS.md,
@@ -276,19 +275,14 @@ def while_writing(line, box, text: str, n: int, T: float, k: int | None, p: floa
     if compute.lm_generate.held(text, n, T, k, p, seed, device):
         return
     w = compute.lm_writing(text, n, T, k, p, seed, device)
-    shown, asked = None, time.monotonic()
-    while not w.wait(WRITING_REDRAW_S):
-        now = (w.position, len(w.steps))
-        if now != shown:
-            shown = now
-            if w.position:  # k ≥ 1: in the line, k − 1 ahead
-                line.caption(t("lm.batch.line", k=w.position - 1) if w.position > 1 else t("lm.batch.next"))
-            else:
-                line.caption(t("lm.batch.writing", n=now[1], total=n))
-                _show_text(box, text, (s.token for s in w.steps[: now[1]]))
-        if time.monotonic() - asked > compute.LM_ASK_S:  # still wanted: asking keeps it in the batch
-            asked = time.monotonic()
-            compute.lm_scheduler(device).find(w.request)
+    # the server's loop: asking keeps it in the batch; this page only draws what changed
+    for position, steps in scheduler.follow(compute.lm_scheduler(device), w, redraw_s=WRITING_REDRAW_S,
+                                            ask_s=compute.LM_ASK_S):
+        if position:  # k ≥ 1: in the line, k − 1 ahead
+            line.caption(t("lm.batch.line", k=position - 1) if position > 1 else t("lm.batch.next"))
+        else:
+            line.caption(t("lm.batch.writing", n=steps, total=n))
+            _show_text(box, text, (s.token for s in w.steps[:steps]))
 
 
 def new_token_heads(g: dict) -> None:

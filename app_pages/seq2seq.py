@@ -8,7 +8,8 @@ import numpy as np
 import streamlit as st
 
 from core import seq2seq, seq2seq_store
-from ui import compute, link, page, settings, state, training
+from serving import training
+from ui import compute, link, page, settings, state
 from ui import scenario_state as ss
 from ui.i18n import labeller, t
 from ui.text import md

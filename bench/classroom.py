@@ -856,7 +856,7 @@ async def classroom(args) -> dict:
         server.stop()
     log = log_path.read_text(errors="replace")
     result["server_log_tracebacks"] = log.count("Traceback (most recent call last)")
-    result["fair_share_waits"] = log.count("fair share: a session waited")  # ui/fair.py's line per held-back run
+    result["fair_share_waits"] = log.count("fair share: a session waited")  # serving/fair.py's line per held-back run
     result["wall_s"] = time.monotonic() - t_start
     result["actions"] = {a: {"n": len(v), "median_s": statistics.median(v), "p95_s": pct(v, 95), "max_s": max(v),
                              "errors": dict(rec.errors.get(a, {}))} for a, v in sorted(rec.times.items())}
@@ -990,7 +990,7 @@ def report(args, r: dict) -> str:
                      f"the students' actions without it: n = {n0}, median {ms(m0)}, p95 {ms(p0)}; "
                      f"with it: n = {n1}, median {ms(m1)}, p95 {ms(p1)} — p95 ×{p1 / p0:.2f}; server RSS peak "
                      f"during the hostile lesson {mib(h['rss_peak'])}, overall peak {mib(rss['peak'])}; server "
-                     f"{h['server_cores']:.2f} cores mean; runs held back by the fair share (ui/fair.py): "
+                     f"{h['server_cores']:.2f} cores mean; runs held back by the fair share (serving/fair.py): "
                      f"{r.get('fair_share_waits', 0)}")
     if "burst_cpu" in r:
         bc = r["burst_cpu"]

@@ -24,8 +24,10 @@ import core
 from attention_lab import scenario
 from core import block, lab, pitfalls, seq2seq, seq2seq_store, vit
 from core.playground.lab import PlaygroundTrace
+from serving import decode_process, decoding, fair, training
+from serving import scheduler as serving_scheduler
 
-from . import decode_process, decoding, fair, memo, training
+from . import memo
 
 HOUR = 3600
 ASSETS_TEXTS = Path(__file__).resolve().parent.parent / "assets" / "texts"
@@ -611,26 +613,31 @@ def lm_sampling(logits: np.ndarray, temperature: float, top_k: int | None, top_p
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)  # one per device: cpu, cuda, mps
-def lm_scheduler(device: str) -> decoding.Scheduler | decode_process.ProcessScheduler:
-    """The server's one decode scheduler per device (continuous batching, ``ui.decoding``): every session's writing
-    joins one batch; its keys and values take at most LM_CACHE_BYTES. On the CPU it runs in a process of its own
-    (``ui.decode_process``: its steps never wait for the sessions' GIL; Linux); on a GPU in a thread of the server."""
-    bounds = {"cache_bytes": LM_CACHE_BYTES, "capacity": LM_MAX_TOKENS + LM_MAX_NEW, "max_batch": LM_MAX_BATCH,
-              "abandoned_after": LM_ABANDON_S}
-    if torch.device(device).type == "cpu" and decode_process.AVAILABLE:
-        return decode_process.ProcessScheduler(language_model(), threads=LM_THREADS, **bounds)
-    return decoding.Scheduler(language_model(), device=device, **bounds)
+def lm_scheduler(device: str) -> serving_scheduler.DecodeScheduler:
+    """The server's one decode scheduler per device (continuous batching, ``serving.decoding``): every session's
+    writing joins one batch; its keys and values take at most LM_CACHE_BYTES. On the CPU it runs in a process of its
+    own (``serving.decode_process``: its steps never wait for the sessions' GIL; Linux); on a GPU in a thread of the
+    server (``serving.scheduler.make``)."""
+    return serving_scheduler.make(language_model(), device, threads=LM_THREADS, cache_bytes=LM_CACHE_BYTES,
+                                  capacity=LM_MAX_TOKENS + LM_MAX_NEW, max_batch=LM_MAX_BATCH,
+                                  abandoned_after=LM_ABANDON_S)
+
+
+def lm_request(text: str, n_new: int, temperature: float, top_k: int | None, top_p: float | None,
+               seed: int) -> decoding.Request:
+    """The request for ``n_new`` tokens after ``text``; ValueError for a prompt the page does not run."""
+    ids = language_model().encode(text)
+    if not 1 <= len(ids) <= LM_MAX_TOKENS:
+        raise ValueError(f"the text is {len(ids)} tokens long: 1 … {LM_MAX_TOKENS} are written after")
+    return decoding.Request(ids=tuple(ids), n_new=n_new, temperature=float(temperature), top_k=top_k, top_p=top_p,
+                            seed=int(seed))
 
 
 def lm_writing(text: str, n_new: int, temperature: float, top_k: int | None, top_p: float | None, seed: int,
                device: str) -> decoding.Writing:
     """The server's writing of ``n_new`` tokens after ``text``: found (asking keeps it alive) or put in the line.
     ValueError for a prompt the page does not run; ``decoding.QueueFull`` when the line is full."""
-    ids = language_model().encode(text)
-    if not 1 <= len(ids) <= LM_MAX_TOKENS:
-        raise ValueError(f"the text is {len(ids)} tokens long: 1 … {LM_MAX_TOKENS} are written after")
-    return lm_scheduler(device).submit(decoding.Request(ids=tuple(ids), n_new=n_new, temperature=float(temperature),
-                                                        top_k=top_k, top_p=top_p, seed=int(seed)))
+    return lm_scheduler(device).submit(lm_request(text, n_new, temperature, top_k, top_p, seed))
 
 
 @memo.cached(max_entries=32, ttl=HOUR)
@@ -639,9 +646,7 @@ def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, to
     """``n_new`` tokens written after ``text`` by the server's batch (seeded: the first n − 1 are those of the call
     for n − 1), waiting until they are. Per step: the token, its probability, the cache's size; the attention rows
     (30, 9, c) of the position that predicted the last one; the largest batch it was written in."""
-    w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)
-    while not w.wait(LM_ASK_S):
-        w = lm_writing(text, n_new, temperature, top_k, top_p, seed, device)  # still wanted: keep it alive
+    w = serving_scheduler.wait(lm_scheduler(device), lm_request(text, n_new, temperature, top_k, top_p, seed), LM_ASK_S)
     if w.stopped == "full":
         raise decoding.QueueFull("the decoding process's line is full")
     if w.stopped not in ("length", "eos"):

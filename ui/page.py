@@ -6,12 +6,15 @@ from core becomes the translated message and the page keeps the last valid resul
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
 import streamlit as st
 
-from . import fair, link
+from serving import fair
+
+from . import link, state
 from .i18n import t, this_run
 
 R = TypeVar("R")
@@ -51,9 +54,9 @@ def boundary(render: Callable[[], None], *, queued: bool = False) -> None:
 
     The frame (app.py) runs every page inside it; a fragment, which reruns on its own, too.
     st.rerun / st.stop are BaseExceptions and pass through. The outermost boundary of a run also keeps
-    the session within its fair share of the server (:mod:`ui.fair`) and, after the run, writes the link
+    the session within its fair share of the server (:mod:`serving.fair`) and, after the run, writes the link
     (:func:`ui.link.write`). ``queued``: a fragment whose heavy work is the server's one batch
-    (:mod:`ui.decoding`), which shares it out among the sessions already; its run starts at once, never held
+    (:mod:`serving.decoding`), which shares it out among the sessions already; its run starts at once, never held
     back for the session's share, and its own CPU still counts."""
     def guarded_render() -> None:
         try:
@@ -63,8 +66,24 @@ def boundary(render: Callable[[], None], *, queued: bool = False) -> None:
             st.error(t("err.unexpected"))
 
     if fair.inside():  # inside the frame's boundary: the frame writes the link after the run
-        fair.metered(guarded_render)
+        fair.metered(guarded_render, cpu_spent, session_id)
         return
     with this_run():  # a fragment's rerun starts here
-        fair.metered(guarded_render, wait=not queued)
+        fair.metered(guarded_render, cpu_spent, session_id, wait=not queued)
         link.write()
+
+
+def cpu_spent() -> deque:
+    """The session's CPU per run over the fair share's window ((end, cpu) entries, :mod:`serving.fair`), kept in its state."""
+    spent = st.session_state.get(state.FRAME.cpu_spent)
+    if spent is None:
+        spent = st.session_state[state.FRAME.cpu_spent] = deque(maxlen=256)
+    return spent
+
+
+def session_id() -> str:
+    """This run's session id ("" outside a run)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else ""

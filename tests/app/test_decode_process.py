@@ -1,4 +1,4 @@
-"""The decode scheduler in a process of its own (ui.decode_process): what a session reads is what the model writes
+"""The decode scheduler in a process of its own (serving.decode_process): what a session reads is what the model writes
 alone, whoever shares the batch; the child maps the server's weights (its memory file), it does not copy them; a
 child that dies fails what it was writing and the next request starts another; the child ends with the server;
 the line is bounded; a cancelled writing leaves and frees its pages."""
@@ -14,9 +14,9 @@ import time
 import pytest
 import torch
 
-from ui import decode_process
-from ui.decode_process import CHILD_ENV, ProcessScheduler
-from ui.decoding import QueueFull, Request
+from serving import decode_process
+from serving.decode_process import CHILD_ENV, ProcessScheduler
+from serving.decoding import QueueFull, Request
 
 from .test_decoding import CAPACITY, EOS_EARLY, PROMPTS, WAIT, model, pages, request, same_as_alone  # noqa: F401
 
@@ -99,7 +99,7 @@ def test_a_child_that_dies_fails_its_writings_and_the_next_request_starts_anothe
 
 def test_the_child_ends_with_the_server():
     """A server killed outright (SIGKILL: no clean-up runs) leaves no decoding process behind."""
-    code = ("import sys, time; from core import pretrained; from ui.decode_process import ProcessScheduler\n"
+    code = ("import sys, time; from core import pretrained; from serving.decode_process import ProcessScheduler\n"
             "m = pretrained.smollm2()\n"
             "s = ProcessScheduler(m, cache_bytes=64 * 2**20, capacity=96)\n"
             "print(s.pid, flush=True); time.sleep(600)\n")

@@ -1,4 +1,4 @@
-"""The server's decode scheduler (ui.decoding): requests written in one batch get exactly the tokens they get
+"""The server's decode scheduler (serving.decoding): requests written in one batch get exactly the tokens they get
 alone (SmolLM2.generate: greedy and seeded sampling), whoever they share a step with, joining late or leaving
 early; the line, the cache and the results are bounded; a request nobody asks about any more frees its slot."""
 
@@ -13,7 +13,7 @@ import pytest
 from core import pretrained
 from core.models import decoder
 from core.models.decoder_batch import BatchCache
-from ui.decoding import PAGE, QueueFull, Request, Scheduler
+from serving.decoding import PAGE, QueueFull, Request, Scheduler
 
 if importlib.util.find_spec(decoder.MODULE) is None:
     pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)

@@ -1,4 +1,4 @@
-"""A session's fair share (ui/fair.py): the CPU of its runs is counted, and a session over its share
+"""A session's fair share (serving/fair.py): the CPU of its runs is counted, and a session over its share
 waits before its next run until the window has room again."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from collections import deque
 
 import pytest
 
-from ui import fair, state
+from serving import fair
+from ui import state
 
 from .helpers import page
 
@@ -51,19 +52,18 @@ def test_a_session_alone_on_the_server_never_waits(monkeypatch):
     slept = []
     monkeypatch.setattr(fair.time, "sleep", lambda s: slept.append(s))
     spent = deque([(fair.time.monotonic(), 1000.0)])  # far over its share
-    monkeypatch.setattr(fair, "_spent", lambda: spent)
     monkeypatch.setattr(fair, "_at_work", {})
-    fair.metered(lambda: None)
-    fair.metered(lambda: None)  # its own last run does not count as another session's
+    fair.metered(lambda: None, lambda: spent, lambda: "")
+    fair.metered(lambda: None, lambda: spent, lambda: "")  # its own last run does not count as another session's
     assert slept == []
     fair._at_work["another session"] = float("inf")  # another session's run is in progress
-    fair.metered(lambda: None)
+    fair.metered(lambda: None, lambda: spent, lambda: "")
     assert len(slept) == 1 and 0 < slept[0] <= fair.MAX_WAIT
     fair._at_work["another session"] = fair.time.monotonic()  # … has just ended: still at work
-    fair.metered(lambda: None)
+    fair.metered(lambda: None, lambda: spent, lambda: "")
     assert len(slept) == 2
     fair._at_work["another session"] = fair.time.monotonic() - fair.RECENT  # idle for RECENT seconds: gone
-    fair.metered(lambda: None)
+    fair.metered(lambda: None, lambda: spent, lambda: "")
     assert len(slept) == 2 and "another session" not in fair._at_work
 
 
@@ -73,11 +73,10 @@ def test_a_run_that_hands_its_work_to_the_shared_batch_never_waits_but_counts(mo
     slept = []
     monkeypatch.setattr(fair.time, "sleep", lambda s: slept.append(s))
     spent = deque([(fair.time.monotonic(), 1000.0)])
-    monkeypatch.setattr(fair, "_spent", lambda: spent)
     monkeypatch.setattr(fair, "_at_work", {"another session": float("inf")})
-    fair.metered(lambda: None, wait=False)
+    fair.metered(lambda: None, lambda: spent, lambda: "", wait=False)
     assert slept == [] and len(spent) == 2
-    fair.metered(lambda: None)  # the same session's ordinary run still waits
+    fair.metered(lambda: None, lambda: spent, lambda: "")  # the same session's ordinary run still waits
     assert len(slept) == 1
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from core import seq2seq, seq2seq_store, tokens
-from ui import compute, state, training
+from serving import training
+from ui import compute, state
 from ui.i18n import t
 
 from .helpers import close, heat, no_errors, page, spec, texts

@@ -1,4 +1,4 @@
-"""ui.training: the server's seq2seq training queue — one training at a time, joining, LRU,
+"""serving.training: the server's seq2seq training queue — one training at a time, joining, LRU,
 bounds, progress, shutdown — with a recording trainer plus one real short ``seq2seq.train``."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from core import seq2seq
-from ui import training
-from ui.training import TrainingQueue
+from serving import training
+from serving.training import TrainingQueue
 
 TINY = seq2seq.Config(emb=8, hidden=16, d_a=8, steps=3, batch=8)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("core", "ui", "app_pages", "bench", "scripts", "attention_lab")
+PACKAGES = ("core", "serving", "ui", "app_pages", "bench", "scripts", "attention_lab")
 MAX_LINES = 60
 
 
@@ -141,6 +141,75 @@ def test_the_notebook_package_never_imports_streamlit_plotly_or_the_app():
         assert _imported_roots(probe) >= {"streamlit", "ui"}
     finally:
         probe.unlink()
+
+
+def test_serving_never_imports_streamlit_plotly_or_the_app():
+    """The serving engine (the decode schedulers, the training queue, the fair share) runs without Streamlit:
+    the tests and the benchmarks drive it directly, and the decoding process imports it alone."""
+    files = sorted((ROOT / "serving").rglob("*.py"))
+    assert {p.stem for p in files} >= {"decoding", "decode_process", "training", "fair", "scheduler"}
+    for path in files:
+        assert not _imported_roots(path) & {"streamlit", "plotly", "ui", "app_pages", "attention_lab"}, path.name
+
+
+_ENGINE = {"socket", "subprocess", "concurrent", "multiprocessing"}  # what a serving engine is made of
+
+
+def test_ui_holds_no_serving_engine():
+    """The four modules of the engine left ui/ for serving/, and no module of ui/ that imports no Streamlit runs
+    threads of work, processes or sockets of its own (such a module belongs to serving/)."""
+    for gone in ("decoding", "decode_process", "training", "fair", "server_log"):
+        assert not (ROOT / "ui" / f"{gone}.py").exists(), gone
+    offenders = []
+    for path in sorted((ROOT / "ui").rglob("*.py")):
+        roots = _imported_roots(path)
+        if "streamlit" not in roots and (roots & _ENGINE or "Thread" in path.read_text(encoding="utf-8")):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders, offenders
+
+
+def _protocol_members(proto: type) -> dict[str, object]:
+    """A Protocol's own methods and properties by name (what an implementation must have)."""
+    return {n: v for n, v in vars(proto).items() if not n.startswith("_") and (callable(v) or isinstance(v, property))}
+
+
+def _lacks(proto: type, cls: type) -> list[str]:
+    """The Protocol's members ``cls`` lacks or has with other parameters (names and kinds; properties as properties)."""
+    import inspect
+
+    out = []
+    for name, member in _protocol_members(proto).items():
+        mine = inspect.getattr_static(cls, name, None)
+        if mine is None or isinstance(member, property) != isinstance(mine, property):
+            out.append(name)
+        elif not isinstance(member, property):
+            want = [(p.name, p.kind) for p in inspect.signature(member).parameters.values()]
+            have = [(p.name, p.kind) for p in inspect.signature(mine).parameters.values()]
+            if want != have:
+                out.append(f"{name}{have} != {want}")
+    return out
+
+
+def test_both_decode_schedulers_implement_the_one_protocol():
+    """serving.scheduler.DecodeScheduler is what sessions call; the scheduler in a thread and the one in a process
+    both have each of its methods, with the same parameters (a class that lacks one is caught)."""
+    from serving.decode_process import ProcessScheduler
+    from serving.decoding import Scheduler
+    from serving.scheduler import DecodeScheduler
+
+    assert set(_protocol_members(DecodeScheduler)) == {"submit", "submit_many", "find", "cancel", "free_pages", "stats",
+                                                        "close"}
+    for cls in (Scheduler, ProcessScheduler):
+        assert _lacks(DecodeScheduler, cls) == [], cls.__name__
+
+    class Partial:  # the checker can fail: a method missing, one with other parameters, a property as a method
+        def submit(self, request): ...
+        def submit_many(self, requests, extra): ...
+        def free_pages(self): ...
+
+    assert set(_lacks(DecodeScheduler, Partial)) >= {"find", "cancel", "stats", "close", "free_pages"}
+    assert any(x.startswith("submit_many") for x in _lacks(DecodeScheduler, Partial))
+    assert not isinstance(Partial(), DecodeScheduler)  # runtime_checkable agrees
 
 
 def test_core_holds_no_export_code():

@@ -19,7 +19,7 @@ import pytest
 from bench import lm_class, serve
 from core import pretrained
 from core.models import decoder
-from ui import decoding
+from serving import decoding
 
 if importlib.util.find_spec(decoder.MODULE) is None:
     pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)

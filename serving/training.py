@@ -4,7 +4,7 @@ A class of 40 on one server must not train 40 GRUs at once, nor keep every model
 trained. ``TrainingQueue`` runs at most one ``seq2seq.train`` at a time (a
 ``concurrent.futures.ThreadPoolExecutor`` with one worker), lets equal requests join one job,
 bounds the waiting line and keeps the most recent results in a bounded LRU. The app holds one
-queue per process (``ui.compute.seq2seq_queue``, an ``st.cache_resource``).
+queue per process (``ui.compute``'s ``seq2seq_queue``, an ``st.cache_resource``).
 
 No streamlit import: the tests drive a queue directly.
 """

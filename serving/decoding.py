@@ -13,7 +13,8 @@ a request joins when the pages for its prompt and all its new tokens are free, s
 at most ``max_batch`` sequences in a step; at most ``max_waiting`` requests waiting; the ``max_results`` most recent
 results kept; a request whose session has not asked about it for ``abandoned_after`` seconds (a closed tab) leaves
 and frees its pages.
-Equal requests share one :class:`Writing`. The app holds one scheduler per process (``ui.compute.lm_scheduler``).
+Equal requests share one :class:`Writing`. The app holds one scheduler per process (``ui.compute``'s
+``lm_scheduler``, made by ``serving.scheduler.make``); sessions reach it through ``serving.scheduler.DecodeScheduler``.
 No streamlit import: the tests drive a scheduler directly.
 """
 
@@ -32,7 +33,7 @@ import torch
 from core.models.decoder import Step
 from core.models.decoder_batch import BatchCache, extend_batch
 
-from .server_log import server_log
+from .log import server_log
 
 log = logging.getLogger(__name__)
 _said = server_log("attention_lab.decoding", "decoding")  # one line per writing that leaves unasked (a closed tab)
@@ -131,7 +132,7 @@ class Scheduler:
             return w
 
     def run(self) -> None:
-        """Write in the calling thread until :meth:`close` (a process of its own: ``ui.decode_process``); made with
+        """Write in the calling thread until :meth:`close` (a process of its own: ``serving.decode_process``); made with
         ``autostart=False``, so that no other thread starts. It warms up first (:meth:`warm`)."""
         self.warm()
         self._loop()
@@ -169,7 +170,7 @@ class Scheduler:
 
     def between_steps(self) -> threading.Condition:
         """The scheduler's re-entrant lock: ``with s.between_steps():`` makes several calls with no step begun in
-        between (``ui.decode_process`` applies each of the server's messages whole)."""
+        between (``serving.decode_process`` applies each of the server's messages whole)."""
         return self._lock
 
     def find(self, request: Request) -> Writing | None:

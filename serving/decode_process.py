@@ -1,9 +1,9 @@
-"""The decode scheduler in a process of its own: the server's continuous batching (``ui.decoding``) without its GIL.
+"""The decode scheduler in a process of its own: the server's continuous batching (``serving.decoding``) without its GIL.
 
 A decoding step is about 2,100 torch operations, and each gives Python's GIL back and takes it again. In the
 server's process, beside a class whose Playground reruns are mostly Python, every step waited for the GIL: a step of
 40 took 0.19 s alone and 1.6 s beside the class (BENCHMARKS.md). Here the scheduler runs in the main thread of a
-child process (``python -m ui.decode_process``), with a GIL of its own:
+child process (``python -m serving.decode_process``), with a GIL of its own:
 
 - the weights are not copied: the server moves them once into a memory file (``SmolLM2.share_memory``, a Linux
   memfd) whose descriptor the child inherits and maps: the same pages;
@@ -42,7 +42,7 @@ from core.models.decoder import SmolLM2, Step
 from .decoding import NO_ROW, QueueFull, Request, Scheduler, Writing
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[1]  # where ``python -m ui.decode_process`` finds ui and core
+ROOT = Path(__file__).resolve().parents[1]  # where ``python -m serving.decode_process`` finds serving and core
 HEADER = struct.Struct("!Q")
 AVAILABLE = hasattr(os, "memfd_create")  # the shared weights need a Linux memory file
 # glibc's malloc in the decoding process: a block of 4 MiB or more (a step's logits, (B, 49152) float32: 7.9 MB at
@@ -167,9 +167,9 @@ def main(sock_fd: int, weights_fd: int) -> None:
 
 # ----------------------------------------------------------------------------- the server's side
 class ProcessScheduler:
-    """``ui.decoding.Scheduler``'s interface, the writing done in a child process (module docstring). ``model``'s
-    weights are moved into a memory file (``SmolLM2.share_memory``; before other threads use them, so make it
-    early); ``threads``: the child's torch threads."""
+    """``serving.scheduler.DecodeScheduler`` as ``serving.decoding.Scheduler`` implements it, the writing done in a
+    child process (module docstring). ``model``'s weights are moved into a memory file (``SmolLM2.share_memory``;
+    before other threads use them, so make it early); ``threads``: the child's torch threads."""
 
     def __init__(self, model, *, cache_bytes: int, capacity: int, max_batch: int = 64, max_waiting: int = 64,
                  max_results: int = 64, abandoned_after: float = 30.0, threads: int = 1) -> None:
@@ -198,7 +198,7 @@ class ProcessScheduler:
         fd, layout = self.model.share_memory()
         ours, theirs = socket.socketpair()
         with theirs:
-            self._process = subprocess.Popen([sys.executable, "-m", "ui.decode_process", str(theirs.fileno()), str(fd)],
+            self._process = subprocess.Popen([sys.executable, "-m", "serving.decode_process", str(theirs.fileno()), str(fd)],
                                              pass_fds=(theirs.fileno(), fd), cwd=ROOT, stdin=subprocess.DEVNULL,
                                              env={**CHILD_ENV, **os.environ})
         self._sock = ours

@@ -13,9 +13,11 @@ does the language model's writing part: its heavy work is the server's one decod
 prompts waited up to MAX_WAIT each before joining the batch).
 Checking only for a run in progress at that instant let a heavy run start in the gap between two
 students' runs about half the time, and then slow every student who arrived during it (BENCHMARKS.md,
-"A hostile client"). SHARE is a tenth of a core: 2–3 changes of a 512-token scenario per WINDOW while
-others are at work, some 30 of an 8-token one; a larger share let a client that sends 512-token
-changes back to back keep the other students' p95 above twice its value without it.
+"A hostile client"). No streamlit import: the app hands each run's session id and its window of CPU spent
+(kept in the session's state) to :func:`metered` (``ui.page.boundary``).
+SHARE is a tenth of a core: 2–3 changes of a 512-token scenario per WINDOW while others are at work, some 30 of
+an 8-token one; a larger share let a client that sends 512-token changes back to back keep the other students' p95
+above twice its value without it.
 """
 
 from __future__ import annotations
@@ -27,10 +29,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import streamlit as st
-
-from . import state
-from .server_log import server_log
+from .log import server_log
 
 # of one core, per session, averaged over WINDOW; ATTN_LAB_FAIR_SHARE=off serves without the limit (to measure it)
 SHARE = float("inf") if os.environ.get("ATTN_LAB_FAIR_SHARE") == "off" else float(os.environ.get("ATTN_LAB_FAIR_SHARE", 0.1))
@@ -43,13 +42,6 @@ _lock = threading.Lock()
 
 # one line in the server's log each time a session is held back (bench.classroom counts them)
 _log = server_log("attention_lab.fair", "fair share")
-
-
-def _spent() -> deque:
-    spent = st.session_state.get(state.FRAME.cpu_spent)
-    if spent is None:
-        spent = st.session_state[state.FRAME.cpu_spent] = deque(maxlen=256)
-    return spent
 
 
 def wait_needed(spent: deque, now: float) -> float:
@@ -69,13 +61,6 @@ def wait_needed(spent: deque, now: float) -> float:
     return min(MAX_WAIT, max(0.0, wait))
 
 
-def _session_id() -> str:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx(suppress_warning=True)
-    return ctx.session_id if ctx is not None else ""
-
-
 def others_at_work(me: str, now: float) -> bool:
     """Whether another session's run is in progress or ended less than RECENT seconds ago (and forget
     the sessions that have been idle longer: the map holds only the sessions at work)."""
@@ -90,13 +75,15 @@ def inside() -> bool:
     return bool(getattr(_depth, "n", 0))
 
 
-def metered(render: Callable[[], None], *, wait: bool = True) -> None:
+def metered(render: Callable[[], None], spent: Callable[[], deque], session: Callable[[], str], *,
+            wait: bool = True) -> None:
     """``render()`` within the session's share: wait first if the session is over it while others are at
-    work (unless ``wait`` is False), and count its CPU."""
+    work (unless ``wait`` is False), and count its CPU. ``spent()``: the session's (end, cpu) entries (the app keeps
+    them in the session's state); ``session()``: its id. Inside a metered run (a fragment of the frame) it only renders."""
     if getattr(_depth, "n", 0):
         render()
         return
-    spent, me = _spent(), _session_id()
+    spent, me = spent(), session()
     pause = wait_needed(spent, time.monotonic()) if wait and others_at_work(me, time.monotonic()) else 0.0
     if pause > 0:
         _log.info("a session waited %.2f s (%.2f CPU-s in the last %.0f s, share %.2f of a core)", pause,
