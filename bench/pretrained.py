@@ -72,7 +72,7 @@ def main() -> None:
 
 
 def minilm_table() -> None:
-    torch.set_num_threads(1)  # as the app runs it (ui/compute.py): one thread per computation on a shared server
+    torch.set_num_threads(1)  # as the app runs it (ui/compute/common.py): one thread per computation on a shared server
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"threads {torch.get_num_threads()}, python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}")

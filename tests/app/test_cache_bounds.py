@@ -19,12 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _decorated():
-    tree = ast.parse((ROOT / "ui" / "compute.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            for d in node.decorator_list:
-                if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute):
-                    yield node, d
+    """Every decorated function of ui/compute/ (one module per family of pages), with its decorator call."""
+    for path in sorted((ROOT / "ui" / "compute").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                for d in node.decorator_list:
+                    if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute):
+                        yield node, d
 
 
 def test_every_cached_call_is_byte_bounded_and_every_resource_is_one_per_server():
@@ -41,7 +43,12 @@ def test_every_cached_call_is_byte_bounded_and_every_resource_is_one_per_server(
 
 
 def _entries(name: str) -> int:
-    return memo.CACHE.stats().get(f"ui.compute.{name}", (0, 0))[0]
+    return memo.CACHE.stats().get(_cache_name(name), (0, 0))[0]
+
+
+def _cache_name(name: str) -> str:
+    """The memo cache's name of ``compute.<name>`` (its family module's)."""
+    return f"{getattr(compute, name).__module__}.{name}"
 
 
 def test_many_seeds_and_scenarios_stay_within_the_bounds():
@@ -77,11 +84,11 @@ def test_the_largest_scenarios_stay_under_the_byte_budget_and_the_newest_are_kep
                            "row", "cpu")
         sizes.append(small_cache.total)
         assert small_cache.total <= small_cache.max_bytes
-    n, total = small_cache.stats()["ui.compute.playground"]
+    n, total = small_cache.stats()[_cache_name("playground")]
     assert 2 <= n < 12 and total == small_cache.total
     assert max(sizes) > 6 * 2**20  # the budget was reached, so eviction did the bounding (not max_entries)
     compute.playground(X, X, "identity", None, None, None, None, None, None, "scaled_dot", {}, None, 1.0, None, "row", "cpu")
-    assert small_cache.stats()["ui.compute.playground"][0] == n  # the newest one is a hit: nothing added
+    assert small_cache.stats()[_cache_name("playground")][0] == n  # the newest one is a hit: nothing added
 
 
 def test_one_result_over_the_entry_cap_is_returned_but_not_kept(small_cache):

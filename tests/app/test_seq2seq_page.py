@@ -29,7 +29,8 @@ def test_seq2seq_trains_in_the_app_and_shows_cores_attention(monkeypatch):
         return seq2seq.train(cfg, seed, callback=callback)
 
     queue = training.TrainingQueue(train, base=seq2seq.Config(steps=30), max_waiting=2, max_results=2)
-    monkeypatch.setattr(compute, "seq2seq_queue", lambda: queue)
+    monkeypatch.setattr(compute, "seq2seq_queue", lambda: queue)  # the page's call
+    monkeypatch.setattr(compute.trained, "seq2seq_queue", lambda: queue)  # its family's (compute.seq2seq_model)
     compute.seq2seq_run.clear()
     try:
         at = page(S2S)

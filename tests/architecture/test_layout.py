@@ -168,6 +168,31 @@ def test_ui_holds_no_serving_engine():
     assert not offenders, offenders
 
 
+def _top_level_names(tree: ast.Module) -> set[str]:
+    out = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for n in tree.body:
+        if isinstance(n, ast.Assign):
+            out |= {x.id for t in n.targets for x in ast.walk(t) if isinstance(x, ast.Name)}
+    return {n for n in out if not n.startswith("_")}
+
+
+def test_compute_is_one_module_per_family_and_re_exports_each_name_once():
+    """ui/compute/ is a package of family modules (there is no ui/compute.py beside it: Python would import the
+    package and never see the file); ``ui.compute`` re-exports every public name of every family, each defined once."""
+    assert not (ROOT / "ui" / "compute.py").exists(), "ui/compute.py is shadowed by the package ui/compute/: add a module there"
+    init = ast.parse((ROOT / "ui" / "compute" / "__init__.py").read_text(encoding="utf-8"))
+    exported = next(ast.literal_eval(n.value) for n in init.body if isinstance(n, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets))
+    seen: dict[str, str] = {}
+    for path in sorted((ROOT / "ui" / "compute").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        for name in _top_level_names(ast.parse(path.read_text(encoding="utf-8"))):
+            assert name not in seen, f"{name} in {seen.get(name)} and {path.name}"
+            seen[name] = path.name
+    assert sorted(exported) == sorted(seen), set(exported) ^ set(seen)
+
+
 def _protocol_members(proto: type) -> dict[str, object]:
     """A Protocol's own methods and properties by name (what an implementation must have)."""
     return {n: v for n, v in vars(proto).items() if not n.startswith("_") and (callable(v) or isinstance(v, property))}
@@ -298,7 +323,7 @@ def test_one_path_from_the_scenario_to_its_numbers():
     callers = {name: calls for name, path in sources().items() if name != "attention_lab.scenario"
                and (calls := _scenario_calls(ast.parse(path.read_text(encoding="utf-8")), pieces))}
     # ui.compute caches the embedding for numbers(); the score functions page adds the other functions' parameters
-    assert callers == {"ui.inputs": ["numbers", "score_params"], "ui.compute": ["embedding"]}, callers
+    assert callers == {"ui.inputs": ["numbers", "score_params"], "ui.compute.concepts": ["embedding"]}, callers
 
 
 def _query_writes(tree: ast.AST) -> list[int]:
