@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from ui import nav, state
+from attention_lab import scenario
+from ui import memo, nav, state
 from ui.i18n import table
 
 from .helpers import no_errors, page
@@ -47,3 +48,38 @@ def test_the_shared_embedding_changes_the_numbers_or_the_page_says_it_uses_only_
     assert _maps(before) != _maps(after) or said, f"{p.name}: the shared embedding is ignored and the page does not say so"
     if said:  # a page that says it uses only the tokens really does: the embedding changes none of its numbers
         assert _maps(before) == _maps(after), f"{p.name} says it uses only the tokens, yet its numbers moved"
+
+
+def _run(p, monkeypatch, **kept):
+    """A fresh run of page ``p`` (nothing reused from the server's cache) with these scenario values kept."""
+    monkeypatch.setattr(memo, "CACHE", memo.ByteCache(memo.SERVER_BYTES, memo.MAX_ENTRY_BYTES))
+    at = page(p.file, run=False)
+    for name, value in kept.items():
+        at.session_state[state.scenario_kept(name)] = value
+    at.run()
+    no_errors(at)
+    return at
+
+
+@pytest.mark.parametrize("p", [p for p in nav.PAGES if p.name not in ("home", "tutorial")], ids=lambda p: p.name)
+def test_a_page_that_draws_the_tokens_vectors_draws_the_x_the_scenario_builds(p, monkeypatch):
+    """Issue 53, as a property: on every page that shows the shared tokens and whose numbers depend on which tokens
+    they are (not only on how many), the numbers follow the X that ``attention_lab.scenario`` builds. With the
+    scenario's builder changed (every X it builds becomes 2X + 1) the page's numbers change; a page that built X
+    from ``core.tokens`` itself would draw the same numbers as before."""
+    n = len(scenario.token_list(scenario.DEFAULTS["tokens"]))
+    before = _run(p, monkeypatch)
+    if not _shows_tokens(before):
+        pytest.skip(f"{p.name} does not show the shared tokens")
+    other = _run(p, monkeypatch, tokens=" ".join(f"zq{i}" for i in range(n)))  # as many tokens, other ones
+    if _maps(other) == _maps(before):
+        pytest.skip(f"{p.name} draws numbers that depend only on how many tokens there are (no X of theirs)")
+    real = scenario.embedding
+
+    def shifted(kind, tokens, d_model, seed):
+        X, unknown = real(kind, tokens, d_model, seed)
+        return 2 * X + 1, unknown
+
+    monkeypatch.setattr(scenario, "embedding", shifted)
+    after = _run(p, monkeypatch)
+    assert _maps(after) != _maps(before), f"{p.name} draws numbers from the tokens that are not the scenario's X"

@@ -47,6 +47,7 @@ from .concepts import (
     scaling_experiment,
     seeded_block,
     self_attention_weights,
+    token_vectors,
     vit_attention,
 )
 from .llm import (
@@ -157,6 +158,7 @@ __all__ = [
     "scaling_experiment",
     "seeded_block",
     "self_attention_weights",
+    "token_vectors",
     "vit_attention",
     "class_question",
     "class_store",

@@ -33,6 +33,12 @@ def embedding(kind: str, tokens: tuple[str, ...], d_model: int, seed: int) -> tu
     return scenario.embedding(kind, tokens, d_model, seed)
 
 
+def token_vectors(tokens: tuple[str, ...], d_model: int, seed: int) -> torch.Tensor:
+    """X (n, d_model) for a page that uses only the tokens, at a width of its own: the X the scenario builds for them
+    (``attention_lab.scenario.embedding``, per-token seeded random vectors; cached by :func:`embedding`), a tensor."""
+    return torch.from_numpy(embedding("random", tuple(tokens), d_model, seed)[0])
+
+
 @memo.cached(max_entries=256, ttl=HOUR)
 def projection(d_in: int, d_out: int, seed: int, name: str) -> np.ndarray:
     """attention_lab.scenario.projection, cached: a seeded (d_in, d_out) projection."""

@@ -15,7 +15,7 @@ from core.variants import readouts
 
 from .. import memo
 from .common import HOUR
-from .concepts import embedding, position_table, projection
+from .concepts import embedding, position_table, projection, token_vectors
 
 
 def _decoder_weights(d_model: int, n_heads: int, n_kv_heads: int, seed: int, prefix: str) -> dict[str, torch.Tensor]:
@@ -29,7 +29,7 @@ def _decoder_weights(d_model: int, n_heads: int, n_kv_heads: int, seed: int, pre
 def grouped_heads(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> dict:
     """Grouped-query self-attention (core.multi_head_attention with n_kv_heads) on seeded embeddings:
     weights (H, n, n), kv_head_of (H,), reads (H, G) as 1/0, d_head."""
-    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    X = token_vectors(tokens, d_model, seed)
     W = _decoder_weights(d_model, n_heads, n_kv_heads, seed, "kvs")
     tr = core.multi_head_attention(X[None], n_heads=n_heads, n_kv_heads=n_kv_heads, **W)
     reads = np.zeros((n_heads, n_kv_heads))
@@ -93,7 +93,7 @@ def decode(tokens: tuple[str, ...], d_model: int, n_heads: int, n_kv_heads: int,
     full_weights (H, n, n); gaps / out_gaps per step: max |cached − full| of the row and of o_t;
     madds_* per step and cum_* running totals (multiply-adds counted by core); a cached step is
     macs_fixed + macs_per_key · (keys in the cache), both from core.kv_cache.decode_step_macs."""
-    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    X = token_vectors(tokens, d_model, seed)
     W = _decoder_weights(d_model, n_heads, n_kv_heads, seed, "kv")
     tr = core.cached_decode(X, n_heads=n_heads, n_kv_heads=n_kv_heads, rope_base=rope_base, **W)
     full = core.multi_head_attention(X[None], n_heads=n_heads, n_kv_heads=n_kv_heads, rope_base=rope_base,

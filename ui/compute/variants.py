@@ -10,6 +10,7 @@ from core.variants import readouts
 
 from .. import memo
 from .common import HOUR
+from .concepts import token_vectors
 
 MLA_ROPE_BASE = 10000.0  # RoPE's θ on the d_R rotary dims of the MLA page's small example
 
@@ -40,7 +41,7 @@ def mla(tokens: tuple[str, ...], d_model: int, heads: int, d_c: int, d_r: int, s
     """core.mla (causal, RoPE θ 10000 on the d_R rotary dims, d_h = d_model / H) on seeded, untrained projections of
     the tokens' embeddings: the cached latent c_KV (n, d_c) and rotary key k_R (n, d_R), the explicit and absorbed
     outputs (n, d_model) with their gap, and the cache per token and layer (core.mla_cache_values)."""
-    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    X = token_vectors(tokens, d_model, seed)
     d_h = d_model // heads
     shapes = (("W_DKV", d_model, d_c), ("W_KR", d_model, d_r), ("W_UK", d_c, heads * d_h), ("W_UV", d_c, heads * d_h),
               ("W_UQ", d_model, heads * d_h), ("W_QR", d_model, heads * d_r), ("W_o", heads * d_h, d_model))
@@ -77,7 +78,7 @@ def sinks_gates(tokens: tuple[str, ...], d_model: int, sinks: tuple[float, ...],
     a learned sink logit per head, QK-norm (RMSNorm weight 1), soft-capping at ``cap``, and a sigmoid output gate
     per head. Weights (H, n, n) of each; the sink's share (H, n); the logits before / after the cap (H, n, n);
     the QK-normed logits; the gate (n, H)."""
-    X = core.tokens.embed(list(tokens), d_model, seed=seed)
+    X = token_vectors(tokens, d_model, seed)
     W = {name: core.tokens.projection(d_model, d_model, seed=seed, name=f"sg.{name}") for name in ("W_q", "W_k", "W_v", "W_o")}
     base = dict(W, n_heads=SG_HEADS, causal=True)
     d_k = d_model // SG_HEADS
@@ -110,7 +111,7 @@ def delta_rule(tokens: tuple[str, ...], beta: float, g: float, seed: int) -> dic
     """core.gated_delta_rule (q, k L2-normalised as in Qwen3-Next) on seeded, untrained projections of the tokens'
     embeddings, d_k = d_v = DELTA_D, under the three rules: gated (β, g), the plain delta rule (β, g = 0) and
     linear attention (no delta, g = 0, β = 1); each with the chunked form's gap (core.gated_delta_rule_chunked)."""
-    X = core.tokens.embed(list(tokens), DELTA_D_MODEL, seed=seed)
+    X = token_vectors(tokens, DELTA_D_MODEL, seed)
     q, k, v = (X @ core.tokens.projection(DELTA_D_MODEL, DELTA_D, seed=seed, name=f"dr.{w}") for w in ("W_q", "W_k", "W_v"))
     return {"gated": _delta_run(q, k, v, beta, g, True), "delta": _delta_run(q, k, v, beta, 0.0, True),
             "linear": _delta_run(q, k, v, 1.0, 0.0, False)}
@@ -155,7 +156,7 @@ def sparse(tokens: tuple[str, ...], top_k: int, chooser: str, seed: int) -> dict
     if chooser not in SPARSE_CHOOSERS:
         raise ValueError(f"unknown chooser {chooser!r}")
     d, H, d_h = SPARSE_D_MODEL, SPARSE_HEADS, SPARSE_D_HEAD
-    X = core.tokens.embed(list(tokens), d, seed=seed)[None]  # (1, n, d)
+    X = token_vectors(tokens, d, seed)[None]  # (1, n, d)
     W = {w: core.tokens.projection(d, H * d_h, seed=seed, name=f"sp.{w}") for w in ("W_q", "W_k", "W_v")}
     q, k, v = (core.split_heads(X @ W[w], H) for w in ("W_q", "W_k", "W_v"))  # (1, H, n, d_h)
     full = core.attention(q, k, v, mask=core.masks.causal(X.shape[1]))  # weights (1, H, n, n)
@@ -200,7 +201,7 @@ def differential(tokens: tuple[str, ...], layer: int, a: float, b: float, seed: 
     Returns the two softmax maps and their difference (D, n, n) with D = H/2 differential heads, λ and λ_init,
     the rows' sums (D, n), and per map the share of each row's absolute weight on its largest entry (D, n)."""
     d = DIFF_D_MODEL // DIFF_HEADS
-    X = core.tokens.embed(list(tokens), DIFF_D_MODEL, seed=seed)
+    X = token_vectors(tokens, DIFF_D_MODEL, seed)
     shapes = {"W_q": (DIFF_D_MODEL, DIFF_HEADS * d), "W_k": (DIFF_D_MODEL, DIFF_KV_HEADS * d),
               "W_v": (DIFF_D_MODEL, DIFF_KV_HEADS * d), "W_o": (DIFF_HEADS * d, DIFF_D_MODEL)}
     W = {name: core.tokens.projection(*shape, seed=seed, name=f"df.{name}") for name, shape in shapes.items()}
