@@ -13,7 +13,7 @@ import streamlit as st
 from core.playground.lab import gap_text, within_rounding
 from serving import decoding, scheduler
 from ui import compute, link, page, settings, state
-from ui.i18n import current_lang, labeller, t
+from ui.i18n import count, current_lang, labeller, t
 from ui.pipeline import pipeline
 from ui.text import md, shorts
 from ui.widgets.bars import show_bars, weight_bars
@@ -279,7 +279,7 @@ def while_writing(line, box, text: str, n: int, T: float, k: int | None, p: floa
     for position, steps in scheduler.follow(compute.lm_scheduler(device), w, redraw_s=WRITING_REDRAW_S,
                                             ask_s=compute.LM_ASK_S):
         if position:  # k ≥ 1: in the line, k − 1 ahead
-            line.caption(t("lm.batch.line", k=position - 1) if position > 1 else t("lm.batch.next"))
+            line.caption(count("lm.batch.line", position - 1) if position > 1 else t("lm.batch.next"))
         else:
             line.caption(t("lm.batch.writing", n=steps, total=n))
             _show_text(box, text, (s.token for s in w.steps[:steps]))

@@ -149,7 +149,10 @@ def qk_norm(r: dict, i: int, dec: int) -> None:
 def gate(r: dict, i: int, labels: list[str], dec: int) -> None:
     """The sigmoid output gate: one value in (0, 1) per token and head, the chosen query's row outlined."""
     st.subheader(t("sg.gate.title"))
-    st.latex(r"o_h \;\leftarrow\; o_h \cdot \sigma(x\, w^{\sigma}_h),\qquad \sigma(u) = \frac{1}{1 + e^{-u}}")
+    st.latex(r"\begin{gathered}o \;\leftarrow\; o \odot \sigma(x\, W^{\sigma}),\quad W^{\sigma} \in \mathbb{R}^{d_{model} "
+             r"\times H d_h}\\ o_h \;\leftarrow\; o_h \cdot \sigma(x\, w^{\sigma}_h),\quad w^{\sigma}_h \in "
+             r"\mathbb{R}^{d_{model}},\qquad \sigma(u) = \frac{1}{1 + e^{-u}}\end{gathered}")
+    st.caption(t("sg.gate.which"))
     g = r["gate"]  # (n, H)
     show_heatmap(heatmap(g, x_labels=[t("sg.head", h=h) for h in range(H)], y_labels=labels, x_title=t("sg.axis.head"),
                          y_title=t("axis.query"), sequential=True, decimals=dec, highlight_row=i), key=KEYS.gate)

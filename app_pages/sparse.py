@@ -111,7 +111,10 @@ def costs() -> None:
     even = next((n for n, f, s in zip(c["ns"], c["full"], c["sparse"], strict=True) if s < f), None)
     st.markdown(t("sp.cost.now", k=COST_TOP_K, n=f"{c['ns'][last]:,}", ratio=f"{c['full'][last] / c['sparse'][last]:.1f}",
                   even=f"{even:,}" if even else "—"))
-    st.caption(t("sp.cost.caption"))
+    one = compute.sparse_costs((1,), COST_TOP_K)  # one (query, key) pair: the per-pair costs, whose ratio is the limit
+    full_pair, indexer_pair = one["full"][0], one["indexer"][0]
+    st.caption(t("sp.cost.caption", full_pair=f"{full_pair:,}", indexer_pair=f"{indexer_pair:,}",
+                 limit=f"{full_pair / indexer_pair:g}"))
 
 
 def main() -> None:

@@ -29,6 +29,10 @@ _ZEROS_CODA = {1: "ㅂ", 2: "ㄱ", 3: "ㄴ"}
 _LETTER_CODA = {"l": "ㄹ", "m": "ㅁ", "n": "ㄴ", "r": "ㄹ"}
 _CODAS = "ㄱㄲㄳㄴㄵㄶㄷㄹㄺㄻㄼㄽㄾㄿㅀㅁㅂㅄㅅㅆㅇㅈㅊㅋㅌㅍㅎ"
 _SYMBOL_CODA = {"%": "", "∞": "", "°": ""}  # 퍼센트, 무한대, 도
+# a version tag, one capital letter and one digit glued (V3 브이쓰리, K2 케이투), is read in English: one 원,
+# seven 세븐, nine 나인 end in ㄴ, eight 에잇 in ㅅ, the others (제로, 투, 쓰리, 포, 파이브, 식스) in a vowel
+_ENGLISH_DIGIT_CODA = {"1": "ㄴ", "7": "ㄴ", "8": "ㅅ", "9": "ㄴ"}
+_VERSION_TAG = re.compile(r"(?:^|[^A-Za-z0-9.])[A-Z](?P<digit>\d)$")
 
 
 def _latin_coda(word: str) -> str:
@@ -46,8 +50,8 @@ def _latin_coda(word: str) -> str:
     if last == "l":
         return "ㄹ"
     short = len(w) >= 2 and (w[-2] in "aeiou" or w[-2:] == "ck")  # a short vowel (or "ck") before it; not "ct": 팩트
-    if last in "kpt" and short and w[-3:-1] not in ("oo", "ee", "ea", "ai", "oa"):
-        return {"k": "ㄱ", "p": "ㅂ", "t": "ㅅ"}[last]  # a short vowel before it: cat 캣, cup 컵, back 백
+    if last in "kptb" and short and w[-3:-1] not in ("oo", "ee", "ea", "ai", "oa"):
+        return {"k": "ㄱ", "p": "ㅂ", "t": "ㅅ", "b": "ㅂ"}[last]  # a short vowel before it: cat 캣, cup 컵, back 백, lab 랩
     return ""  # vowels, r (car 카) and the consonants Korean follows with 으 (dog 도그, bus 버스)
 
 
@@ -83,6 +87,9 @@ def coda(text) -> str | None:
         return "ㄹ" if last == "\u11af" else "ㄱ"
     if last in _SYMBOL_CODA:
         return _SYMBOL_CODA[last]
+    tag = _VERSION_TAG.search(s)
+    if tag:
+        return _ENGLISH_DIGIT_CODA.get(tag.group("digit"), "")
     number = re.search(r"[+\-−]?\d[\d,]*(?:\.\d+)?(?:[eE][+\-−]?\d+)?$", s)
     if number:
         return _number_coda(number.group(0).replace("−", "-"))
@@ -106,14 +113,13 @@ def particle(value, forms: str) -> str:
 
 @cache
 def names(text: str) -> str:
-    """``text`` with every two-way particle after a Latin name that has a digit in it chosen from how the name
-    is read: "Mistral-7B은(는)" → "Mistral-7B는", "GPT-2은(는)" → "GPT-2는", "float32(으)로" → "float32로",
-    "Llama 3은(는)" → "Llama 3은". The strings write such names' particles in the two-way form, never by hand
-    (a test holds it), so the particle follows the rule that reads the name."""
+    """``text`` with every two-way particle after a Latin name chosen from how the name is read:
+    "Mistral-7B은(는)" → "Mistral-7B는", "GPT-2은(는)" → "GPT-2는", "float32(으)로" → "float32로",
+    "Llama 3은(는)" → "Llama 3은", "DeepSeek-V3과(와)" → "DeepSeek-V3와" (V3 브이쓰리), "DeepSeek은(는)" →
+    "DeepSeek는" (딥시크). The strings write a name's particle in the two-way form, never by hand (tests hold it for
+    names with a digit and for the names the rule reads), so the particle follows the rule that reads the name."""
     def one(m: re.Match) -> str:
         name = m.group("name")
-        if not re.search(r"\d", name):
-            return m.group(0)
         return name + m.group("between") + particle(name, m.group("p"))
 
     return _PARTICLE_AFTER_NAME.sub(one, text)

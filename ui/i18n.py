@@ -55,6 +55,12 @@ def t(key: str, lang: str | None = None, **fmt) -> str:
     return translate(key, lang or current_lang(), **fmt)
 
 
+def count(key: str, n: int, lang: str | None = None, **fmt) -> str:
+    """``t(key)`` for a count ``n`` (filled in as ``n``): ``key + ".one"`` when n is 1 ("1 request is ahead", not
+    "1 requests are ahead")."""
+    return t(f"{key}.one" if n == 1 else key, lang, n=n, **fmt)
+
+
 def labeller(prefix: str, *, empty_key: str | None = None):
     """A format_func for option widgets: option ``v`` → t(prefix + v), in the language of *this*
     run (bound now, so the label never depends on when Streamlit calls it)."""

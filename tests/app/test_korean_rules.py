@@ -126,3 +126,24 @@ def test_no_english_word_inside_a_korean_formula():
     left = [(s, m.group(0)) for s in said + [f.mathml(s) for s in said] for m in words.finditer(s)]
     assert not left, left
     assert f.localize(f.WHOLE["row"], "en") == f.WHOLE["row"]
+
+
+# ------------------------------------------------------------------ one register for instructions
+# An instruction to the learner ends in -세요 (바꿔 보세요, 여세요), never in the formal -십시오 (바꿔 보십시오);
+# questions and statements stay in 합니다체 (얼마입니까?, 바뀝니다).
+SIPSIO = re.compile(r"[가-힣]*십시오")
+
+
+def test_the_detector_finds_sipsio_and_lets_seyo_pass():
+    assert SIPSIO.findall("다시 보내십시오. 앞을 봐 주십시오!") == ["보내십시오", "주십시오"]
+    assert SIPSIO.findall("다시 보내세요. 얼마입니까? 바뀝니다.") == []
+
+
+def test_every_korean_file_tells_the_learner_what_to_do_in_seyo():
+    files = sorted((ASSETS / "i18n").glob("ko.*.json")) + [ASSETS / "i18n" / "ko.json"]
+    assert len(files) >= 10  # every ko.*.json of the app, the live class's included
+    found = [f"{path.name}:{key}: “{w}” in …{context(text, w)}…"
+             for path in files for key, text in json.loads(path.read_text(encoding="utf-8")).items()
+             for w in SIPSIO.findall(text)]
+    found += [f"{key}: “{w}” in …{context(text, w)}…" for key, text in ko_strings().items() for w in SIPSIO.findall(text)]
+    assert not found, "an instruction ends in -세요 (보내세요), not -십시오:\n" + "\n".join(found)

@@ -108,3 +108,25 @@ def test_the_shape_comes_back_from_the_link():
     again = page(PAGE, query=params)
     no_errors(again)
     close(heat(again, KEYS.latent), reference(32, 8, 12, 8).c_kv)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_no_saving_message_holds_whatever_h_is(lang):
+    """Here d_h = d_model / H, so multi-head attention caches 2·d_model numbers for every H: a latent that saves
+    nothing (d_c + d_R ≥ 2·d_model) saves nothing at any H, and the message does not tell the learner to raise H."""
+    d, d_c, d_r = 8, 8, 8
+    for H in (1, 2, 4, 8):
+        at = page(PAGE, run=False, query={"lang": lang})
+        for key, value in (("d_model", d), ("heads", H), ("d_c", d_c), ("d_r", d_r)):
+            at.session_state[getattr(KEYS, key)] = value
+        at.run()
+        no_errors(at)
+        size = core.mla_cache_values(kv_rank=d_c, rope_dim=d_r, n_heads=H, head_dim=d // H)
+        assert size.mha == 2 * d and size.mla >= size.mha  # the condition under which the page says "no saving"
+        said = texts(at)
+        if lang == "en":
+            assert "raising H changes nothing" in said and "Raise H" not in said
+        else:
+            assert "H를 늘려도 달라지는 것이 없습니다" in said and "H를 늘리거나" not in said
+    at = run(d_model=8, heads=2, d_c=4, d_r=2)  # d_c + d_R < 2·d_model: the latent saves
+    assert "raising H" not in texts(at) and "fewer than multi-head attention" in texts(at)

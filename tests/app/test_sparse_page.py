@@ -112,3 +112,20 @@ def test_more_tokens_than_a_page_draws_are_cut_with_a_message(path, limit):
     assert not at.exception and not at.error
     assert any(f"100 tokens: this page draws at most {limit}, so it uses the first {limit}." in w.value
                for w in at.warning)
+
+
+def test_the_indexer_grows_at_the_same_rate_so_the_saving_tends_to_a_limit():
+    """The indexer's n² term grows as fast as full attention's, only cheaper per pair (64·128 against 128·(192 + 128)):
+    full / sparse rises towards that ratio, 5, and never reaches it; the caption says so with core's numbers."""
+    shapes = {"n_heads": 128, "d_k": 192, "d_v": 128, "n_index_heads": 64, "d_index": 128}
+    one = core.sparse_topk_macs(1, 1, **shapes)
+    limit = one.full / one.indexer
+    assert (one.full, one.indexer, limit) == (128 * (192 + 128), 64 * 128, 5.0)
+    ratios = [c.full / c.sparse for c in (core.sparse_topk_macs(n, 2048, **shapes) for n in (4096, 65536, 10**6, 10**9))]
+    assert ratios == sorted(ratios) and all(r < limit for r in ratios) and limit - ratios[-1] < 1e-4
+    at = run()
+    no_errors(at)
+    said = texts(at)
+    assert "at a smaller rate" not in said
+    assert "H_I·d_I = 8,192 multiply-adds against H·(d_k + d_v) = 40,960" in said
+    assert "at most 5× cheaper than full attention, and the ratio tends to 5" in said

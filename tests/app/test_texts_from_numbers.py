@@ -123,6 +123,11 @@ def test_the_scan_finds_a_planted_hand_written_particle():
     ("Mistral-7B은(는)", "Mistral-7B는"), ("float32(으)로", "float32로"), ("UTF-8(으)로", "UTF-8로"),
     ("bfloat16은(는)", "bfloat16은"), ("Llama-3-8B와(과)", "Llama-3-8B와"),
     ("FlashAttention-1은(는)", "FlashAttention-1은"), ("SmolLM2이(가)", "SmolLM2가"),
+    # a version tag, one capital and one digit, is read in English: V3 브이쓰리, K2 케이투, V1 브이원
+    ("DeepSeek-V3과(와)", "DeepSeek-V3와"), ("DeepSeek-V3은(는)", "DeepSeek-V3는"), ("V3이(가)", "V3가"),
+    ("Kimi K2은(는)", "Kimi K2는"), ("DeepSeek-V1은(는)", "DeepSeek-V1은"), ("DeepSeek-V3.2이(가)", "DeepSeek-V3.2가"),
+    # a name without a digit is read by the same rule: DeepSeek 딥시크, Lab 랩, Terminus 터미너스
+    ("DeepSeek은(는)", "DeepSeek는"), ("DeepSeek과(와)", "DeepSeek와"), ("Attention Lab을(를)", "Attention Lab을"),
 ])
 def test_a_names_particle_follows_how_it_is_read(written, read):
     assert names(written) == read
@@ -150,3 +155,35 @@ def test_the_term_scan_reads_every_korean_file():
     assert all(f"exercises:{k}" in scanned for k in json.loads((ASSETS / "lessons" / "exercises.ko.json").read_text("utf-8")))
     terms = {term["ko"] for term in json.loads((ASSETS / "i18n" / "terms.json").read_text("utf-8"))["terms"]}
     assert {"멀티헤드", "윈도우", "키/밸류 헤드", "특성 맵"} <= terms
+
+
+# A particle written by hand after a Latin name (no digit) that the reading rule reads otherwise; ViT is read 비트
+# (the rule would read "vit" like "cat": 빗).
+HAND_AFTER_NAME = re.compile(r"(?<![A-Za-z0-9{}_])(?P<name>[A-Za-z][A-Za-z]+)(?P<p>은|는|이|가|을|를|과|와|으로|로)(?![가-힣(])")
+READ_OTHERWISE = {"ViT", "KiB", "MiB", "GiB"}  # and units read as their Korean names: 키비바이트 …
+_FORMS = {"은": "은(는)", "는": "은(는)", "이": "이(가)", "가": "이(가)", "을": "을(를)", "를": "을(를)", "과": "과(와)",
+          "와": "과(와)", "으로": "(으)로", "로": "(으)로"}
+
+
+def test_a_hand_written_particle_after_a_name_agrees_with_how_it_is_read():
+    from ui.text import particle
+
+    found = [f"{k}: {m.group(0)} (read: {m.group('name')}{particle(m.group('name'), _FORMS[m.group('p')])})"
+             for k, v in ko_strings().items() for m in HAND_AFTER_NAME.finditer(v)
+             if m.group("name") not in READ_OTHERWISE and particle(m.group("name"), _FORMS[m.group("p")]) != m.group("p")]
+    assert not found, "write the two-way form (DeepSeek은(는)) so the reading rule chooses:\n" + "\n".join(found)
+    assert HAND_AFTER_NAME.search("DeepSeek은 인덱서") and particle("DeepSeek", "은(는)") == "는"  # the old text is caught
+
+
+def test_the_shown_korean_reads_deepseek_and_v3_as_spoken():
+    for lang_text in (t("sp.carry.untrained", "ko"), tut_markdown("mla-cache"), t("mla.intro", "ko"),
+                      t("mla.models.note", "ko", model="DeepSeek-V3", mla="576", mha="32,768", ratio="57")):
+        assert "DeepSeek은" not in lang_text and "V3과" not in lang_text and "V3은" not in lang_text, lang_text
+    assert "DeepSeek는" in t("sp.carry.untrained", "ko") and "DeepSeek-V3와" in tut_markdown("mla-cache")
+    assert "DeepSeek-V3는" in t("mla.models.note", "ko", model="DeepSeek-V3", mla="576", mha="32,768", ratio="57")
+
+
+def tut_markdown(lesson_id: str) -> str:
+    from attention_lab.tutorial import lesson_markdown
+
+    return lesson_markdown(lesson_id, "ko")

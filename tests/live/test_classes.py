@@ -157,6 +157,26 @@ def test_more_than_two_answers_a_second_are_refused(store, lt):
     cl.submit(store, code, "student-0001", 0.4, T0 + 1.2)  # a second after the first: taken again
 
 
+def test_a_refused_answer_leaves_the_previous_one_and_the_message_says_so(store, lt):
+    """Too fast: the refused answer is never stored, the previous one stands, and the student is told exactly that
+    (the old message said "your last answer counts", which reads as the refused one)."""
+    import json
+    from pathlib import Path
+
+    code, _ = _class(store)
+    cl.join(store, code, "student-0001", "Ada", T0)
+    cl.ask(store, code, cl.question("q1", "alpha", lt, 0, 1), T0)
+    cl.submit(store, code, "student-0001", 0.1, T0 + 0.1)
+    cl.submit(store, code, "student-0001", 0.2, T0 + 0.5)
+    with pytest.raises(cl.Refused, match="too_fast"):
+        cl.submit(store, code, "student-0001", 0.9, T0 + 0.6)
+    assert [a["value"] for a in store.answers(code)] == [0.2]
+    i18n = Path(__file__).resolve().parents[2] / "assets" / "i18n"
+    en, ko = (json.loads((i18n / f"{lang}.live.json").read_text(encoding="utf-8"))["live.err.too_fast"] for lang in ("en", "ko"))
+    assert "not recorded" in en and "previous answer stands" in en and "last answer counts" not in en
+    assert "기록되지 않았고" in ko and "앞서 보낸 답이 그대로" in ko and "마지막 답이 기록됩니다" not in ko
+
+
 def test_the_tally_counts_the_class(store, lt):
     code, _ = _class(store)
     sids = [f"student-{i:04d}" for i in range(5)]
