@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
+from ui.concept_panels import delta_state
 from ui.i18n import t
 from ui.inputs import numbers_panel
 from ui.text import shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
-from ui.widgets.layout import dim_labels, shape_badge, token_labels
+from ui.widgets.layout import dim_labels, token_labels
 from ui.widgets.steps import stepper
 
 KEYS = state.DELTA_RULE
@@ -74,24 +74,9 @@ def step_controls(n: int, problems: page.Problems) -> int:
 
 
 def this_step(r: dict, rule: str, step: int, labels: list[str], dec: int) -> None:
-    """Token t's write and read: the state S_t (d_k × d_v) beside k_t, v_t, what S predicted for k_t, what was
-    written, q_t and what it retrieves."""
-    i = step - 1
-    st.subheader(t("dr.step.title", tok=labels[i]))
-    c1, c2 = st.columns(2)
-    with c1:
-        st.markdown(f"**{t('dr.state', t=i)}**")
-        show_heatmap(heatmap(r["states"][i], x_labels=dim_labels(D, "v"), y_labels=dim_labels(D, "k"),
-                             x_title=t("dr.axis.v"), y_title=t("dr.axis.k"), decimals=dec), key=KEYS.state)
-        shape_badge(t("dr.state.shape", d=D))
-    names = ["k", "v", "pred", "write", "q", "out"] if rule != "linear" else ["k", "v", "write", "q", "out"]
-    source = {"k": r["k"], "v": r["v"], "pred": r["pred"], "write": r["write"], "q": r["q"], "out": r["output"]}
-    with c2:
-        st.markdown(f"**{t('dr.write.title', t=i)}**")
-        show_heatmap(heatmap(np.stack([source[k][i] for k in names]), x_labels=dim_labels(D, "d"),
-                             y_labels=[t("dr.vec." + k, t=i) for k in names], x_title=t("axis.dim"),
-                             y_title=t("dr.axis.vector"), decimals=dec), key=KEYS.write)
-    st.markdown(t("dr.read.now", t=i, scale=f"{r['scale']:g}"))
+    """Token t's write and read: the state S_t beside the vectors of this step (ui.concept_panels.delta_state)."""
+    st.subheader(t("dr.step.title", tok=labels[step - 1]))
+    delta_state(r, rule, step, labels, dec, keys=(KEYS.state, KEYS.write))
 
 
 def forms_check(r: dict) -> None:
@@ -119,9 +104,8 @@ def hybrid() -> None:
     """A 3:1 hybrid's memory per sequence beside the same model with attention in every layer."""
     h = compute.HYBRID
     st.subheader(t("dr.hybrid.title"))
-    st.markdown(t("dr.hybrid.intro", model=h["name"], layers=h["layers"], attn=h["layers"] // h["every"],
-                  lin=h["layers"] - h["layers"] // h["every"], g=h["kv_heads"], dh=h["d_head"], heads=h["v_heads"],
-                  dk=h["d_k"], dv=h["d_v"]))
+    st.markdown(t("dr.hybrid.intro", model=h.name, layers=h.layers, attn=h.count("global"), lin=h.count("linear"),
+                  g=h.n_kv_heads, dh=h.d_head, heads=h.linear_value_heads, dk=h.linear_key_dim, dv=h.linear_value_dim))
     million = lambda x: f"{x / 1e6:,.1f} M"  # noqa: E731
     df = pd.DataFrame([{t("dr.hybrid.n"): f"{r['n']:,}", t("dr.hybrid.full"): million(r["full"]),
                         t("dr.hybrid.kv"): million(r["kv"]), t("dr.hybrid.state"): million(r["state"]),

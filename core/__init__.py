@@ -47,7 +47,9 @@ from core.mechanism.multihead import (
     repeat_kv,
     split_heads,
 )
+from core.mechanism.norms import rms_norm
 from core.mechanism.paged import PagedKVCache, PagedMemory, PagePool
+from core.mechanism.positional import RopeTables, rope_tables
 from core.models import block, pretrained, seq2seq, seq2seq_store, vit
 from core.playground import experiments, lab, pitfalls, tokens
 from core.playground.seeded import seeded_normal
@@ -76,7 +78,6 @@ from core.variants.sinks_gates import (
     differential_attention,
     lambda_init,
     modern_attention,
-    rms_norm,
 )
 from core.variants.sparse import (
     IndexerTrace,
@@ -111,6 +112,8 @@ __all__ += [
     "chunk_layer", "global_layer", "repeat_pattern", "schedule_reach", "window_layer",
     "PagedKVCache", "PagedMemory", "PagePool",
 ]
+# the one attention function's parts (issue 53)
+__all__ += ["RopeTables", "rope_tables"]
 
 
 def available_devices() -> list[str]:

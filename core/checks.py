@@ -12,6 +12,7 @@ rules are the same everywhere:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,3 +122,25 @@ def as_bool_mask(mask: TensorLike, *, device: torch.device) -> torch.Tensor:
             raise ValueError("mask must be boolean (True = may attend) or contain only 0 and 1")
         t = t != 0
     return t.to(device)
+
+
+def int_at_least(name: str, n, *, minimum: int = 1) -> int:
+    """n itself when it is an integer ≥ ``minimum`` (not a bool), else ValueError naming it."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
+        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {n!r}")
+    return n
+
+
+def positive_number(name: str, value) -> float:
+    """value as a float when it is a positive finite number, else ValueError naming it."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    v = float(value)
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return v
+
+
+def given(**named) -> dict:
+    """The keyword arguments that are not None (the optional tensors a caller passed)."""
+    return {k: v for k, v in named.items() if v is not None}

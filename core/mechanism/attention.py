@@ -1,4 +1,16 @@
-r"""Single-head attention with a full trace of every intermediate.
+r"""The one attention function: every variant, model and cache in core computes its softmax here.
+
+    scores  = f(Q, K)                                     (..., n_q, n_k)   dot, scaled dot, general, additive, cosine
+    scaled  = scores · scale / T
+    biased  = scaled + bias                               ALiBi, a relative-position table
+    capped  = c · tanh(biased / c)                        soft-capping (Gemma 2), when ``softcap`` = c
+    logits  = capped, −∞ where the mask forbids          causal, window, chunk, top-k, padding: one boolean mask
+    [α | α_sink] = softmax([logits | z])                  a learned sink logit z per row (gpt-oss), when ``sinks``
+    output  = α V
+
+Multi-head and grouped-query attention (:func:`core.mechanism.multihead.grouped_query_attention`), the KV and
+paged caches, QK-norm (before it), the output gate (after it), DIFF (twice), MLA (explicit and absorbed), sparse
+top-k and the decoder (alone and in a batch) all call :func:`attention`.
 
 Row convention (ML code, CURRICULUM C2) — vectors are rows::
 
@@ -24,7 +36,7 @@ from typing import Any
 
 import torch
 
-from core.checks import TensorLike, as_bool_mask, as_tensor, as_tensors, shape_str
+from core.checks import TensorLike, as_bool_mask, as_tensor, as_tensors, positive_number, shape_str
 
 SCORE_FUNCTIONS = ("dot", "scaled_dot", "general", "additive", "cosine")
 CONVENTIONS = ("row", "column")
@@ -42,8 +54,10 @@ class AttentionTrace:
     scores:        raw compatibility f(Q, K)        (..., n_q, n_k)
     scaled:        scores · scale / temperature     (..., n_q, n_k)
     bias:          the additive bias (ALiBi, a relative-position table …) broadcast to (..., n_q, n_k), or None
-    logits:        ``scaled`` (+ ``bias``) with −inf where the mask forbids
-    weights:       softmax of logits over keys      (..., n_q, n_k), sums to 1 per query
+    logits:        ``scaled`` (+ ``bias``, soft-capped) with −inf where the mask forbids
+    weights:       softmax of logits over keys      (..., n_q, n_k), sums to 1 per query (1 − sink_weight with sinks)
+    capped:        c·tanh(biased / c) before the mask when ``softcap`` = c, else None
+    sink_weight:   the share of each row the sink logit took (..., n_q), or None without sinks
     output:        weights · V                      (..., n_q, d_v)
     mask:          boolean, True = may attend, broadcast to the weights' shape (or None)
     fully_masked:  True for a query whose keys are all masked (weights and output 0) (..., n_q)
@@ -65,6 +79,9 @@ class AttentionTrace:
     convention: str
     params: Mapping[str, torch.Tensor]
     bias: torch.Tensor | None = None
+    softcap: float | None = None
+    capped: torch.Tensor | None = None
+    sink_weight: torch.Tensor | None = None
 
     @property
     def biased(self) -> torch.Tensor:
@@ -113,7 +130,8 @@ class AttentionTrace:
             mask=None if self.mask is None else t(self.mask), fully_masked=self.fully_masked,
             score=self.score, scale=self.scale, temperature=self.temperature,
             convention="column" if self.convention == "row" else "row", params=self.params,
-            bias=None if self.bias is None else t(self.bias),
+            bias=None if self.bias is None else t(self.bias), softcap=self.softcap,
+            capped=None if self.capped is None else t(self.capped), sink_weight=self.sink_weight,
         )
 
 
@@ -230,6 +248,8 @@ def attention(
     device: str | torch.device | None = None,
     dtype: torch.dtype | None = None,
     bias: TensorLike | None = None,
+    softcap: float | None = None,
+    sinks: TensorLike | None = None,
     check_finite: bool = True,
 ) -> AttentionTrace:
     r"""Attention of queries ``q`` over keys ``k`` and values ``v``; returns an :class:`AttentionTrace`.
@@ -248,6 +268,10 @@ def attention(
     then −∞ where masked. Row: (n_q, n_k) or broadcastable, e.g. (H, n_q, n_k) per head (ALiBi,
     :func:`core.positional.alibi_bias`, or a learned relative-position table); column: its transpose.
     Must be finite (forbid with ``mask``).
+    softcap: c > 0 caps the logits before the mask, c·tanh(logits / c) (Gemma 2), or None.
+    sinks: one learned logit per query row, broadcastable to (..., n_q) — e.g. (H, 1) for one per head
+    (gpt-oss): appended to every row as an extra key before the softmax and dropped after it, so a row's weights sum
+    to 1 − its sink's share (a head can attend to "nothing"). Row convention only.
     check_finite: False skips the NaN/∞ scans of the inputs and of the scaled scores (shapes are
     still checked) — for a caller whose tensors come from a model's own matmuls, e.g. the decoder's
     30 blocks per token, where the scans cost more than the attention itself.
@@ -296,6 +320,8 @@ def attention(
 
     bias_r = _row_bias(bias, scaled, convention)  # (..., n_q, n_k) or None
     biased = scaled if bias_r is None else scaled + bias_r
+    cap = None if softcap is None else positive_number("softcap", softcap)
+    capped = None if cap is None else cap * torch.tanh(biased / cap)  # (..., n_q, n_k), in (−c, c)
 
     mask_r = None
     if mask is not None:
@@ -321,18 +347,41 @@ def attention(
         mask_r = m.expand(scaled.shape)  # (..., n_q, n_k)
 
     # masking: logits = scaled where allowed, −inf where forbidden
-    logits = biased if mask_r is None else biased.masked_fill(~mask_r, float("-inf"))
+    pre_mask = biased if capped is None else capped
+    logits = pre_mask if mask_r is None else pre_mask.masked_fill(~mask_r, float("-inf"))
     # α = softmax over keys (a fully masked query gets zeros, never NaN)
-    weights, fully = masked_softmax(logits, mask_r, dim=-1)  # (..., n_q, n_k)
+    if sinks is None:
+        weights, fully = masked_softmax(logits, mask_r, dim=-1)  # (..., n_q, n_k)
+        sink_weight = None
+    else:
+        weights, sink_weight = _softmax_with_sinks(logits, mask_r, sinks, convention)  # (..., n_q, n_k), (..., n_q)
+        fully = torch.zeros_like(sink_weight, dtype=torch.bool) if mask_r is None else ~mask_r.any(dim=-1)
     # output = α V: each output row is the convex combination Σ_i α_i v_i
     output = weights @ v_r  # (..., n_q, d_v)
 
     trace = AttentionTrace(
         q=q_r, k=k_r, v=v_r, scores=scores, scaled=scaled, logits=logits, weights=weights,
         output=output, mask=mask_r, fully_masked=fully, score=score, scale=scale_f,
-        temperature=temp_f, convention="row", params=P, bias=bias_r,
+        temperature=temp_f, convention="row", params=P, bias=bias_r, softcap=cap, capped=capped,
+        sink_weight=sink_weight,
     )
     return trace.transposed() if convention == "column" else trace
+
+
+def _softmax_with_sinks(logits: torch.Tensor, mask: torch.Tensor | None, sinks: TensorLike, convention: str):
+    """softmax([logits | z]) over each row with the sink logit z never masked; returns (weights (..., n_q, n_k),
+    the sink's share (..., n_q))."""
+    if convention != "row":
+        raise ValueError("sinks are given per query row: use the row convention")
+    z = as_tensor(sinks, "sinks", device=logits.device, dtype=logits.dtype)
+    try:
+        z_col = z.unsqueeze(-1).expand(*logits.shape[:-1], 1)  # (..., n_q, 1)
+    except RuntimeError:
+        raise ValueError(f"sinks {shape_str(z.shape)} do not broadcast to one logit per query row "
+                         f"{shape_str(logits.shape[:-1])}") from None
+    full_mask = None if mask is None else torch.cat([mask, torch.ones_like(mask[..., :1])], dim=-1)  # (..., n_q, n_k+1)
+    probs, _ = masked_softmax(torch.cat([logits, z_col], dim=-1), full_mask)  # (..., n_q, n_k + 1)
+    return probs[..., :-1], probs[..., -1]  # the sink column is dropped
 
 
 def _row_bias(bias: TensorLike | None, scaled: torch.Tensor, convention: str) -> torch.Tensor | None:

@@ -35,7 +35,9 @@ import torch
 from core.checks import TensorLike, as_tensors, shape_str
 from core.mechanism.attention import AttentionTrace
 from core.mechanism.masks import causal
-from core.mechanism.multihead import grouped_query_attention, kv_head_map, merge_heads, project_heads, rope_tables, split_heads
+from core.mechanism.multihead import grouped_query_attention, kv_head_map, merge_heads, project_heads, split_heads
+from core.mechanism.positional import RopeTables, rope_tables
+from core.shapes import MODELS, Published
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,7 +112,7 @@ def attend_with_cache(
     rope_pairing: str = "adjacent",
     scale: float | None = None,
     bias: TensorLike | None = None,
-    cos_sin: tuple[torch.Tensor, torch.Tensor] | None = None,
+    tables: RopeTables | None = None,
     check_finite: bool = True,
 ) -> CachedAttentionStep:
     """Causal attention of s new tokens over the cache plus themselves; appends their keys and values.
@@ -122,8 +124,8 @@ def attend_with_cache(
     cached key and the new keys up to itself. ``scale`` defaults to 1/√d_k.
     ``bias``: an additive bias before the mask, broadcastable to (..., H, s, t+s) (ALiBi's rows for
     these positions: ``alibi_bias(H, s, t + s)``).
-    ``cos_sin``: RoPE's (cos, sin) (s, d_k/2) for positions t … t+s−1, computed once by the caller
-    (:func:`core.positional.rope_cos_sin`) when many blocks share them, instead of ``rope_base``.
+    ``tables``: RoPE's :class:`RopeTables` for positions t … t+s−1, computed once by the caller
+    (:func:`core.mechanism.positional.rope_tables`) when many blocks share them, instead of ``rope_base``.
     ``check_finite=False`` skips the NaN/∞ scans (see :func:`core.attention.attention`).
     Returns a :class:`CachedAttentionStep` (``.output``, ``.weights``, ``.cache``).
     """
@@ -141,22 +143,20 @@ def attend_with_cache(
     if cache is not None:
         cache = KVCache(k=t["cache.k"], v=t["cache.v"])
     past = 0 if cache is None else cache.length
-    if cos_sin is not None:
+    if tables is not None:
         if rope_base is not None:
-            raise ValueError("give rope_base or precomputed cos_sin, not both")
-        if tuple(cos_sin[0].shape) != (s, Q.shape[-1] // 2):
-            raise ValueError(f"cos_sin must be ({s}, {Q.shape[-1] // 2}) for {s} new tokens, got "
-                             f"{shape_str(cos_sin[0].shape)}")
+            raise ValueError("give rope_base or precomputed tables, not both")
+        if not isinstance(tables, RopeTables) or tuple(tables.cos.shape) != (s, Q.shape[-1] // 2):
+            raise ValueError(f"tables must be RopeTables of ({s}, {Q.shape[-1] // 2}) for {s} new tokens, got "
+                             f"{tables!r:.60}")
     elif rope_base is not None:
-        cos_sin = rope_tables(s, Q.shape[-1], base=rope_base, pairing=rope_pairing, start=past, device=Q.device,
-                              dtype=Q.dtype)  # (s, d_k/2) each: positions t … t+s−1
-    return _attend(Q, K, V, cache, cos_sin=cos_sin, pairing=rope_pairing, scale=scale, bias=bias,
-                   check_finite=check_finite)
+        tables = rope_tables(s, Q.shape[-1], base=rope_base, pairing=rope_pairing, start=past, device=Q.device,
+                             dtype=Q.dtype)  # (s, d_k/2) each: positions t … t+s−1
+    return _attend(Q, K, V, cache, rope=tables, scale=scale, bias=bias, check_finite=check_finite)
 
 
-def _attend(Q, K, V, cache, *, cos_sin, pairing, scale=None, bias=None, mask=None,
-            check_finite=True) -> CachedAttentionStep:
-    """attend_with_cache on checked tensors; cos_sin: RoPE's (cos, sin) (s, d_k/2) for the new positions, or None;
+def _attend(Q, K, V, cache, *, rope, scale=None, bias=None, mask=None, check_finite=True) -> CachedAttentionStep:
+    """attend_with_cache on checked tensors; rope: RopeTables (s, d_k/2) for the new positions, or None;
     ``mask`` (s, t+s), default causal (new token i sees keys ≤ t + i)."""
     H, s = Q.shape[-3], Q.shape[-2]
     past = 0 if cache is None else cache.length
@@ -165,8 +165,8 @@ def _attend(Q, K, V, cache, *, cos_sin, pairing, scale=None, bias=None, mask=Non
     if cache is not None:
         cache.check_fits(K, V)
     Q, K_all, V_all, trace = grouped_query_attention(
-        Q, K, V, past=None if cache is None else (cache.k, cache.v), cos_sin=cos_sin, pairing=pairing, mask=mask,
-        scale=scale, bias=bias, check_finite=check_finite)  # weights (..., H, s, t+s), output (..., H, s, d_v)
+        Q, K, V, past=None if cache is None else (cache.k, cache.v), rope=rope, mask=mask, scale=scale, bias=bias,
+        check_finite=check_finite)  # weights (..., H, s, t+s), output (..., H, s, d_v)
     return CachedAttentionStep(q=Q, positions=torch.arange(past, past + s), cache=KVCache(k=K_all, v=V_all),
                                attention=trace, kv_head_of=kv_head_map(int(H), int(K.shape[-3])))
 
@@ -284,15 +284,14 @@ def cached_decode(
     Q, K, V, d_k, d_v = project_heads(t, H, G)  # (..., n, H·d_k), (..., n, G·d_k), (..., n, G·d_v)
     d_out = int(t["W_o"].shape[1])
     n = X.shape[-2]
-    cos, sin = (None, None) if rope_base is None else rope_tables(n, d_k, base=rope_base, pairing=rope_pairing,
-                                                                 device=X.device, dtype=X.dtype)  # (n, d_k/2)
+    tables = None if rope_base is None else rope_tables(n, d_k, base=rope_base, pairing=rope_pairing, device=X.device,
+                                                        dtype=X.dtype)  # (n, d_k/2)
     steps, cache, rows = [], None, []
     for pos in range(n):
         at = slice(pos, pos + 1)
         q = split_heads(Q[..., at, :], H)  # (..., H, 1, d_k)
         k, v = split_heads(K[..., at, :], G), split_heads(V[..., at, :], G)  # (..., G, 1, d)
-        cs = None if cos is None else (cos[at], sin[at])
-        step = _attend(q, k, v, cache, cos_sin=cs, pairing=rope_pairing)
+        step = _attend(q, k, v, cache, rope=None if tables is None else tables.at(at))
         cache = step.cache
         out = merge_heads(step.output) @ t["W_o"]  # (..., 1, d_out)
         rows.append(out)
@@ -393,20 +392,14 @@ class ModelShape:
             out[shape.kind] = shape.kv_cache_bytes(tokens, batch=batch, bytes_per_value=bytes_per_value)
         return out
 
+    @classmethod
+    def of(cls, published: Published) -> ModelShape:
+        """The attention shape of a model of the registry (:mod:`core.shapes`), with its source."""
+        p = published
+        return cls(p.name, layers=p.layers, n_heads=p.n_heads, n_kv_heads=p.n_kv_heads, d_head=p.d_head,
+                   d_model=p.d_model, context=p.context, window=p.window, rope_base=p.rope_base, source=p.source)
 
-MODEL_PRESETS: dict[str, ModelShape] = {
-    "gpt2": ModelShape("GPT-2 small", layers=12, n_heads=12, n_kv_heads=12, d_head=64, d_model=768, context=1024,
-                       source="openai-community/gpt2 config.json: n_layer 12, n_head 12, n_embd 768, n_positions 1024"),
-    "smollm2-135m": ModelShape("SmolLM2-135M", layers=30, n_heads=9, n_kv_heads=3, d_head=64, d_model=576, context=8192,
-                               rope_base=100000.0,
-                               source="HuggingFaceTB/SmolLM2-135M config.json: 30 layers, 9 heads, 3 KV heads, "
-                                      "hidden 576, rope_theta 100000, max_position_embeddings 8192"),
-    "llama-3-8b": ModelShape("Llama-3-8B", layers=32, n_heads=32, n_kv_heads=8, d_head=128, d_model=4096, context=8192,
-                             rope_base=500000.0,
-                             source="meta-llama/Meta-Llama-3-8B config.json: 32 layers, 32 heads, 8 KV heads, "
-                                    "hidden 4096, rope_theta 500000, max_position_embeddings 8192"),
-    "mistral-7b": ModelShape("Mistral-7B", layers=32, n_heads=32, n_kv_heads=8, d_head=128, d_model=4096, context=32768,
-                             window=4096, rope_base=10000.0,
-                             source="mistralai/Mistral-7B-v0.1 config.json: 32 layers, 32 heads, 8 KV heads, "
-                                    "hidden 4096, sliding_window 4096, rope_theta 10000, max_position_embeddings 32768"),
-}
+
+# the models the KV-cache pages compare (their numbers and sources: core.shapes.MODELS)
+MODEL_PRESETS: dict[str, ModelShape] = {key: ModelShape.of(MODELS[key])
+                                        for key in ("gpt2", "smollm2-135m", "llama-3-8b", "mistral-7b")}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.checks import TensorLike, as_bool_mask, shape_str
+from core.checks import TensorLike, as_bool_mask, int_at_least, shape_str
 
 
 def _check_n(name: str, n: int) -> int:
@@ -81,6 +81,27 @@ def window(n: int, size: int, *, causal_only: bool = False, sinks: int = 0, conv
         sink = (j < sinks) & (j <= i) if causal_only else (j < sinks).expand(n, n)  # (n, n)
         m = m | sink
     return _orient(m, convention)
+
+
+_causal, _window = causal, window  # the mask builders, under names self_attention's flags do not shadow
+
+
+def self_attention(n: int, *, causal: bool = True, window: int | None = None, mask: TensorLike | None = None,
+                   device=None) -> torch.Tensor | None:
+    """A layer's self-attention mask (n, n), True = may attend, or None when nothing is masked: :func:`causal` and
+    the symmetric :func:`window` (|i − j| < w; with causal, the w most recent keys) and ``mask`` (broadcastable to
+    (…, n, n)), combined with "and"."""
+    m = _causal(n, device=device) if causal else None  # (n, n)
+    if window is not None:
+        band = _window(n, int_at_least("window", window), device=device)  # (n, n): |i − j| < w
+        m = band if m is None else m & band
+    if mask is not None:
+        user = as_bool_mask(mask, device=device)
+        try:
+            m = user & torch.ones(n, n, dtype=torch.bool, device=device) if m is None else m & user  # (…, n, n)
+        except RuntimeError:
+            raise ValueError(f"mask {shape_str(user.shape)} does not broadcast to the ({n}, {n}) weights") from None
+    return m
 
 
 def none(n_q: int, n_k: int | None = None, convention: str = "row", *, device=None) -> torch.Tensor:
@@ -183,3 +204,4 @@ def window_reach(n: int, size: int, layers: int, *, sinks: int = 0) -> WindowRea
     full = next((l + 1 for l, c in enumerate(counts) if c == n), None)
     return WindowReach(n=n, size=size, sinks=sinks, layers=layers, mask=m, reach=R,
                        farthest=tuple(n - 1 - o for o in oldest), reachable=tuple(counts), all_reached_at=full)
+

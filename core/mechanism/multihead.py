@@ -23,7 +23,7 @@ import torch
 
 from core.checks import TensorLike, as_tensors, shape_str
 from core.mechanism.attention import AttentionTrace, attention
-from core.mechanism.positional import check_rope, rope_cos_sin, rotate
+from core.mechanism.positional import RopeTables, rope_tables
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,39 +187,32 @@ def project_heads(t: dict, H: int, G: int, *, x_q: str = "x", x_kv: str | None =
     return Q, K, V, d_k, d_v
 
 
-def rope_tables(n: int, d: int, *, base: float, pairing: str = "adjacent", start: int = 0, device=None,
-                dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
-    """RoPE's (cos, sin) (n, d/2) for positions start … start+n−1, after checking d (even), the base and the pairing."""
-    check_rope(d, base, pairing)
-    return rope_cos_sin(torch.arange(start, start + n), d, base=base, device=device, dtype=dtype)
-
-
 def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
-                            past: tuple[torch.Tensor, torch.Tensor] | None = None,
-                            cos_sin: tuple[torch.Tensor, torch.Tensor] | None = None, pairing: str = "adjacent",
+                            past: tuple[torch.Tensor, torch.Tensor] | None = None, rope: RopeTables | None = None,
                             mask=None, bias=None, score: str = "scaled_dot", params=None, scale: float | None = None,
+                            softcap: float | None = None, sinks=None,
                             check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, AttentionTrace]:
-    r"""The one grouped-query attention with RoPE: multi-head attention, the KV cache and the decoder use it.
+    r"""The one grouped-query attention with RoPE: multi-head attention, the caches, the variants and the decoder use it.
 
         k ← R(pos) k,  q ← R(pos_q) q          (RoPE: the new keys at their positions, queries at the last n_q)
         K = [K_past; k],  V = [V_past; v]       (the cache, when ``past`` is given)
-        head_h = softmax(q_h K_{g(h)}ᵀ / √d_k + bias, mask) V_{g(h)},   g(h) = ⌊h / (H/G)⌋
+        head_h = attention(q_h, K_{g(h)}, V_{g(h)}; mask, bias, softcap, sinks),   g(h) = ⌊h / (H/G)⌋
 
     q (..., H, n_q, d_k); k (..., G, s, d_k), v (..., G, s, d_v): the s new keys and values, before RoPE;
-    past: the cached (K, V) (..., G, t, d) already rotated, or None; cos_sin: RoPE's (cos, sin) (s, d_k/2)
-    for the new keys' positions (:func:`rope_tables`) or None for no RoPE — queries take its last n_q rows.
-    mask/bias broadcast to (..., H, n_q, t+s). Returns (q, K, V, heads) with q rotated and K, V every key and
-    value attended (the new cache); heads.weights (..., H, n_q, t+s).
+    past: the cached (K, V) (..., G, t, d) already rotated, or None; rope: :class:`RopeTables` for the new keys'
+    positions (:func:`core.mechanism.positional.rope_tables`) or None — queries take its last n_q rows.
+    mask/bias broadcast to (..., H, n_q, t+s); softcap and sinks as in :func:`core.mechanism.attention.attention`.
+    Returns (q, K, V, heads) with q rotated and K, V every key and value attended (the new cache);
+    heads.weights (..., H, n_q, t+s).
     """
     H = q.shape[-3]
-    if cos_sin is not None:
-        cos, sin = cos_sin  # (s, d_k/2) each
-        q = rotate(q, cos[-q.shape[-2]:], sin[-q.shape[-2]:], pairing=pairing)  # (..., H, n_q, d_k)
-        k = rotate(k, cos, sin, pairing=pairing)  # (..., G, s, d_k)
+    if rope is not None:
+        q = rope.last(q.shape[-2]).apply(q)  # (..., H, n_q, d_k)
+        k = rope.apply(k)  # (..., G, s, d_k)
     if past is not None:
         k, v = torch.cat([past[0], k], dim=-2), torch.cat([past[1], v], dim=-2)  # (..., G, t+s, d)
     heads = attention(q, repeat_kv(k, H), repeat_kv(v, H), score=score, mask=mask, params=params, bias=bias,
-                      scale=scale, check_finite=check_finite)  # weights (..., H, n_q, t+s)
+                      scale=scale, softcap=softcap, sinks=sinks, check_finite=check_finite)  # weights (..., H, n_q, t+s)
     return q, k, v, heads
 
 
@@ -271,12 +264,12 @@ def multi_head_attention(
     # split into heads: (B, n, H·d) → (B, n, H, d) → (B, H, n, d); keys and values into G heads
     q = split_heads(q_proj, n_heads)  # (B, H, n_q, d_k)
     k, v = split_heads(k_proj, G), split_heads(v_proj, G)  # (B, G, n_k, d)
-    cos_sin = (None if rope_base is None else
-               rope_tables(k.shape[-2], q.shape[-1], base=rope_base, pairing=rope_pairing, device=q.device,
-                           dtype=q.dtype))  # (n_k, d_k/2) each: keys at 0 … n_k−1
+    tables = (None if rope_base is None else
+              rope_tables(k.shape[-2], q.shape[-1], base=rope_base, pairing=rope_pairing, device=q.device,
+                          dtype=q.dtype))  # (n_k, d_k/2) each: keys at 0 … n_k−1
     # every head at once: softmax(Q_h K_g(h)ᵀ/√d_k) V_g(h) (after RoPE), K/V head g shared by its H/G query heads
-    q, k, v, heads = grouped_query_attention(q, k, v, cos_sin=cos_sin, pairing=rope_pairing, mask=mask, bias=bias,
-                                             score=score, params=params)  # weights (B, H, n_q, n_k)
+    q, k, v, heads = grouped_query_attention(q, k, v, rope=tables, mask=mask, bias=bias, score=score,
+                                             params=params)  # weights (B, H, n_q, n_k)
     # concat: (B, H, n_q, d_v) → (B, n_q, H, d_v) → (B, n_q, H·d_v)
     concat = merge_heads(heads.output)
     output = concat @ t["W_o"]  # (B, n_q, d_out)

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 
 import torch
 
-from core.checks import TensorLike, as_tensors, shape_str
+from core.checks import TensorLike, as_tensors, int_at_least, shape_str
 from core.mechanism.attention import AttentionTrace
 from core.mechanism.masks import causal as causal_mask
 from core.mechanism.multihead import grouped_query_attention
-from core.variants.sinks_gates import _int
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ class PagePool:
     one releases it. Shared by :class:`PagedKVCache` and the decoder's batch cache (``core.models.decoder_batch``)."""
 
     def __init__(self, n_pages: int):
-        self.n_pages = _int("n_pages", n_pages)
+        self.n_pages = int_at_least("n_pages", n_pages)
         self.ref_counts = [0] * self.n_pages
         self._free = list(range(self.n_pages))[::-1]  # pop() hands out page 0 first
 
@@ -80,9 +79,9 @@ class PagedKVCache:
 
     def __init__(self, *, n_pages: int, page_size: int, n_kv_heads: int, d_k: int, d_v: int | None = None,
                  dtype: torch.dtype = torch.float32, device=None):
-        self.n_pages, self.page_size = _int("n_pages", n_pages), _int("page_size", page_size)
-        G, d_k = _int("n_kv_heads", n_kv_heads), _int("d_k", d_k)
-        d_v = d_k if d_v is None else _int("d_v", d_v)
+        self.n_pages, self.page_size = int_at_least("n_pages", n_pages), int_at_least("page_size", page_size)
+        G, d_k = int_at_least("n_kv_heads", n_kv_heads), int_at_least("d_k", d_k)
+        d_v = d_k if d_v is None else int_at_least("d_v", d_v)
         self.k_pages = torch.zeros(self.n_pages, G, self.page_size, d_k, dtype=dtype, device=device)
         self.v_pages = torch.zeros(self.n_pages, G, self.page_size, d_v, dtype=dtype, device=device)
         self.pool = PagePool(self.n_pages)
@@ -200,7 +199,7 @@ class PagedKVCache:
 
     def memory(self, max_len: int) -> PagedMemory:
         """Bytes in use now against reserving ``max_len`` tokens per live sequence up front."""
-        max_len = _int("max_len", max_len)
+        max_len = int_at_least("max_len", max_len)
         per_token = (self.k_pages[0, :, 0].numel() + self.v_pages[0, :, 0].numel()) * self.k_pages.element_size()
         used = {p for table in self._tables.values() for p in table}
         tokens = sum(self._lengths.values())

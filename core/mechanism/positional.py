@@ -12,10 +12,11 @@ to the scores (:func:`alibi_slopes`, :func:`alibi_bias`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
-from core.checks import TensorLike, as_tensor, as_tensors, shape_str
+from core.checks import TensorLike, as_tensor, as_tensors, int_at_least, shape_str
 from core.playground.seeded import seeded_normal
 
 
@@ -150,6 +151,116 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, pairing: st
         return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)  # (..., n, d)
     a, b = x[..., : d // 2], x[..., d // 2:]
     return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)  # (..., n, d)
+
+
+@dataclass(frozen=True, eq=False)
+class RopeTables:
+    """RoPE's cos and sin at a run of positions, in the one layout core rotates with: half width.
+
+    cos, sin (..., n, r/2): the angle m·θ_i of position m and frequency i (one (B, n, r/2) table per batch row, or
+    (n, r/2) for all); r ≤ d_head dims of every head are rotated, the rest pass ("partial rotary"). ``pairing``:
+    which dims form a rotated pair — "adjacent" (2i, 2i+1; the GGUF/Meta layout) or "half" (i, i + r/2; Hugging
+    Face's ``rotate_half``).
+
+    Tables from elsewhere say their layout by the constructor they go through, so none is read the wrong way:
+    :meth:`duplicated` for Hugging Face's ``cat(freqs, freqs)`` tables of width r (most models), :meth:`half` for
+    tables of width r/2 (gpt-oss's rotary embedding, or core's own :func:`rope_cos_sin`); both name the pairing.
+    """
+
+    cos: torch.Tensor
+    sin: torch.Tensor
+    pairing: str = "half"
+
+    def __post_init__(self):
+        check_pairing(self.pairing)
+        if self.cos.shape != self.sin.shape or self.cos.dim() < 2:
+            raise ValueError(f"RoPE tables cos {shape_str(self.cos.shape)} and sin {shape_str(self.sin.shape)} must "
+                             "have one shape (n, r/2) or (B, n, r/2)")
+
+    @classmethod
+    def half(cls, cos: TensorLike, sin: TensorLike, *, pairing: str) -> RopeTables:
+        """Tables of width r/2: one entry per rotated pair (gpt-oss, :func:`rope_cos_sin`)."""
+        t = as_tensors({"cos": cos, "sin": sin})
+        return cls(t["cos"], t["sin"], pairing)
+
+    @classmethod
+    def duplicated(cls, cos: TensorLike, sin: TensorLike, *, pairing: str) -> RopeTables:
+        """Hugging Face's tables of width r, ``cat(freqs, freqs)``: each angle twice. Their first half is kept,
+        after checking that the second half repeats it (a table that does not is refused, not misread)."""
+        t = as_tensors({"cos": cos, "sin": sin})
+        c, s = t["cos"], t["sin"]
+        r = c.shape[-1]
+        if r % 2 or not (torch.equal(c[..., : r // 2], c[..., r // 2:]) and torch.equal(s[..., : r // 2], s[..., r // 2:])):
+            raise ValueError(f"RoPE tables of width {r} are not cat(freqs, freqs) (their halves differ): pass tables "
+                             "of width r/2 with RopeTables.half(cos, sin)")
+        return cls(c[..., : r // 2], s[..., : r // 2], pairing)
+
+    @property
+    def n(self) -> int:
+        return self.cos.shape[-2]
+
+    @property
+    def rotated_dims(self) -> int:
+        """r: how many dims of each head the tables rotate."""
+        return 2 * self.cos.shape[-1]
+
+    def at(self, positions: slice) -> RopeTables:
+        """The tables of some of the positions (a slice of the n rows)."""
+        return RopeTables(self.cos[..., positions, :], self.sin[..., positions, :], self.pairing)
+
+    def last(self, n: int) -> RopeTables:
+        """The tables of the last n positions (queries that sit at the end of the keys)."""
+        return self if n == self.n else RopeTables(self.cos[..., -n:, :], self.sin[..., -n:, :], self.pairing)
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        """Rotate the first r dims of x (..., H, n, d) (or (..., n, d)); the rest pass. (B, n, r/2) tables serve
+        every head."""
+        cos, sin = self.cos, self.sin
+        if cos.dim() >= 3 and x.dim() >= 4:  # (B, n, r/2) → (B, 1, n, r/2): one table for every head
+            cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
+        r = self.rotated_dims
+        if r == x.shape[-1]:
+            return rotate(x, cos, sin, pairing=self.pairing)
+        return torch.cat([rotate(x[..., :r], cos, sin, pairing=self.pairing), x[..., r:]], dim=-1)  # (..., n, d)
+
+
+def check_pairing(pairing: str) -> str:
+    if pairing not in ROPE_PAIRINGS:
+        raise ValueError(f"unknown RoPE pairing '{pairing}'; choose 'adjacent' or 'half'")
+    return pairing
+
+
+def rope_tables(n: int, d: int, *, base: float, pairing: str = "adjacent", start: int = 0, rotated_dims: int | None = None,
+                device=None, dtype=torch.float32) -> RopeTables:
+    """The one table builder: RoPE's tables for positions start … start + n − 1, rotating r = ``rotated_dims`` (default
+    d) of d dims per head, after checking r (even, ≤ d), the base θ and the pairing."""
+    r = d if rotated_dims is None else int_at_least("rope_dims", rotated_dims)
+    if rotated_dims is not None and (r % 2 or r > d):
+        raise ValueError(f"rope_dims must be even and ≤ the head width {d}, got {r}")
+    check_rope(r, base, pairing)
+    cos, sin = rope_cos_sin(torch.arange(start, start + n), r, base=base, device=device, dtype=dtype)  # (n, r/2)
+    return RopeTables(cos, sin, pairing)
+
+
+def rope_for(rope, n: int, d: int, *, pairing: str, rope_dims: int | None = None, device=None,
+             dtype=torch.float32) -> RopeTables | None:
+    """What a layer's ``rope=`` argument means for n positions 0 … n − 1 and head width d: None (no RoPE), a base θ
+    (tables built here, with ``pairing`` and ``rope_dims``), or :class:`RopeTables` (checked against n and d; they
+    carry their own pairing).
+    A bare (cos, sin) pair is refused: its width alone cannot say whether it is r or r/2."""
+    if rope is None:
+        return None
+    if isinstance(rope, RopeTables):
+        if rope.n != n or rope.rotated_dims > d:
+            raise ValueError(f"RoPE tables for {rope.n} positions rotating {rope.rotated_dims} dims do not fit n={n} "
+                             f"positions of width d={d}")
+        return RopeTables(rope.cos.to(device=device, dtype=dtype), rope.sin.to(device=device, dtype=dtype), rope.pairing)
+    if isinstance(rope, (tuple, list)):
+        raise ValueError("bare (cos, sin) tables are ambiguous: pass RopeTables.duplicated(cos, sin) for Hugging Face's "
+                         "cat(freqs, freqs) tables (width r) or RopeTables.half(cos, sin) for tables of width r/2 (gpt-oss)")
+    if isinstance(rope, bool) or not isinstance(rope, (int, float)) or not math.isfinite(rope) or rope <= 0:
+        raise ValueError(f"the RoPE base θ must be a positive finite number, got {rope!r}")
+    return rope_tables(n, d, base=float(rope), pairing=pairing, rotated_dims=rope_dims, device=device, dtype=dtype)
 
 
 def rope_pair_track(x: TensorLike, pair: int, positions: TensorLike, *, base: float = 10000.0,

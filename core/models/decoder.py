@@ -32,7 +32,8 @@ import torch
 import torch.nn.functional as F
 
 from core.mechanism.multihead import kv_head_map
-from core.models.decoder_forward import PLAIN, Mechanism, cache_bytes, forward, rms_norm, swiglu
+from core.mechanism.norms import rms_norm
+from core.models.decoder_forward import PLAIN, Mechanism, cache_bytes, forward, swiglu
 from core.models.decoder_heads import (
     INDUCTION_LENGTH,
     DecoderHeads,

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 import torch
 
 from core.mechanism.multihead import grouped_query_attention, kv_head_map, merge_heads
+from core.mechanism.norms import rms_norm
 from core.mechanism.paged import PagePool
 from core.mechanism.positional import rope_cos_sin, rotate
-from core.models.decoder_forward import linear, rms_norm, swiglu
+from core.models.decoder_forward import linear, swiglu
 from core.models.decoder_load import LlamaConfig, LlamaWeights
 
 

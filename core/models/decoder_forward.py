@@ -27,7 +27,8 @@ import torch.nn.functional as F
 from core.mechanism.kv_cache import KVCache, attend_with_cache, kv_cache_bytes
 from core.mechanism.masks import window
 from core.mechanism.multihead import grouped_query_attention, merge_heads
-from core.mechanism.positional import rope_cos_sin
+from core.mechanism.norms import rms_norm
+from core.mechanism.positional import RopeTables, rope_tables
 from core.models.decoder_load import LlamaConfig, LlamaWeights
 
 
@@ -52,11 +53,6 @@ class Mechanism:
 
 
 PLAIN = Mechanism()
-
-
-def rms_norm(x: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
-    """RMSNorm(x) ⊙ g = x / √(mean(x²) + ε) ⊙ g over the last axis; x (..., d), g (d,)."""
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
 
 
 def linear(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
@@ -99,23 +95,23 @@ class _Pass:
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | None, c: LlamaConfig,
-            mech: Mechanism, cos_sin: tuple[torch.Tensor, torch.Tensor]):
+            mech: Mechanism, rope: RopeTables):
     """One block's attention for n new tokens: q (H, n, d_head), k, v (G, n, d_head), before RoPE.
 
     Plain causal attention goes through ``core.kv_cache.attend_with_cache`` (RoPE at the cache's
     offset, GQA, the cache extended); a window (``mech.window``, full passes only) through the same
     ``core.mechanism.multihead.grouped_query_attention`` with the mask ``core.masks.window(causal_only=True, sinks=)``.
-    cos_sin: RoPE's (cos, sin) (n, d_head/2) at the new positions, shared by the blocks.
+    rope: RoPE's tables (n, d_head/2) at the new positions, shared by the blocks.
     The tensors come from the model's own matmuls, so the NaN/∞ scans meant for typed input are skipped.
     Returns (weights (H, n, c + n), output (H, n, d_head), q rotated, cache after).
     """
     if mech.window is None:  # the angles of these positions, computed once per pass for all blocks
-        step = attend_with_cache(q, k, v, cache, cos_sin=cos_sin, rope_pairing="adjacent", check_finite=False)
+        step = attend_with_cache(q, k, v, cache, tables=rope, check_finite=False)
         return step.weights, step.output, step.q, step.cache
     if cache is not None:
         raise ValueError("a KV window is applied to a whole pass (the mask of a capped cache), not to cached decoding")
     mask = window(q.shape[-2], mech.window, causal_only=True, sinks=mech.sinks, device=q.device)  # (n, n)
-    q, k, v, heads = grouped_query_attention(q, k, v, cos_sin=cos_sin, mask=mask, check_finite=False)  # (H, n, n)
+    q, k, v, heads = grouped_query_attention(q, k, v, rope=rope, mask=mask, check_finite=False)  # (H, n, n)
     return heads.weights, heads.output, q, KVCache(k=k, v=v)
 
 
@@ -128,8 +124,8 @@ def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple
     """
     n = ids.shape[0]
     past = 0 if caches is None else caches[0].length
-    cos_sin = rope_cos_sin(torch.arange(past, past + n), c.d_head, base=c.rope_base, device=P.E.device,
-                           dtype=P.E.dtype)  # (n, d_head/2) each
+    rope = rope_tables(n, c.d_head, base=c.rope_base, pairing="adjacent", start=past, device=P.E.device,
+                       dtype=P.E.dtype)  # (n, d_head/2): the GGUF file's Q and K pair adjacent dims
     x = P.E[ids]  # (n, d)
     hidden, attns, qs, ks, vs, new_caches = [x], [], [], [], [], []
     for l, layer in enumerate(P.layers):
@@ -137,7 +133,7 @@ def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple
         q = linear(h, layer.W_q).view(n, c.n_heads, c.d_head).transpose(0, 1)  # (H, n, d_head)
         k = linear(h, layer.W_k).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
         v = linear(h, layer.W_v).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
-        weights, out, q_rot, cache = _attend(q, k, v, None if caches is None else caches[l], c, mech, cos_sin)
+        weights, out, q_rot, cache = _attend(q, k, v, None if caches is None else caches[l], c, mech, rope)
         if l in mech.layers_off:
             out = torch.zeros_like(out)  # the block's attention adds nothing to the residual stream
         elif any(ll == l for ll, _ in mech.heads_off):

@@ -11,7 +11,8 @@ from typing import Protocol
 import torch
 import torch.nn.functional as F
 
-from core.models.decoder_forward import PLAIN, Mechanism, forward, rms_norm
+from core.mechanism.norms import rms_norm
+from core.models.decoder_forward import PLAIN, Mechanism, forward
 from core.models.decoder_load import LlamaConfig, LlamaWeights
 from core.models.decoder_traces import MAX_TRACE_TOKENS, DecoderTrace
 

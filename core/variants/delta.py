@@ -25,18 +25,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import torch
 
-from core.checks import TensorLike, as_tensors, shape_str
-from core.variants.sinks_gates import _int, _named, _positive
+from core.checks import TensorLike, as_tensors, given, int_at_least, positive_number, shape_str
+from core.shapes import MODELS
 
-# Qwen3-Next-80B-A3B, a 3:1 hybrid (Qwen/Qwen3-Next-80B-A3B-Instruct model card and config.json): 48 layers laid out
-# as 12 × (3 Gated DeltaNet + 1 gated attention) (full_attention_interval 4); gated attention: 2 KV heads of head_dim
-# 256; Gated DeltaNet: 32 value heads (16 query/key heads) of head dim 128, so one state of 128 × 128 per value head.
-QWEN3_NEXT_HYBRID = MappingProxyType({"name": "Qwen3-Next-80B-A3B", "layers": 48, "every": 4, "kv_heads": 2,
-                                      "d_head": 256, "v_heads": 32, "d_k": 128, "d_v": 128})
+# Qwen3-Next-80B-A3B, a 3:1 hybrid: 12 × (3 Gated DeltaNet + 1 gated attention), one state of 128 × 128 per value
+# head (its numbers and sources: core.shapes.MODELS)
+QWEN3_NEXT_HYBRID = MODELS["qwen3-next-80b-a3b"]
 
 @dataclass(frozen=True, eq=False)
 class DeltaRuleTrace:
@@ -78,7 +75,7 @@ def _l2(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
 
 
 def _prepare(q, k, v, beta, g, initial_state, scale, l2_normalize_qk, device, dtype):
-    named = _named(q=q, k=k, v=v, beta=beta, g=g, initial_state=initial_state)
+    named = given(q=q, k=k, v=v, beta=beta, g=g, initial_state=initial_state)
     t = as_tensors(named, device=device, dtype=dtype)
     Q, K, V = t["q"], t["k"], t["v"]
     if Q.dim() < 2 or Q.shape != K.shape or K.shape[:-1] != V.shape[:-1] or Q.shape[-2] == 0:
@@ -101,7 +98,7 @@ def _prepare(q, k, v, beta, g, initial_state, scale, l2_normalize_qk, device, dt
         raise ValueError(f"initial_state has shape {shape_str(S0.shape)} but needs {shape_str((*lead[:-1], d_k, d_v))}")
     if l2_normalize_qk:
         Q, K = _l2(Q), _l2(K)
-    s = 1.0 / math.sqrt(d_k) if scale is None else _positive("scale", scale)
+    s = 1.0 / math.sqrt(d_k) if scale is None else positive_number("scale", scale)
     return Q, K, V, t["beta"], G, S0, s
 
 
@@ -169,7 +166,7 @@ def gated_delta_rule_chunked(
 
     (Q already scaled). A short last chunk is padded with β = 0, g = 0 tokens, which change nothing.
     """
-    C = _int("chunk_size", chunk_size)
+    C = int_at_least("chunk_size", chunk_size)
     Q, K, V, Bt, G, S, s = _prepare(q, k, v, beta, g, initial_state, scale, l2_normalize_qk, device, dtype)
     n = Q.shape[-2]
     pad = (-n) % C

@@ -23,21 +23,13 @@ from dataclasses import dataclass
 
 import torch
 
-from core.checks import TensorLike, as_tensors, shape_str
-from core.mechanism.attention import masked_softmax
-from core.mechanism.multihead import merge_heads, split_heads
-from core.variants.sinks_gates import (
-    _int,
-    _named,
-    _positive,
-    apply_rope,
-    check_pairing,
-    expand_mask,
-    project,
-    rms_norm,
-    rope_tables,
-    self_mask,
-)
+from core.checks import TensorLike, as_tensors, given, int_at_least, positive_number, shape_str
+from core.mechanism.attention import attention
+from core.mechanism.masks import self_attention as self_attention_mask
+from core.mechanism.multihead import merge_heads, project, split_heads
+from core.mechanism.norms import rms_norm
+from core.mechanism.positional import check_pairing, rope_for
+from core.shapes import MODELS
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,14 +105,14 @@ def mla(
     1/√(d_h + d_R) (DeepSeek-V3 multiplies in its YaRN mscale² for long contexts). causal and ``mask``
     (True = may attend, broadcastable to (B, H, n, n)) combine with "and".
     """
-    H = _int("n_heads", n_heads)
-    t = as_tensors(_named(x=x, W_DKV=W_DKV, W_KR=W_KR, W_UK=W_UK, W_UV=W_UV, W_UQ=W_UQ, W_QR=W_QR, W_o=W_o,
+    H = int_at_least("n_heads", n_heads)
+    t = as_tensors(given(x=x, W_DKV=W_DKV, W_KR=W_KR, W_UK=W_UK, W_UV=W_UV, W_UQ=W_UQ, W_QR=W_QR, W_o=W_o,
                           W_DQ=W_DQ, kv_norm=kv_norm, q_norm=q_norm), device=device, dtype=dtype)
     X = t["x"]
     if X.dim() < 2 or X.shape[-2] == 0:
         raise ValueError(f"x must be (..., n, d_model) with n ≥ 1 but has shape {shape_str(X.shape)}")
     n = X.shape[-2]
-    eps = _positive("norm_eps", norm_eps)
+    eps = positive_number("norm_eps", norm_eps)
     c_kv = project(t, "x", "W_DKV")  # (B, n, d_c)
     d_c = c_kv.shape[-1]
     if "kv_norm" in t and t["kv_norm"].shape != (d_c,):
@@ -150,37 +142,34 @@ def mla(
     if q_nope.shape[-1] != d_h or q_rope.shape[-1] != d_R:
         raise ValueError(f"W_UQ gives {q_nope.shape[-1]} and W_QR {q_rope.shape[-1]} dims per head, but the keys have "
                          f"d_h = {d_h} (W_UK) and d_R = {d_R} (W_KR)")
-    tables = rope_tables(rope, n, d_R, device=X.device, dtype=X.dtype)
-    pairing = check_pairing(rope_pairing)
-    q_rope = apply_rope(q_rope, tables, pairing)
-    k_rope = apply_rope(k_r.unsqueeze(-3), tables, pairing).squeeze(-3)  # (B, n, d_R): one key for all heads
-    scale_f = 1.0 / math.sqrt(d_h + d_R) if scale is None else _positive("scale", scale)
-    m = self_mask(n, causal=causal, window=None, mask=mask, device=X.device)
+    tables = rope_for(rope, n, d_R, pairing=check_pairing(rope_pairing), device=X.device, dtype=X.dtype)
+    if tables is not None:
+        q_rope = tables.apply(q_rope)  # (B, H, n, d_R)
+        k_r = tables.apply(k_r.unsqueeze(-3)).squeeze(-3)  # (B, n, d_R): one key for all heads
+    k_rope = k_r
+    scale_f = 1.0 / math.sqrt(d_h + d_R) if scale is None else positive_number("scale", scale)
+    m = self_attention_mask(n, causal=causal, mask=mask, device=X.device)  # (…, n, n) or None
 
-    def softmax_of(scores):  # scores (B, H, n, n)
-        mm = None if m is None else expand_mask(m, scores.shape)
-        logits = scores if mm is None else scores.masked_fill(~mm, float("-inf"))
-        return logits, masked_softmax(logits, mm)[0]
-
-    # explicit: expand every head's keys and values out of the latent
+    # explicit: expand every head's keys and values out of the latent, then the one attention function
     k_nope = split_heads(c_kv @ t["W_UK"], H)  # (B, H, n, d_h)
     k = torch.cat([k_nope, k_rope.unsqueeze(-3).expand(*k_nope.shape[:-1], d_R)], dim=-1)  # (B, H, n, d_h + d_R)
     v = split_heads(c_kv @ t["W_UV"], H)  # (B, H, n, d_v)
     q = torch.cat([q_nope, q_rope], dim=-1)  # (B, H, n, d_h + d_R)
-    logits, weights = softmax_of(q @ k.transpose(-1, -2) * scale_f)  # (B, H, n, n)
-    heads_output = weights @ v  # (B, H, n, d_v)
+    explicit = attention(q, k, v, mask=m, scale=scale_f)  # weights (B, H, n, n)
+    logits, weights, heads_output = explicit.logits, explicit.weights, explicit.output  # heads_output (B, H, n, d_v)
     t["concat"] = merge_heads(heads_output)  # (B, n, H·d_v)
     output = project(t, "concat", "W_o")  # (B, n, d_out)
 
-    # absorbed: W_UK into the query, W_UV into the output projection; keys and values stay latent
+    # absorbed: W_UK into the query, W_UV into the output projection; keys and values stay latent. The scores
+    # [q_C,h W_UK,hᵀ ; q_R,h] · [c_KV ; k_R]ᵀ are the explicit ones, and the one attention function reads the latent
     W_UK_h = t["W_UK"].reshape(d_c, H, d_h).permute(1, 0, 2)  # (H, d_c, d_h)
     W_UV_h = t["W_UV"].reshape(d_c, H, d_v).permute(1, 0, 2)  # (H, d_c, d_v)
     W_o_h = t["W_o"].reshape(H, d_v, -1)  # (H, d_v, d_out)
     q_absorbed = q_nope @ W_UK_h.transpose(-1, -2)  # (B, H, n, d_c)
-    scores_abs = (q_absorbed @ c_kv.unsqueeze(-3).transpose(-1, -2)
-                  + q_rope @ k_rope.unsqueeze(-3).transpose(-1, -2)) * scale_f  # (B, H, n, n)
-    _, weights_abs = softmax_of(scores_abs)
-    latent_output = weights_abs @ c_kv.unsqueeze(-3)  # (B, H, n, d_c)
+    latent_keys = torch.cat([c_kv, k_rope], dim=-1).unsqueeze(-3)  # (B, 1, n, d_c + d_R): one for every head
+    absorbed = attention(torch.cat([q_absorbed, q_rope], dim=-1), latent_keys, c_kv.unsqueeze(-3), mask=m,
+                         scale=scale_f)  # weights (B, H, n, n)
+    latent_output = absorbed.output  # (B, H, n, d_c): α_h c_KV
     W_o_absorbed = W_UV_h @ W_o_h  # (H, d_c, d_out)
     output_absorbed = (latent_output @ W_o_absorbed).sum(-3)  # (B, n, d_out)
     gap = float((output - output_absorbed).abs().max())
@@ -203,20 +192,16 @@ class MLACacheSize:
         return self.mha / self.mla
 
 
-# Published MLA shapes (name, layers, d_c, d_R, H, d_h), d_h = qk_nope_head_dim; the cache per token and layer is d_c + d_R:
-# DeepSeek-V3: deepseek-ai/DeepSeek-V3 config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
-#   num_attention_heads 128, qk_nope_head_dim 128 (DeepSeek-V3 Technical Report, arXiv 2412.19437, §2.1.1).
-# Kimi K2: moonshotai/Kimi-K2-Instruct config.json — num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,
-#   num_attention_heads 64, qk_nope_head_dim 128 (the DeepSeek-V3 architecture with half the heads).
-PUBLISHED = (("DeepSeek-V3", 61, 512, 64, 128, 128), ("Kimi K2", 61, 512, 64, 64, 128))
+# the MLA models the pages and lessons name (their numbers and sources: core.shapes.MODELS): DeepSeek-V3 and Kimi K2
+PUBLISHED = (MODELS["deepseek-v3"], MODELS["kimi-k2"])
 
 
 def mla_cache_values(*, kv_rank: int, rope_dim: int, n_heads: int, head_dim: int) -> MLACacheSize:
     """Per token and layer: d_c + d_R (the latent and the shared rotary key) vs 2·H·d_h (K and V of every head).
 
-    DeepSeek-V3 (config.json: kv_lora_rank 512, qk_rope_head_dim 64, 128 heads, qk_nope_head_dim 128):
-    576 vs 32,768 numbers — 57× smaller.
+    DeepSeek-V3 (``core.shapes.MODELS["deepseek-v3"]``: kv_lora_rank 512, qk_rope_head_dim 64, 128 heads,
+    qk_nope_head_dim 128): 576 vs 32,768 numbers — 57× smaller.
     """
-    d_c, d_R = _int("kv_rank", kv_rank), _int("rope_dim", rope_dim, minimum=0)
-    H, d_h = _int("n_heads", n_heads), _int("head_dim", head_dim)
+    d_c, d_R = int_at_least("kv_rank", kv_rank), int_at_least("rope_dim", rope_dim, minimum=0)
+    H, d_h = int_at_least("n_heads", n_heads), int_at_least("head_dim", head_dim)
     return MLACacheSize(mla=d_c + d_R, mha=2 * H * d_h)

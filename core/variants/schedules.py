@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from core.variants.sinks_gates import _int
+from core.checks import int_at_least
+from core.shapes import MODELS, Published
 
 LAYER_KINDS = ("global", "window", "chunk")
 
@@ -34,7 +35,7 @@ class LayerKind:
         if self.kind == "global" and self.size is not None:
             raise ValueError("a global layer has no size")
         if self.kind != "global":
-            _int(f"the {self.kind} size", self.size)
+            int_at_least(f"the {self.kind} size", self.size)
 
     @property
     def label(self) -> str:
@@ -51,7 +52,7 @@ class LayerKind:
 
     def mask(self, n: int, *, device=None) -> torch.Tensor:
         """The (n, n) boolean mask, True = may attend."""
-        n = _int("n", n)
+        n = int_at_least("n", n)
         i = torch.arange(n, device=device).unsqueeze(1)
         j = torch.arange(n, device=device).unsqueeze(0)
         m = j <= i  # (n, n)
@@ -63,7 +64,7 @@ class LayerKind:
 
     def cached_tokens(self, tokens: int) -> int:
         """Keys this layer must keep to decode the next token after ``tokens`` tokens (the new one included)."""
-        t = _int("tokens", tokens)
+        t = int_at_least("tokens", tokens)
         if self.kind == "global":
             return t
         if self.kind == "window":
@@ -96,8 +97,8 @@ class LayerSchedule:
     def __post_init__(self):
         if not self.layers:
             raise ValueError("a schedule needs at least one layer")
-        _int("n_kv_heads", self.n_kv_heads)
-        _int("d_head", self.d_head)
+        int_at_least("n_kv_heads", self.n_kv_heads)
+        int_at_least("d_head", self.d_head)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -113,29 +114,28 @@ def repeat_pattern(name: str, pattern, n_layers: int, *, n_kv_heads: int, d_head
     pattern = tuple(pattern)
     if not pattern or not all(isinstance(p, LayerKind) for p in pattern):
         raise ValueError("pattern must be a non-empty sequence of LayerKind")
-    n = _int("n_layers", n_layers)
+    n = int_at_least("n_layers", n_layers)
     return LayerSchedule(name, tuple(pattern[i % len(pattern)] for i in range(n)), n_kv_heads, d_head, source)
 
 
-# Gemma 3 27B: 5 local layers (window 1024) for every global one, a local layer first. Gemma 3 Technical Report
-# (arXiv 2503.19786), §2 Model Architecture (5:1 local:global, local span 1024); google/gemma-3-27b-it
-# config.json: num_hidden_layers 62, sliding_window 1024, num_key_value_heads 16, head_dim 128
-# (transformers Gemma3TextConfig: sliding_window_pattern 6).
-GEMMA3_27B = repeat_pattern("Gemma 3 27B", [window_layer(1024)] * 5 + [global_layer()], 62, n_kv_heads=16, d_head=128,
-                            source="Gemma 3 Technical Report §2; google/gemma-3-27b-it config.json")
-# gpt-oss-120b: banded (128-token window) and dense layers alternate, the first banded. OpenAI's gpt-oss model card
-# (alternating dense and locally banded attention, band of 128 tokens); openai/gpt-oss-120b
-# config.json: num_hidden_layers 36, sliding_window 128, layer_types sliding/full alternating, num_key_value_heads 8,
-# head_dim 64.
-GPT_OSS_120B = repeat_pattern("gpt-oss-120b", [window_layer(128), global_layer()], 36, n_kv_heads=8, d_head=64,
-                              source="gpt-oss model card; openai/gpt-oss-120b config.json")
-# Llama 4 Scout: chunked attention (8192) with RoPE, every 4th layer global without RoPE (iRoPE).
-# meta-llama/Llama-4-Scout-17B-16E config.json: num_hidden_layers 48, attention_chunk_size 8192,
-# num_key_value_heads 8, head_dim 128; transformers Llama4TextConfig: no_rope_layer_interval 4 (layer i is NoPE
-# and full attention when (i + 1) % 4 == 0).
-LLAMA4_SCOUT = repeat_pattern("Llama 4 Scout", [chunk_layer(8192)] * 3 + [global_layer(rope=False)], 48,
-                              n_kv_heads=8, d_head=128,
-                              source="meta-llama/Llama-4-Scout-17B-16E config.json; transformers Llama4TextConfig")
+def schedule_of(published: Published) -> LayerSchedule:
+    """A model of the registry (:mod:`core.shapes`) as its layer schedule: one period of ``layer_pattern`` repeated
+    over its layers ("window" → its window, "chunk" → its chunk, "global", "global-nope": global without RoPE)."""
+    p = published
+    kinds = {"window": lambda: window_layer(p.window), "chunk": lambda: chunk_layer(p.chunk), "global": global_layer,
+             "global-nope": lambda: global_layer(rope=False)}
+    if p.layer_pattern is None or any(k not in kinds for k in p.layer_pattern):
+        raise ValueError(f"{p.name}'s layers are not a schedule of window, chunk and global attention: {p.layer_pattern}")
+    return repeat_pattern(p.name, [kinds[k]() for k in p.layer_pattern], p.layers, n_kv_heads=p.n_kv_heads,
+                          d_head=p.d_head, source=f"{p.source_of('layer_pattern')}; {p.source}")
+
+
+# Gemma 3 27B: 5 local layers (window 1024) for every global one, a local layer first; gpt-oss-120b: banded (128-token
+# window) and dense layers alternate, the first banded; Llama 4 Scout: chunked attention (8192) with RoPE, every 4th
+# layer global without RoPE (iRoPE). Their numbers and sources: core.shapes.MODELS.
+GEMMA3_27B = schedule_of(MODELS["gemma-3-27b"])
+GPT_OSS_120B = schedule_of(MODELS["gpt-oss-120b"])
+LLAMA4_SCOUT = schedule_of(MODELS["llama-4-scout"])
 SCHEDULE_PRESETS = {s.name: s for s in (GEMMA3_27B, GPT_OSS_120B, LLAMA4_SCOUT)}
 
 
@@ -160,8 +160,8 @@ class ScheduleReach:
 
 def schedule_reach(schedule: LayerSchedule, n: int, *, bytes_per_value: int = 2, batch: int = 1) -> ScheduleReach:
     """Reach of the last of ``n`` tokens through the schedule, and its KV cache at n tokens (see ScheduleReach)."""
-    n = _int("n", n)
-    bpv, batch = _int("bytes_per_value", bytes_per_value), _int("batch", batch)
+    n = int_at_least("n", n)
+    bpv, batch = int_at_least("bytes_per_value", bytes_per_value), int_at_least("batch", batch)
     oldest = []
     for depth in range(1, len(schedule.layers) + 1):
         a = n - 1

@@ -27,114 +27,20 @@ from dataclasses import dataclass
 
 import torch
 
-from core.checks import TensorLike, as_bool_mask, as_tensors, shape_str
-from core.mechanism.attention import masked_softmax
-from core.mechanism.masks import causal as causal_mask
-from core.mechanism.multihead import kv_head_map, merge_heads, project, project_heads, repeat_kv, split_heads
-from core.mechanism.positional import ROPE_PAIRINGS, rope_cos_sin, rotate
-
-# ---------------------------------------------------------------------------
-# Shared pieces (also used by core.variants.mla and core.variants.sparse)
-# ---------------------------------------------------------------------------
-
-def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, *, eps: float = 1e-6) -> torch.Tensor:
-    """RMSNorm over the last axis: x / √(mean(x²) + ε) · w  (x (..., d), w (d,) or None for no weight).
-
-    Hugging Face's Gemma 2 / Qwen3-Next norms store w − 1 (they multiply by 1 + weight): pass 1 + weight.
-    """
-    out = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)  # (..., d)
-    return out if weight is None else out * weight
-
-
-def _int(name: str, n, *, minimum: int = 1) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {n!r}")
-    return n
-
-
-def _positive(name: str, value) -> float:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return v
-
-
-def rope_tables(rope, n: int, d: int, *, rope_dims: int | None = None, device=None,
-                dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(cos, sin) of shape (..., n, r/2) for ``rope`` (None, a base θ, or (cos, sin) tables), checked against
-    positions 0 … n − 1 and head width d; r = rotated dims (≤ d, even; ``rope_dims`` counts only with a base θ).
-    None when ``rope`` is None."""
-    if rope is None:
-        return None
-    if isinstance(rope, (tuple, list)):
-        if len(rope) != 2:
-            raise ValueError("rope must be a base θ or a pair (cos, sin) of tables")
-        t = as_tensors({"cos": rope[0], "sin": rope[1]}, device=device, dtype=dtype)
-        cos, sin = t["cos"], t["sin"]
-        if cos.shape != sin.shape or cos.dim() < 2 or cos.shape[-2] != n or 2 * cos.shape[-1] > d:
-            raise ValueError(f"rope tables cos {shape_str(cos.shape)}, sin {shape_str(sin.shape)} must be equal "
-                             f"(n, r/2) or (B, n, r/2) with n={n} and r ≤ d={d}")
-        return cos, sin
-    base = _positive("the RoPE base θ", rope)
-    r = d if rope_dims is None else _int("rope_dims", rope_dims)
-    if r % 2 or r > d:
-        raise ValueError(f"rope_dims must be even and ≤ the head width {d}, got {r}")
-    return rope_cos_sin(torch.arange(n), r, base=base, device=device, dtype=dtype)
-
-
-def apply_rope(x: torch.Tensor, tables: tuple[torch.Tensor, torch.Tensor] | None, pairing: str) -> torch.Tensor:
-    """Rotate the first r dims of every head of x (..., H, n, d) by (cos, sin) (..., n, r/2); the rest pass."""
-    if tables is None:
-        return x
-    cos, sin = tables
-    if cos.dim() >= 3:  # (B, n, r/2) → (B, 1, n, r/2): one table for every head
-        cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
-    r = 2 * cos.shape[-1]
-    if r == x.shape[-1]:
-        return rotate(x, cos, sin, pairing=pairing)
-    return torch.cat([rotate(x[..., :r], cos, sin, pairing=pairing), x[..., r:]], dim=-1)  # (..., n, d)
-
-
-def check_pairing(pairing: str) -> str:
-    if pairing not in ROPE_PAIRINGS:
-        raise ValueError(f"unknown RoPE pairing '{pairing}'; choose 'adjacent' or 'half'")
-    return pairing
-
-
-def self_mask(n: int, *, causal: bool, window: int | None, mask: TensorLike | None,
-              device: torch.device) -> torch.Tensor | None:
-    """The (…, n, n) boolean mask (True = may attend) of causal & sliding window (i − j < w) & ``mask``."""
-    m = None
-    if causal:
-        m = causal_mask(n, device=device)  # (n, n)
-    if window is not None:
-        w = _int("window", window)
-        i = torch.arange(n, device=device).unsqueeze(1)
-        j = torch.arange(n, device=device).unsqueeze(0)
-        band = (i - j < w) & (j - i < w)  # (n, n): |i − j| < w; with causal, the w most recent keys
-        m = band if m is None else m & band
-    if mask is not None:
-        user = as_bool_mask(mask, device=device)
-        try:
-            m = user & torch.ones(n, n, dtype=torch.bool, device=device) if m is None else m & user
-        except RuntimeError:
-            raise ValueError(f"mask {shape_str(user.shape)} does not broadcast to the ({n}, {n}) weights") from None
-    return m
-
-
-def expand_mask(m: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-    """The mask broadcast to the weights' shape, or ValueError naming both shapes."""
-    try:
-        return m.expand(shape)
-    except RuntimeError:
-        raise ValueError(f"mask {shape_str(m.shape)} does not broadcast to the weights {shape_str(shape)}") from None
-
-
-def _named(**kw) -> dict:
-    return {k: v for k, v in kw.items() if v is not None}
-
+from core.checks import TensorLike, as_tensors, given, int_at_least, positive_number, shape_str
+from core.mechanism.attention import attention
+from core.mechanism.masks import self_attention as self_attention_mask
+from core.mechanism.multihead import (
+    grouped_query_attention,
+    kv_head_map,
+    merge_heads,
+    project,
+    project_heads,
+    repeat_kv,
+    split_heads,
+)
+from core.mechanism.norms import rms_norm
+from core.mechanism.positional import check_pairing, rope_for
 
 # ---------------------------------------------------------------------------
 # Sinks, output gate, QK-norm, softcap
@@ -229,10 +135,10 @@ def modern_attention(
     scale: default 1/√d_k. causal (default True), window w (keys with i − j < w), and ``mask`` broadcastable
     to (B, H, n, n) (True = may attend) combine with "and".
     """
-    H = _int("n_heads", n_heads)
+    H = int_at_least("n_heads", n_heads)
     head_of = kv_head_map(H, n_kv_heads)
     G = H if n_kv_heads is None else n_kv_heads
-    named = _named(x=x, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o, q_norm=q_norm,
+    named = given(x=x, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o, q_norm=q_norm,
                    k_norm=k_norm, sinks=sinks, gate_W=gate_W, b_gate=b_gate)
     t = as_tensors(named, device=device, dtype=dtype)
     X = t["x"]
@@ -241,7 +147,7 @@ def modern_attention(
     n = X.shape[-2]
     q_proj, k_proj, v_proj, d_k, d_v = project_heads(t, H, G)  # (B, n, H·d_k), (B, n, G·d_k), (B, n, G·d_v)
     q, k, v = split_heads(q_proj, H), split_heads(k_proj, G), split_heads(v_proj, G)  # (B, H|G, n, d)
-    eps = _positive("norm_eps", norm_eps)
+    eps = positive_number("norm_eps", norm_eps)
     for name in ("q_norm", "k_norm"):
         if name in t and t[name].shape != (d_k,):
             raise ValueError(f"{name} has shape {shape_str(t[name].shape)} but needs (d_k,) = ({d_k},)")
@@ -249,30 +155,26 @@ def modern_attention(
         q = rms_norm(q, t["q_norm"], eps=eps)
     if "k_norm" in t:
         k = rms_norm(k, t["k_norm"], eps=eps)
-    tables = rope_tables(rope, n, d_k, rope_dims=rope_dims, device=X.device, dtype=X.dtype)
-    pairing = check_pairing(rope_pairing)
-    q, k = apply_rope(q, tables, pairing), apply_rope(k, tables, pairing)
+    tables = rope_for(rope, n, d_k, pairing=check_pairing(rope_pairing), rope_dims=rope_dims, device=X.device,
+                      dtype=X.dtype)
+    if tables is not None:
+        q, k = tables.apply(q), tables.apply(k)  # (B, H|G, n, d_k)
 
-    scale_f = 1.0 / math.sqrt(d_k) if scale is None else _positive("scale", scale)
-    scaled = q @ repeat_kv(k, H).transpose(-1, -2) * scale_f  # (B, H, n, n)
-    cap = None if softcap is None else _positive("softcap", softcap)
-    capped = scaled if cap is None else cap * torch.tanh(scaled / cap)  # (B, H, n, n), in (−c, c)
-    m = self_mask(n, causal=causal, window=window, mask=mask, device=X.device)
-    if m is not None:
-        m = expand_mask(m, capped.shape)  # (B, H, n, n)
-    logits = capped if m is None else capped.masked_fill(~m, float("-inf"))
+    scale_f = 1.0 / math.sqrt(d_k) if scale is None else positive_number("scale", scale)
+    cap = None if softcap is None else positive_number("softcap", softcap)
+    m = self_attention_mask(n, causal=causal, window=window, mask=mask, device=X.device)  # (…, n, n) or None
+    z = None
     if "sinks" in t:
-        z = t["sinks"]
-        if z.shape != (H,):
-            raise ValueError(f"sinks has shape {shape_str(z.shape)} but needs one logit per head, ({H},)")
-        sink_col = z.reshape(H, 1, 1).expand(*logits.shape[:-1], 1)  # (B, H, n, 1)
-        full_mask = None if m is None else torch.cat([m, torch.ones_like(m[..., :1])], dim=-1)  # (B, H, n, n+1)
-        probs, _ = masked_softmax(torch.cat([logits, sink_col], dim=-1), full_mask)  # (B, H, n, n+1)
-        weights, sink_weight = probs[..., :-1], probs[..., -1]  # (B, H, n, n), (B, H, n): the sink is dropped
-    else:
-        weights, _ = masked_softmax(logits, m)  # (B, H, n, n)
-        sink_weight = torch.zeros_like(weights[..., 0])  # (B, H, n)
-    heads_output = weights @ repeat_kv(v, H)  # (B, H, n, d_v)
+        if t["sinks"].shape != (H,):
+            raise ValueError(f"sinks has shape {shape_str(t['sinks'].shape)} but needs one logit per head, ({H},)")
+        z = t["sinks"].reshape(H, 1)  # (H, 1): one logit per head, for every query row
+    # the one attention function: scale, soft-cap, mask, softmax with the sink; K/V head g(h) for query head h
+    heads = grouped_query_attention(q, k, v, mask=m, scale=scale_f, softcap=cap, sinks=z)[3]  # weights (B, H, n, n)
+    scaled, logits, weights = heads.scaled, heads.logits, heads.weights
+    capped = scaled if heads.capped is None else heads.capped  # (B, H, n, n)
+    sink_weight = torch.zeros_like(weights[..., 0]) if heads.sink_weight is None else heads.sink_weight  # (B, H, n)
+    m = heads.mask
+    heads_output = heads.output  # (B, H, n, d_v)
     concat = merge_heads(heads_output)  # (B, n, H·d_v)
     gate = None
     gated = concat
@@ -303,7 +205,7 @@ def modern_attention(
 def lambda_init(layer_idx: int) -> float:
     """λ_init = 0.8 − 0.6·exp(−0.3·layer_idx) with layer_idx counted from 0 — the paper's
     0.8 − 0.6·exp(−0.3·(l − 1)) for l = 1 … L, and Hugging Face's DiffLlama ``lambda_init_fn(layer_idx)``."""
-    return 0.8 - 0.6 * math.exp(-0.3 * _int("layer_idx", layer_idx, minimum=0))
+    return 0.8 - 0.6 * math.exp(-0.3 * int_at_least("layer_idx", layer_idx, minimum=0))
 
 
 @dataclass(frozen=True, eq=False)
@@ -368,12 +270,12 @@ def differential_attention(
     Each head's output is RMS-normalised over its 2d features (no weight, ε = ``norm_eps``) and scaled by
     1 − λ_init. scale defaults to 1/√d; rope as in :func:`modern_attention`.
     """
-    H = _int("n_heads", n_heads)
+    H = int_at_least("n_heads", n_heads)
     G = H if n_kv_heads is None else n_kv_heads
     kv_head_map(H, G)
     if H % 2 or G % 2:
         raise ValueError(f"differential attention pairs heads: n_heads={H} and n_kv_heads={G} must be even")
-    t = as_tensors(_named(x=x, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, lambda_q1=lambda_q1, lambda_k1=lambda_k1,
+    t = as_tensors(given(x=x, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, lambda_q1=lambda_q1, lambda_k1=lambda_k1,
                           lambda_q2=lambda_q2, lambda_k2=lambda_k2), device=device, dtype=dtype)
     X = t["x"]
     if X.dim() < 2 or X.shape[-2] == 0:
@@ -386,30 +288,24 @@ def differential_attention(
         if t[name].shape != (d,):
             raise ValueError(f"{name} has shape {shape_str(t[name].shape)} but needs (d,) = ({d},)")
     q, k, v = split_heads(q_proj, H), split_heads(k_proj, G), split_heads(v_proj, G)  # (B, H|G, n, d)
-    tables = rope_tables(rope, n, d, device=X.device, dtype=X.dtype)
-    pairing = check_pairing(rope_pairing)
-    q, k = apply_rope(q, tables, pairing), apply_rope(k, tables, pairing)
+    tables = rope_for(rope, n, d, pairing=check_pairing(rope_pairing), device=X.device, dtype=X.dtype)
+    if tables is not None:
+        q, k = tables.apply(q), tables.apply(k)  # (B, H|G, n, d)
     k_full, v_full = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, n, d): query head h's K/V head
     D = H // 2
     q1, q2, k1, k2 = q[..., :D, :, :], q[..., D:, :, :], k_full[..., :D, :, :], k_full[..., D:, :, :]
     v_pair = torch.cat([v_full[..., :D, :, :], v_full[..., D:, :, :]], dim=-1)  # (B, D, n, 2d)
-    s = 1.0 / math.sqrt(d) if scale is None else _positive("scale", scale)
-    m = self_mask(n, causal=causal, window=None, mask=mask, device=X.device)
-
-    def softmax_map(qa, ka):
-        logits = qa @ ka.transpose(-1, -2) * s  # (B, D, n, n)
-        mm = None if m is None else expand_mask(m, logits.shape)
-        if mm is not None:
-            logits = logits.masked_fill(~mm, float("-inf"))
-        return masked_softmax(logits, mm)[0]
-
-    w1, w2 = softmax_map(q1, k1), softmax_map(q2, k2)  # (B, D, n, n) each
+    s = 1.0 / math.sqrt(d) if scale is None else positive_number("scale", scale)
+    m = self_attention_mask(n, causal=causal, mask=mask, device=X.device)  # (…, n, n) or None
+    # the one attention function, twice: softmax(Q1K1ᵀ·s) and softmax(Q2K2ᵀ·s) over the same keys' mask
+    w1 = attention(q1, k1, v_pair, mask=m, scale=s).weights  # (B, D, n, n)
+    w2 = attention(q2, k2, v_pair, mask=m, scale=s).weights  # (B, D, n, n)
     lam_init = lambda_init(layer_idx) if lambda_init_value is None else float(lambda_init_value)
     lam = (torch.exp((t["lambda_q1"] * t["lambda_k1"]).sum()) - torch.exp((t["lambda_q2"] * t["lambda_k2"]).sum())
            + lam_init)  # a 0-d tensor
     weights = w1 - lam * w2  # (B, D, n, n): the differential map
     heads_output = weights @ v_pair  # (B, D, n, 2d)
-    normed = (1 - lam_init) * rms_norm(heads_output, eps=_positive("norm_eps", norm_eps))  # (B, D, n, 2d)
+    normed = (1 - lam_init) * rms_norm(heads_output, eps=positive_number("norm_eps", norm_eps))  # (B, D, n, 2d)
     t["merged"] = merge_heads(normed)  # (B, n, D·2d) = (B, n, H·d)
     output = project(t, "merged", "W_o")  # (B, n, d_out)
     return DifferentialTrace(q1=q1, q2=q2, k1=k1, k2=k2, v=v_pair, weights1=w1, weights2=w2, weights=weights,

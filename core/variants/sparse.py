@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import torch
 
-from core.checks import TensorLike, as_tensor, as_tensors, shape_str
+from core.checks import TensorLike, as_tensor, as_tensors, given, int_at_least, positive_number, shape_str
 from core.mechanism.attention import AttentionTrace
 from core.mechanism.masks import causal as causal_mask
-from core.mechanism.multihead import grouped_query_attention, split_heads
-from core.variants.sinks_gates import _int, _named, _positive, apply_rope, check_pairing, project, rope_tables, self_mask
+from core.mechanism.masks import self_attention as self_attention_mask
+from core.mechanism.multihead import grouped_query_attention, project, split_heads
+from core.mechanism.positional import check_pairing, rope_for
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,8 +67,8 @@ def lightning_indexer(
     rope: base θ or (cos, sin) tables (n, d_R/2) / (B, n, d_R/2): the first d_R dims of q_I and k_I turn
     (V3.2 pairs the halves here, unlike its MLA, hence ``rope_pairing="half"``).
     """
-    H_I = _int("n_index_heads", n_index_heads)
-    t = as_tensors(_named(x=x, c_q=c_q, W_Iq=W_Iq, W_Ik=W_Ik, W_w=W_w, k_norm_weight=k_norm_weight,
+    H_I = int_at_least("n_index_heads", n_index_heads)
+    t = as_tensors(given(x=x, c_q=c_q, W_Iq=W_Iq, W_Ik=W_Ik, W_w=W_w, k_norm_weight=k_norm_weight,
                           k_norm_bias=k_norm_bias), device=device, dtype=dtype)
     X = t["x"]
     if X.dim() < 2 or X.shape[-2] == 0 or t["c_q"].shape[:-1] != X.shape[:-1]:
@@ -86,17 +87,17 @@ def lightning_indexer(
         if name in t and t[name].shape != (d_I,):
             raise ValueError(f"{name} has shape {shape_str(t[name].shape)} but needs (d_I,) = ({d_I},)")
     k = torch.nn.functional.layer_norm(k_lin, (d_I,), t.get("k_norm_weight"), t.get("k_norm_bias"),
-                                       eps=_positive("norm_eps", norm_eps))  # (B, n, d_I)
-    tables = rope_tables(rope, n, d_I, device=X.device, dtype=X.dtype)
-    pairing = check_pairing(rope_pairing)
-    q = apply_rope(q, tables, pairing)
-    k = apply_rope(k.unsqueeze(-3), tables, pairing).squeeze(-3)  # (B, n, d_I)
+                                       eps=positive_number("norm_eps", norm_eps))  # (B, n, d_I)
+    tables = rope_for(rope, n, d_I, pairing=check_pairing(rope_pairing), device=X.device, dtype=X.dtype)
+    if tables is not None:
+        q = tables.apply(q)  # (B, H_I, n, d_I)
+        k = tables.apply(k.unsqueeze(-3)).squeeze(-3)  # (B, n, d_I)
     head_scores = torch.relu(q @ k.unsqueeze(-3).transpose(-1, -2) * d_I ** -0.5)  # (B, H_I, n, n)
     w = project(t, "x", "W_w") * H_I ** -0.5  # (B, n, H_I)
     if w.shape[-1] != H_I:
         raise ValueError(f"W_w has {w.shape[-1]} columns but needs one weight per index head, {H_I}")
     scores = (w.transpose(-1, -2).unsqueeze(-1) * head_scores).sum(-3)  # (B, n, n): Σ_j w_tj · ReLU(…)
-    m = self_mask(n, causal=causal, window=None, mask=mask, device=X.device)
+    m = self_attention_mask(n, causal=causal, mask=mask, device=X.device)
     if m is not None:
         scores = scores.masked_fill(~m, float("-inf"))
     return IndexerTrace(q=q, k=k, head_weights=w, head_scores=head_scores, scores=scores, mask=m)
@@ -122,7 +123,7 @@ class SparseTopKTrace:
 
 def topk_mask(index_scores: torch.Tensor, top_k: int) -> torch.Tensor:
     """True at the ``top_k`` highest finite scores of each row (…, n_q, n_k) → boolean of the same shape."""
-    k = min(_int("top_k", top_k), index_scores.shape[-1])
+    k = min(int_at_least("top_k", top_k), index_scores.shape[-1])
     idx = index_scores.topk(k, dim=-1).indices  # (…, n_q, k)
     chosen = torch.zeros_like(index_scores, dtype=torch.bool).scatter(-1, idx, True)
     return chosen & torch.isfinite(index_scores)  # a masked (−∞) key is never chosen
@@ -197,7 +198,7 @@ def sparse_topk_macs(n: int, top_k: int, *, n_heads: int, d_k: int, d_v: int, n_
     H·(d_k + d_v); the V3.2 report counts it the same way (its indexer is small and runs in FP8)."""
     for name, value in (("n", n), ("top_k", top_k), ("n_heads", n_heads), ("d_k", d_k), ("d_v", d_v),
                         ("n_index_heads", n_index_heads), ("d_index", d_index)):
-        _int(name, value)
+        int_at_least(name, value)
     pair = n_heads * (d_k + d_v)
     return SparseCost(n=n, top_k=top_k, full=n * n * pair, indexer=n_index_heads * n * n * d_index,
                       selected=n * min(top_k, n) * pair)

@@ -111,7 +111,7 @@ def test_prefill_then_one_at_a_time_equals_full():
 
 def test_precomputed_rope_angles_and_unchecked_inputs_give_the_same_step():
     """What the decoder does in each of its 30 blocks: the angles computed once, no NaN/∞ scans."""
-    from core.mechanism.positional import rope_cos_sin
+    from core.mechanism.positional import RopeTables, rope_cos_sin, rope_tables
 
     H, G, d, p = 6, 2, 8, 5
     g = torch.Generator().manual_seed(11)
@@ -119,16 +119,19 @@ def test_precomputed_rope_angles_and_unchecked_inputs_give_the_same_step():
     first = attend_with_cache(q, k, v, None, rope_base=500.0)
     q1, k1, v1 = torch.randn(H, 1, d, generator=g), torch.randn(G, 1, d, generator=g), torch.randn(G, 1, d, generator=g)
     ref = attend_with_cache(q1, k1, v1, first.cache, rope_base=500.0)
-    cs = rope_cos_sin(torch.arange(p, p + 1), d, base=500.0)
-    fast = attend_with_cache(q1, k1, v1, first.cache, cos_sin=cs, check_finite=False)
+    cs = rope_tables(1, d, base=500.0, start=p)
+    fast = attend_with_cache(q1, k1, v1, first.cache, tables=cs, check_finite=False)
     torch.testing.assert_close(fast.output, ref.output, atol=0, rtol=0)
     torch.testing.assert_close(fast.cache.k, ref.cache.k, atol=0, rtol=0)
     with pytest.raises(ValueError, match="not both"):
-        attend_with_cache(q1, k1, v1, first.cache, cos_sin=cs, rope_base=500.0)
-    with pytest.raises(ValueError, match="cos_sin must be"):
-        attend_with_cache(q1, k1, v1, first.cache, cos_sin=rope_cos_sin(torch.arange(2), d, base=500.0))
+        attend_with_cache(q1, k1, v1, first.cache, tables=cs, rope_base=500.0)
+    with pytest.raises(ValueError, match="tables must be"):
+        attend_with_cache(q1, k1, v1, first.cache, tables=rope_tables(2, d, base=500.0))
+    with pytest.raises(ValueError, match="tables must be"):  # a bare (cos, sin) pair says nothing of its layout
+        attend_with_cache(q1, k1, v1, first.cache, tables=rope_cos_sin(torch.arange(p, p + 1), d, base=500.0))
+    assert isinstance(cs, RopeTables)
     with pytest.raises(ValueError, match="NaN"):  # the scans stay on by default
-        attend_with_cache(q1 * float("nan"), k1, v1, first.cache, cos_sin=cs)
+        attend_with_cache(q1 * float("nan"), k1, v1, first.cache, tables=cs)
 
 
 def test_cache_append_is_pure_and_checks_shapes():

@@ -97,7 +97,7 @@ def test_a_window_of_w_sees_the_w_most_recent_keys():
     (dict(n_heads=4, q_norm=torch.ones(3)), r"q_norm has shape \(3,\) but needs \(d_k,\) = \(4,\)"),
     (dict(n_heads=4, softcap=0.0), "softcap must be a positive finite number"),
     (dict(n_heads=4, gate_W=torch.ones(16, 5)), "gate_W has 5 columns; it needs H·d_v = 16"),
-    (dict(n_heads=4, rope=(torch.ones(3, 2), torch.ones(3, 2))), "rope tables"),
+    (dict(n_heads=4, rope=(torch.ones(3, 2), torch.ones(3, 2))), "bare \\(cos, sin\\) tables are ambiguous"),
     (dict(n_heads=4, rope=10000.0, rope_dims=3), "rope_dims must be even"),
     (dict(n_heads=4, rope_pairing="odd"), "unknown RoPE pairing 'odd'"),
     (dict(n_heads=4, mask=torch.ones(3, 3, dtype=torch.bool)), r"mask \(3, 3\) does not broadcast"),
@@ -176,7 +176,7 @@ def test_mla_refuses_mismatched_latents():
         core.mla(x, **(w | {"W_UK": torch.ones(5, 6)}), n_heads=2)
     with pytest.raises(ValueError, match="q_norm normalises the q-LoRA latent"):
         core.mla(x, **w, n_heads=2, q_norm=torch.ones(4))
-    with pytest.raises(ValueError, match=r"mask \(3, 5, 3, 3\) does not broadcast to the weights \(1, 2, 3, 3\)"):
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 5, 3, 3\) does not broadcast to the weights' shape \(1, 2, 3, 3\)"):
         core.mla(x, **w, n_heads=2, mask=torch.ones(3, 5, 3, 3, dtype=torch.bool))
 
 

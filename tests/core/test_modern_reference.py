@@ -52,8 +52,9 @@ def _tables(rotary, x, n):
     return cos, sin
 
 
-def _half(t):
-    return t[..., : t.shape[-1] // 2]
+def _hf(cos, sin, pairing):
+    """Hugging Face's rotary tables (cat(freqs, freqs), width r) as core's RopeTables."""
+    return core.RopeTables.duplicated(cos, sin, pairing=pairing)
 
 
 @torch.no_grad()
@@ -73,7 +74,8 @@ def test_sinks_equal_gpt_oss_attention(window):
     out_ref, w_ref = ref(x, (cos, sin), _additive(mask))
     tr = core.modern_attention(x, W_q=_w(ref.q_proj), W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj),
                                b_q=_b(ref.q_proj), b_k=_b(ref.k_proj), b_v=_b(ref.v_proj), b_o=_b(ref.o_proj),
-                               n_heads=4, n_kv_heads=2, rope=(cos, sin), rope_pairing="half", sinks=ref.sinks.detach(),
+                               n_heads=4, n_kv_heads=2, rope=core.RopeTables.half(cos, sin, pairing="half"),
+                               sinks=ref.sinks.detach(),
                                window=window)
     assert _rel_gap(tr.output, out_ref) < 1e-12
     assert _rel_gap(tr.weights, w_ref) < 1e-12
@@ -99,7 +101,7 @@ def test_qk_norm_equals_qwen3_attention():
     cos, sin = _tables(Qwen3RotaryEmbedding(cfg), x, n)
     out_ref, w_ref = ref(x, (cos, sin), _additive(core.masks.causal(n)))
     tr = core.modern_attention(x, W_q=_w(ref.q_proj), W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj),
-                               n_heads=4, n_kv_heads=2, rope=(_half(cos), _half(sin)), q_norm=ref.q_norm.weight,
+                               n_heads=4, n_kv_heads=2, rope=_hf(cos, sin, "half"), q_norm=ref.q_norm.weight,
                                k_norm=ref.k_norm.weight, norm_eps=1e-6)
     # Qwen3RMSNorm normalises in float32 even for float64 input
     assert _rel_gap(tr.output, out_ref) < 1e-5
@@ -120,7 +122,7 @@ def test_softcap_equals_gemma2_attention():
     cos, sin = _tables(Gemma2RotaryEmbedding(cfg), x, n)
     out_ref, w_ref = ref(x, (cos, sin), _additive(core.masks.causal(n)))
     tr = core.modern_attention(x, W_q=_w(ref.q_proj), W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj),
-                               n_heads=2, n_kv_heads=1, rope=(_half(cos), _half(sin)), softcap=3.0, scale=24 ** -0.5)
+                               n_heads=2, n_kv_heads=1, rope=_hf(cos, sin, "half"), softcap=3.0, scale=24 ** -0.5)
     assert float(tr.scaled.abs().max()) > 3.0 > float(tr.capped.abs().max())  # the cap bites
     assert _rel_gap(tr.output, out_ref) < 1e-5  # Gemma 2's softmax runs in float32
     assert _rel_gap(tr.weights, w_ref) < 1e-5
@@ -146,7 +148,7 @@ def test_output_gate_equals_qwen3_next_attention():
     Wqg = ref.q_proj.weight.detach()
     W_q, W_gate = Wqg[rows[:, 0].reshape(-1)].T, Wqg[rows[:, 1].reshape(-1)].T  # (32, H·d) each
     tr = core.modern_attention(x, W_q=W_q, W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj), n_heads=H,
-                               n_kv_heads=2, rope=(_half(cos), _half(sin)), gate_W=W_gate,
+                               n_kv_heads=2, rope=_hf(cos, sin, "half"), gate_W=W_gate,
                                q_norm=1 + ref.q_norm.weight, k_norm=1 + ref.k_norm.weight,  # (1 + w) norms
                                norm_eps=cfg.rms_norm_eps)
     assert _rel_gap(tr.output, out_ref) < 1e-5
@@ -170,7 +172,7 @@ def test_differential_attention_equals_diffllama():
     tr = core.differential_attention(
         x, W_q=_w(ref.q_proj), W_k=_w(ref.k_proj), W_v=_w(ref.v_proj), W_o=_w(ref.o_proj), n_heads=4, n_kv_heads=2,
         lambda_q1=ref.lambda_q1, lambda_k1=ref.lambda_k1, lambda_q2=ref.lambda_q2, lambda_k2=ref.lambda_k2,
-        layer_idx=2, rope=(_half(cos), _half(sin)), norm_eps=1e-6)
+        layer_idx=2, rope=_hf(cos, sin, "half"), norm_eps=1e-6)
     assert tr.lambda_init == pytest.approx(ref.lambda_init)
     assert _rel_gap(tr.output, out_ref) < 1e-5  # DiffLlama's softmax and λ run in float32
     # the differential map's rows sum to 1 − λ
@@ -212,8 +214,7 @@ def test_mla_equals_deepseek_v3_attention_in_both_forms():
     x = _x((2, n, 32), seed=12)
     cos, sin = _tables(DeepseekV3RotaryEmbedding(cfg), x, n)
     out_ref, w_ref = ref(x, (cos, sin), _additive(core.masks.causal(n)))
-    tr = core.mla(x, **_mla_weights(ref, 4, 6, 4, 5, 10), n_heads=4, rope=(_half(cos), _half(sin)),
-                  rope_pairing="adjacent", scale=ref.scaling)
+    tr = core.mla(x, **_mla_weights(ref, 4, 6, 4, 5, 10), n_heads=4, rope=_hf(cos, sin, "adjacent"), scale=ref.scaling)
     assert _rel_gap(tr.output, out_ref) < 1e-5  # DeepseekV3RMSNorm and the softmax run in float32
     assert _rel_gap(tr.output_absorbed, out_ref) < 1e-5
     assert _rel_gap(tr.weights, w_ref) < 1e-5
@@ -273,7 +274,7 @@ def test_indexer_and_sparse_attention_equal_deepseek_v32():
     ix = ref.indexer
     tr = core.lightning_indexer(x, q_resid, W_Iq=_w(ix.wq_b), W_Ik=_w(ix.wk), W_w=_w(ix.weights_proj), n_index_heads=4,
                                 k_norm_weight=ix.k_norm.weight, k_norm_bias=ix.k_norm.bias,
-                                rope=(_half(cos), _half(sin)), rope_pairing="half")
+                                rope=_hf(cos, sin, "half"))
     # the reference returns indices only (ties under the ReLU may be ordered differently): the scores of the keys
     # it picked must be our top-k scores
     theirs = tr.scores.gather(-1, ref_idx).sort(-1, descending=True).values
@@ -285,7 +286,7 @@ def test_indexer_and_sparse_attention_equal_deepseek_v32():
     chosen = torch.zeros(2, n, n, dtype=torch.bool).scatter(-1, ref_idx, True) & core.masks.causal(n)
     assert torch.equal(chosen.sum(-1), torch.arange(1, n + 1).clamp(max=top_k).expand(2, n))
     out_ref, w_ref = ref(x, (cos, sin), mask)
-    mla_tr = core.mla(x, **_mla_weights(ref, 4, 6, 4, 5, 10), n_heads=4, rope=(_half(cos), _half(sin)),
+    mla_tr = core.mla(x, **_mla_weights(ref, 4, 6, 4, 5, 10), n_heads=4, rope=_hf(cos, sin, "adjacent"),
                       scale=ref.scaling, mask=chosen.unsqueeze(1))
     assert _rel_gap(mla_tr.output, out_ref) < 1e-5
     assert _rel_gap(mla_tr.weights, w_ref) < 1e-5

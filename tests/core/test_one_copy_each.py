@@ -43,45 +43,18 @@ def test_one_permutation_experiment_and_it_uses_positionals_alibi_bias():
         positional.alibi_bias(1, 5, slope=0.0)
 
 
-# the one grouped-query attention with RoPE (issue #32 point 4): who may repeat K/V heads themselves, and why
-OWN_LOGITS = {("sinks_gates.py", "modern_attention"): "sinks, soft-capping and the gate change the softmax itself",
-              ("sinks_gates.py", "differential_attention"): "two softmax maps subtracted"}
-
-
-def _calls(path, name: str) -> set[str]:
-    import ast
-
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = set()
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == name:
-                    found.add(fn.name)
-    return found
-
-
-def test_only_the_one_routine_repeats_kv_heads_for_softmax_attention():
-    from pathlib import Path
-
-    core_dir = Path(positional.__file__).parents[1]
-    repeating = {(p.name, f) for p in core_dir.rglob("*.py") for f in _calls(p, "repeat_kv")}
-    assert repeating - set(OWN_LOGITS) == {("multihead.py", "grouped_query_attention")}
-    users = {(p.name, f) for p in core_dir.rglob("*.py") for f in _calls(p, "grouped_query_attention")}
-    for place in [("multihead.py", "multi_head_attention"), ("kv_cache.py", "_attend"),
-                  ("decoder_forward.py", "_attend"), ("paged.py", "attend"),
-                  ("sparse.py", "sparse_topk_attention")]:
-        assert place in users, place
+# the one attention function and who calls it: tests/core/test_one_attention_function.py (a counting wrapper)
 
 
 @pytest.mark.parametrize("n_q", [5, 2])
 def test_the_grouped_query_routine_equals_sdpa_with_rope_applied_by_hand(n_q):
-    from core.mechanism.multihead import grouped_query_attention, rope_tables
+    from core.mechanism.multihead import grouped_query_attention
+    from core.mechanism.positional import rope_tables
 
     g = torch.Generator().manual_seed(3)
     q, k, v = torch.randn(1, 6, n_q, 8, generator=g), torch.randn(1, 2, 5, 8, generator=g), torch.randn(1, 2, 5, 4, generator=g)
     mask = torch.ones(n_q, 5, dtype=torch.bool).tril(5 - n_q)  # causal, queries at the last n_q positions
-    q_r, k_all, v_all, heads = grouped_query_attention(q, k, v, cos_sin=rope_tables(5, 8, base=100.0), mask=mask)
+    q_r, k_all, v_all, heads = grouped_query_attention(q, k, v, rope=rope_tables(5, 8, base=100.0), mask=mask)
     q_ref = positional.rope(q, positions=torch.arange(5 - n_q, 5), base=100.0)
     k_ref = positional.rope(k, base=100.0)
     ref = torch.nn.functional.scaled_dot_product_attention(q_ref, k_ref, v, attn_mask=mask, enable_gqa=True)

@@ -14,7 +14,7 @@ import torch
 HOUR = 3600
 
 
-ASSETS_TEXTS = Path(__file__).resolve().parent.parent / "assets" / "texts"
+ASSETS_TEXTS = Path(__file__).resolve().parents[2] / "assets" / "texts"  # ui/compute/common.py → the checkout
 
 
 # one thread per computation: a class shares the server's cores, and the matrices here are small;
