@@ -7,12 +7,13 @@ import streamlit as st
 
 from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
+from ui.concept_panels import kv_cache_maps, kv_new_row
 from ui.i18n import t
 from ui.inputs import numbers_panel
 from ui.text import shorts
 from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
-from ui.widgets.layout import dim_labels, shape_badge, token_labels
+from ui.widgets.layout import token_labels
 from ui.widgets.steps import stepper
 
 KEYS = state.KV_CACHE
@@ -62,29 +63,6 @@ def step_controls(n: int, problems: page.Problems) -> int:
     return stepper(n, problems, step_key=KEYS.step, prev_key=KEYS.step_prev, next_key=KEYS.step_next,
                    keys_key=KEYS.arrow_keys, bad=t("kv.step.bad", last=n - 1),
                    now=lambda step: t("kv.step.now", t=step - 1, last=n - 1))
-
-
-def new_row(r: dict, step: int, labels: list[str], dec: int) -> None:
-    """Token t's query over the cache: one row per head, t + 1 columns (``step`` = t + 1 tokens fed in)."""
-    w = r["rows"][step - 1]  # (H, t + 1)
-    st.markdown(t("kv.row.title", tok=labels[step - 1], t=step - 1, k=step))
-    show_heatmap(heatmap(w, x_labels=labels[:step], y_labels=[f"h{h}" for h in range(w.shape[0])],
-                         x_title=t("kv.axis.cached"), y_title=t("kv.axis.head"), sequential=True, decimals=dec),
-                 key=KEYS.new_row)
-    st.caption(t("kv.row.caption", h=w.shape[0], k=step))
-
-
-def cache_maps(r: dict, step: int, labels: list[str], dec: int) -> None:
-    """The cache after step t: t + 1 keys and as many values, G · d_head wide."""
-    width = r["keys"].shape[1]
-    cols = st.columns(2)
-    for col, (name, key) in zip(cols, (("keys", KEYS.keys), ("values", KEYS.values)), strict=True):
-        with col:
-            st.markdown(f"**{t('kv.cache.' + name, t=step - 1)}**")
-            show_heatmap(heatmap(r[name][:step], x_labels=dim_labels(width, "k" if name == "keys" else "v"),
-                                 y_labels=labels[:step], x_title=t("axis.dim"), y_title=t("kv.axis.cached"),
-                                 decimals=dec), key=key)
-    shape_badge(t("kv.cache.shape", k=step, g=r["G"], dh=r["d_head"]))
 
 
 def full_matrix(r: dict, step: int, labels: list[str], dec: int) -> None:
@@ -142,8 +120,8 @@ def main() -> None:
         return
     st.caption(t("kv.random"))
     labels = shorts(token_labels(tokens))
-    new_row(r, step, labels, dec)
-    cache_maps(r, step, labels, dec)
+    kv_new_row(r, step, labels, dec, key=KEYS.new_row)
+    kv_cache_maps(r, step, labels, dec, keys=(KEYS.keys, KEYS.values))
     full_matrix(r, step, labels, dec)
     cost(r, step)
 

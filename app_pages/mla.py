@@ -9,11 +9,12 @@ import streamlit as st
 
 from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
+from ui.concept_panels import mla_latent_maps
 from ui.i18n import t
 from ui.inputs import numbers_panel
 from ui.text import shorts
 from ui.widgets.heatmap import heatmap, show_heatmap
-from ui.widgets.layout import dim_labels, shape_badge, token_labels
+from ui.widgets.layout import dim_labels, token_labels
 
 KEYS = state.MLA
 # Sources: DeepSeek-AI, "DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts Language Model" (2024,
@@ -72,15 +73,7 @@ def impossible(d: int, H: int, d_c: int, d_r: int) -> str | None:
 def latent_maps(r: dict, labels: list[str], dec: int) -> None:
     """What the cache holds: c_KV (n × d_c) and k_R (n × d_R)."""
     st.subheader(t("mla.cache.title"))
-    c1, c2 = st.columns(2)
-    for col, (name, key, title, prefix) in zip((c1, c2), (("c_kv", KEYS.latent, "mla.latent", "c"),
-                                                          ("k_rope", KEYS.rope_key, "mla.rope_key", "r")), strict=True):
-        with col:
-            st.markdown(f"**{t(title)}**")
-            z = r[name]
-            show_heatmap(heatmap(z, x_labels=dim_labels(z.shape[1], prefix), y_labels=labels, x_title=t("axis.dim"),
-                                 y_title=t("mla.axis.token"), decimals=dec), key=key)
-    shape_badge(t("mla.cache.shape", n=len(labels), dc=r["c_kv"].shape[1], dr=r["k_rope"].shape[1]))
+    mla_latent_maps(r, labels, dec, keys=(KEYS.latent, KEYS.rope_key))
     st.caption(t("mla.random"))
 
 

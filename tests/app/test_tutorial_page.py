@@ -67,6 +67,12 @@ def _previous_share() -> float:
     return round(100 * float(A[l, h, -1, -2]), 2)
 
 
+def _delta_v1() -> float:
+    """v₁'s first number on the delta-rule lesson's panel (seed 0, d_model 8, d_v 4)."""
+    X = core_tokens.embed(list(core_tokens.C18_TOKENS), 8, seed=0).numpy().astype(np.float64)
+    return float((X @ core_tokens.projection(8, 4, seed=0, name="dr.W_v").numpy())[1, 0])
+
+
 NUMBERS = {
     "weighted-average.weight": weights(X, X)[MEOK, SAGWA],
     "dot-product.score": X[MEOK] @ X[NANEUN],
@@ -81,13 +87,17 @@ NUMBERS = {
     "kv-cache.keys": 3,  # token 2 (counted from 0) attends to tokens 0 … 2, itself included
     "rope.angle": 10000 ** (-2 * 1 / 8),
     "model-writing.paris": round(100 * float(pretrained.smollm2().next_token(tut.L12_PROMPT).top_probs[0]), 2),
-    "rope.shift-score": float(_rot(_ROPE_Q, 12) @ _rot(_ROPE_K, 10)),  # key at 10, query at 12
-    "rope.length-value": float(np.linalg.norm(_ROPE_Q)),  # a rotation keeps the length
+    "rope.shift-score": float(_rot(np.array([1.0, 0.0]), 12) @ _rot(np.array([2.0, 0.0]), 10)),  # one pair: θ₀ = 1
+    "rope.length-value": float(np.linalg.norm([2.0, 1.0, 2.0, 4.0])),  # a rotation keeps the length
     "model-writing.previous": _previous_share(),
     "mla-cache.mha": 2 * 128 * 128,  # DeepSeek-V3 as multi-head attention: a key and a value per head
     "mla-cache.ratio": round(2 * 128 * 128 / (512 + 64), 1),  # against the latent and the rotary key
     "delta-rule.state": 32 * 128 * 128,  # Qwen3-Next: one 128 × 128 state per value head
     "delta-rule.read": 2 + 0.5 * (6 - 2),  # v₁ = 2 written with β = 1, then v₂ = 6 with β = ½: the delta rule
+    "kv-cache.size": 2 * 3 * 1 * (8 // 2),  # after token 2: keys and values of 3 tokens, one K/V head of d_head 4
+    "mla-cache.absorbed-width": 576 - 64,  # the latent's width d_c: the cache row without the rotary key
+    "mla-cache.panel": 2 * (4 + 2) / (4 + 2),  # the panel's keys, H·(d_h + d_R), over d_c + d_R
+    "delta-rule.erase": _delta_v1(),  # with β = 1 the delta rule leaves S₁ᵀk₁ = v₁
 }
 PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
     "weighted-average.top": weights(X, X)[NANEUN],
@@ -109,7 +119,6 @@ CHOICES = {
     "cross-attention.shape": "x".join(map(str, weights(L9_X, L9_SRC).shape)),
     "kv-cache.group": str(5 // (8 // 2)),  # H = 8, G = 2: groups of 4 consecutive query heads
     "model-writing.temperature": "no",  # softmax(z / T) keeps the order of z for every T > 0
-    "mla-cache.absorbed": "W_UK",  # q · (c W_UK) = (q W_UKᵀ) · c
     "delta-rule.special": "linear",  # Sᵀk = 0 for a new orthonormal key: the update is k vᵀ
 }
 EXERCISES = [(lesson, ex) for lesson in tut.LESSONS for ex in lesson.exercises]
@@ -502,6 +511,88 @@ def _drawn_weights(at) -> np.ndarray:
     raise AssertionError("no weights map")
 
 
+def _step_to(at, name: str, token: int):
+    """Press ▶ until the lesson panel ``name`` ("kv", "dr") shows token ``token`` (counted from 0)."""
+    for _ in range(token):
+        at.button(key=state.item(KEYS.step_next, name)).click().run()
+    assert at.session_state[state.item(KEYS.step, name)] == token + 1
+    return at
+
+
+def _cache_panel(at) -> None:
+    """The KV-cache panel at token 2 (SAGWA): its query's row has 3 columns (kv-cache.keys) and the cache 3 keys and
+    3 values of G·d_head numbers (kv-cache.size), the very ones core.cached_decode keeps."""
+    _step_to(at, "kv", SAGWA)
+    keys, values = heat(at, KEYS.cache_keys), heat(at, KEYS.cache_values)
+    assert heat(at, KEYS.new_row).shape[1] == NUMBERS["kv-cache.keys"]
+    assert keys.size + values.size == NUMBERS["kv-cache.size"]
+    cache = tut.lessons._kv_trace().cache  # (G, n, d_head)
+    np.testing.assert_allclose(keys, cache.k.transpose(0, 1).reshape(4, -1)[: SAGWA + 1].numpy(), atol=2e-6)
+    np.testing.assert_allclose(values, cache.v.transpose(0, 1).reshape(4, -1)[: SAGWA + 1].numpy(), atol=2e-6)
+
+
+def _latent_panel(at) -> None:
+    """The MLA panel: the latent and the rotary key (6 numbers a token) above every head's explicit key (12): the ratio
+    mla-cache.panel asks for, and the keys core.mla expands."""
+    cached = heat(at, KEYS.latent).shape[1] + heat(at, KEYS.rope_key).shape[1]
+    keys = np.concatenate([heat(at, state.item(KEYS.full_keys, h)) for h in range(tut.MLA_PANEL["heads"])], axis=1)
+    assert keys.shape[1] / cached == NUMBERS["mla-cache.panel"]
+    p = tut.MLA_PANEL
+    k = tut.lessons._mla_small(p["d_model"], p["heads"], p["d_c"], p["d_r"]).k  # (H, n, d_h + d_R)
+    np.testing.assert_allclose(keys, k.transpose(0, 1).reshape(k.shape[1], -1).numpy(), atol=2e-6)
+
+
+def _state_panel(at) -> None:
+    """The delta-rule panel at token 1: v₁ on the right map is delta-rule.erase's answer, and S₁ is core's state."""
+    _step_to(at, "dr", ONEUL)
+    assert abs(heat(at, KEYS.write)[1, 0] - NUMBERS["delta-rule.erase"]) < 2e-6  # the rows: k, v, prediction, …
+    np.testing.assert_allclose(heat(at, KEYS.state), tut.lessons._dr_panel().states[ONEUL].numpy(), atol=2e-6)
+
+
+def _model_panel(at) -> None:
+    """The model panel names the strongest previous-token head; opened, its map's last row gives model-writing.previous."""
+    if not _model_installed():
+        pytest.skip("SmolLM2 is not installed")
+    named = next(m for m in shown(at, "markdown") if "strongest previous-token head" in m)
+    layer, head = (int(x) for x in __import__("re").search(r"block (\d+), head (\d+)", named).groups())
+    at.selectbox(key=KEYS.lm_layer).set_value(layer)
+    at.selectbox(key=KEYS.lm_head).set_value(head).run()
+    A = heat(at, KEYS.lm_map)
+    assert abs(100 * A[-1, -2] - NUMBERS["model-writing.previous"]) < 0.01
+
+
+def _model_installed() -> bool:
+    try:
+        pretrained.smollm2()
+    except Exception:  # noqa: BLE001 — any reason it cannot load: the test says so
+        return False
+    return True
+
+
+OWN_PANELS = {"cache": _cache_panel, "latent": _latent_panel, "state": _state_panel, "model": _model_panel}
+
+
+@pytest.mark.parametrize("lesson_id", ["kv-cache", "model-writing", "mla-cache", "delta-rule"])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_each_decoder_lesson_shows_its_own_panel_not_the_masks(lesson_id, lang):
+    """The four lessons on today's decoders draw the panel set up for their point (the cache growing, the model's
+    heads, the latent beside the keys, the state written and erased), not the masks panel, and one exercise reads it."""
+    at = open_lesson(lesson_id, lang)
+    own = {"kv-cache": KEYS.cache_keys, "model-writing": KEYS.grid, "mla-cache": state.item(KEYS.full_keys, 0),
+           "delta-rule": KEYS.state}[lesson_id]
+    if lesson_id == "model-writing" and not _model_installed():
+        assert any("SmolLM2" in e.value for e in at.error)  # the install message, in place of the heads
+    else:
+        spec(at, own)
+    for masks_only in (KEYS.logits, KEYS.mask_chart):
+        with pytest.raises(AssertionError):
+            spec(at, masks_only)
+    asked = {"kv-cache": "kv-cache.size", "model-writing": "model-writing.previous", "mla-cache": "mla-cache.panel",
+             "delta-rule": "delta-rule.erase"}[lesson_id]
+    assert asked in [ex.id for ex in tut.lesson(lesson_id).exercises]
+    assert tut.lesson(lesson_id).panel in OWN_PANELS
+
+
 @pytest.mark.parametrize("lesson", tut.LESSONS, ids=lambda x: x.id)
 def test_the_checkers_grade_the_numbers_the_page_draws(lesson):
     """For every lesson, the trace a checker computes (attention_lab.tutorial.scenario_trace on the panel's
@@ -529,8 +620,10 @@ def test_the_checkers_grade_the_numbers_the_page_draws(lesson):
         fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(KEYS.rope_distance))
         for trace in fig["data"]:
             y_at = dict(zip(trace["x"], trace["y"], strict=True))
-            assert abs(y_at[2] - NUMBERS["rope.shift-score"]) < 1e-6
+            assert abs(y_at[2] - float(_rot(_ROPE_Q, 5) @ _rot(_ROPE_K, 3))) < 1e-6
         assert any(c.proto.id.endswith(KEYS.rope_rotation) for c in at.get("plotly_chart"))
+    elif lesson.panel in OWN_PANELS:
+        OWN_PANELS[lesson.panel](at)
     else:
         np.testing.assert_allclose(_drawn_weights(at), tut.scenario_trace(st_).weights.numpy(), atol=2e-6)
         # the lesson's own scenario is the panel's state (the checkers' truths are computed on it)

@@ -710,6 +710,36 @@ def test_kv_cache_group_and_keys():
     assert check(keys.id, "7").message_key == "kv-cache.keys.wrong"
 
 
+def test_kv_cache_size_on_the_panel_by_hand():
+    """The panel's cache (G = 1 K/V head of d_head = 8 / 2) after token 2 is fed in: 3 keys and 3 values of 4 numbers."""
+    ex = T.exercise("kv-cache.size")
+    assert ok(check(ex.id, "24"))
+    assert check(ex.id, "12").message_key == "kv-cache.size.keys_only"
+    assert check(ex.id, "16").message_key == "kv-cache.size.before"
+    assert check(ex.id, "32").message_key == "kv-cache.size.all"
+    assert check(ex.id, "20").message_key == "kv-cache.size.wrong"
+
+
+def test_delta_rule_erase_in_numpy():
+    """Token 1 written by the delta rule with β = 1 into the panel's state (numpy from the same projections): S₁ᵀk₁ is
+    v₁ itself; the old reading S₀ᵀk₁ is erased."""
+    import numpy as np
+
+    X = core.tokens.embed(list(core.tokens.C18_TOKENS), 8, seed=0).numpy().astype(np.float64)
+    q, k, v = (X @ core.tokens.projection(8, 4, seed=0, name=f"dr.{w}").numpy() for w in ("W_q", "W_k", "W_v"))
+    k = k / np.linalg.norm(k, axis=1, keepdims=True)
+    S = np.zeros((4, 4))
+    for t in range(2):
+        before = S.T @ k[t]
+        S = S + np.outer(k[t], v[t] - before)
+    ex = T.exercise("delta-rule.erase")
+    assert abs((S.T @ k[1])[0] - v[1, 0]) < 1e-9
+    assert ok(check(ex.id, f"{v[1, 0]:.3f}"))
+    assert check(ex.id, f"{before[0]:.3f}").message_key == "delta-rule.erase.before"
+    assert check(ex.id, f"{before[0] + v[1, 0]:.3f}").message_key == "delta-rule.erase.add"
+    assert check(ex.id, f"{v[1, 0] + 1:.3f}").message_key == "delta-rule.erase.wrong"
+
+
 def test_rope_exercises_against_numpy():
     import numpy as np
 
@@ -725,17 +755,27 @@ def test_rope_exercises_against_numpy():
         out[0::2], out[1::2] = x[0::2] * c - x[1::2] * s, x[0::2] * s + x[1::2] * c
         return out
 
-    q = core.tokens.projection(1, 8, seed=0, name="lp.q")[0].numpy().astype(np.float64)
-    k = core.tokens.projection(1, 8, seed=0, name="lp.k")[0].numpy().astype(np.float64)
-    moved = rot(q, 12) @ rot(k, 10)
-    assert abs(moved - rot(q, 5) @ rot(k, 3)) < 1e-9  # only the distance counts
+    # one pair (d = 2: θ₀ = 1 radian per position), q = (1, 0) at 12 and k = (2, 0) at 10: the score is 1 · 2 · cos(2),
+    # computed by the learner (the prompt prints no score); only the distance counts
+    def turn(x, m):
+        return np.array([x[0] * np.cos(m) - x[1] * np.sin(m), x[0] * np.sin(m) + x[1] * np.cos(m)])
+
+    q, k = np.array([1.0, 0.0]), np.array([2.0, 0.0])
+    moved = turn(q, 12) @ turn(k, 10)
+    assert abs(moved - 2 * np.cos(2)) < 1e-12 and abs(moved - turn(q, 2) @ turn(k, 0)) < 1e-12
     assert ok(check("rope.shift-score", f"{moved:.4f}"))
+    assert "score" not in T.text("rope.shift-score.prompt", "en").split("What")[0]  # no score to copy
     assert check("rope.shift-score", f"{q @ k:.4f}").message_key == "rope.shift-score.no_rope"
+    assert check("rope.shift-score", f"{turn(q, 12) @ k:.4f}").message_key == "rope.shift-score.only_q"
     assert check("rope.shift-score", f"{moved + 0.5:.4f}").message_key == "rope.shift-score.wrong"
-    norm = np.linalg.norm(rot(q, 100))
-    assert abs(norm - np.linalg.norm(q)) < 1e-9
+    # q = (2, 1, 2, 4): ‖q‖ = 5 before and after the turn (the prompt gives q, not its length)
+    q4 = np.array([2.0, 1.0, 2.0, 4.0])
+    norm = float(np.linalg.norm(q4))
+    assert abs(norm - 5.0) < 1e-12 and "‖q‖ =" not in T.text("rope.length-value.prompt", "en").split("What")[0]
     assert ok(check("rope.length-value", f"{norm:.3f}"))
     assert check("rope.length-value", f"{norm * 10:.3f}").message_key == "rope.length-value.grows"
+    assert check("rope.length-value", "25").message_key == "rope.length-value.squared"
+    assert check("rope.length-value", "9").message_key == "rope.length-value.sum"
     assert check("rope.length-value", f"{norm / 2:.3f}").message_key == "rope.length-value.wrong"
     assert check(ex.id, "0.001").message_key == "rope.angle.last" and check(ex.id, "0.5").message_key == "rope.angle.wrong"
 
@@ -763,9 +803,17 @@ def test_mla_cache_exercises_by_hand():
     assert ok(check(ratio.id, "56.9")) and abs(32768 / 576 - 56.89) < 0.01
     assert check(ratio.id, "64").message_key == "mla-cache.ratio.no_rope"  # 32768 / 512
     assert check(ratio.id, "10").message_key == "mla-cache.ratio.wrong"
-    absorbed = T.exercise("mla-cache.absorbed")
-    assert ok(check(absorbed.id, "W_UK")) and absorbed.reveal().answer == "W_UK"
-    assert check(absorbed.id, "W_UV").message_key == "mla-cache.absorbed.why.W_UV"
+    # the absorbed query q_C W_UKᵀ reads the latent: d_c = 576 − 64 = 512 entries (the prompt gives 576 and 64, not 512)
+    absorbed = T.exercise("mla-cache.absorbed-width")
+    assert ok(check(absorbed.id, "512")) and "512" not in T.text(absorbed.prompt_key, "en", **absorbed.prompt_values)
+    assert check(absorbed.id, "128").message_key == "mla-cache.absorbed-width.not_absorbed"
+    assert check(absorbed.id, "576").message_key == "mla-cache.absorbed-width.whole_row"
+    assert check(absorbed.id, "500").message_key == "mla-cache.absorbed-width.wrong"
+    # the panel's layer (d_model 8, H 2, d_h 4, d_c 4, d_R 2): keys 2·(4 + 2) = 12 numbers a token against 4 + 2 cached
+    panel = T.exercise("mla-cache.panel")
+    assert ok(check(panel.id, "2")) and check(panel.id, "3").message_key == "mla-cache.panel.latent_only"
+    assert check(panel.id, f"{(12 + 8) / 6:.2f}").message_key == "mla-cache.panel.with_values"
+    assert check(panel.id, "1").message_key == "mla-cache.panel.wrong"
 
 
 def test_delta_rule_exercises_by_hand():
@@ -787,7 +835,8 @@ def test_delta_rule_exercises_by_hand():
 
 
 LESSON_TESTS += [test_kv_cache_bytes_per_token_by_hand, test_kv_cache_group_and_keys, test_rope_exercises_against_numpy]
-LESSON_TESTS += [test_mla_cache_exercises_by_hand, test_delta_rule_exercises_by_hand]
+LESSON_TESTS += [test_mla_cache_exercises_by_hand, test_delta_rule_exercises_by_hand, test_kv_cache_size_on_the_panel_by_hand,
+                 test_delta_rule_erase_in_numpy]
 
 
 def test_every_declared_feedback_is_produced_by_some_answer():
