@@ -104,9 +104,8 @@ def hybrid() -> None:
     """A 3:1 hybrid's memory per sequence beside the same model with attention in every layer."""
     h = compute.HYBRID
     st.subheader(t("dr.hybrid.title"))
-    st.markdown(t("dr.hybrid.intro", model=h["name"], layers=h["layers"], attn=h["layers"] // h["every"],
-                  lin=h["layers"] - h["layers"] // h["every"], g=h["kv_heads"], dh=h["d_head"], heads=h["v_heads"],
-                  dk=h["d_k"], dv=h["d_v"]))
+    st.markdown(t("dr.hybrid.intro", model=h.name, layers=h.layers, attn=h.count("global"), lin=h.count("linear"),
+                  g=h.n_kv_heads, dh=h.d_head, heads=h.linear_value_heads, dk=h.linear_key_dim, dv=h.linear_value_dim))
     million = lambda x: f"{x / 1e6:,.1f} M"  # noqa: E731
     df = pd.DataFrame([{t("dr.hybrid.n"): f"{r['n']:,}", t("dr.hybrid.full"): million(r["full"]),
                         t("dr.hybrid.kv"): million(r["kv"]), t("dr.hybrid.state"): million(r["state"]),

@@ -625,13 +625,14 @@ def _l12_previous():
 
 # ---- 13. compressing the cache: multi-head latent attention (DeepSeek-V3) --------------------------
 L13 = {"causal": True}  # the masks panel with the causal mask: every row reads the same cached keys and values
-MLA_MODEL = PUBLISHED_MLA[0]  # DeepSeek-V3's published shapes (source: core.variants.mla.PUBLISHED)
+MLA_MODEL = PUBLISHED_MLA[0]  # DeepSeek-V3's published shapes (core.shapes.MODELS["deepseek-v3"], with its source)
 
 
 def _mla_sizes():
-    name, layers, d_c, d_r, heads, d_h = MLA_MODEL
-    size = mla_cache_values(kv_rank=d_c, rope_dim=d_r, n_heads=heads, head_dim=d_h)
-    return size, {"model": name, "d_c": d_c, "d_r": d_r, "H": heads, "d_h": d_h, "L": layers, "mla": size.mla}
+    m = MLA_MODEL
+    size = mla_cache_values(kv_rank=m.kv_rank, rope_dim=m.rope_dim, n_heads=m.n_heads, head_dim=m.nope_dim)
+    return size, {"model": m.name, "d_c": m.kv_rank, "d_r": m.rope_dim, "H": m.n_heads, "d_h": m.nope_dim,
+                  "L": m.layers, "mla": size.mla}
 
 
 def _l13_mha():
@@ -691,9 +692,9 @@ DR_VALUES, DR_BETAS = (2.0, 6.0), (1.0, 0.5)
 def _l14_state():
     """Numbers one Gated DeltaNet layer of Qwen3-Next keeps per sequence, at any length: value heads × d_k × d_v."""
     h = QWEN3_NEXT_HYBRID
-    n = h["v_heads"] * h["d_k"] * h["d_v"]
-    return float(n), {"model": h["name"], "V": h["v_heads"], "d_k": h["d_k"], "d_v": h["d_v"]}, {
-        "one_head": float(h["d_k"] * h["d_v"]), "vector": float(h["v_heads"] * h["d_v"])}
+    n = h.linear_value_heads * h.linear_key_dim * h.linear_value_dim
+    return float(n), {"model": h.name, "V": h.linear_value_heads, "d_k": h.linear_key_dim, "d_v": h.linear_value_dim}, {
+        "one_head": float(h.linear_key_dim * h.linear_value_dim), "vector": float(h.linear_value_heads * h.linear_value_dim)}
 
 
 def _l14_read():
@@ -919,9 +920,10 @@ def _build() -> tuple[Lesson, ...]:
         _lesson("mla-cache", "latent", L13, [
             N_(_number("mla-cache.mha", _l13_mha, tolerance=0.0, lo=1, hi=1e7, integer=True, decimals=0,
                        diagnoses=("keys_only", "latent"),
-                       prompt_values=_pv(model=MLA_MODEL[0], H=MLA_MODEL[4], d_h=MLA_MODEL[5])), "kv_cache", "heads"),
+                       prompt_values=_pv(model=MLA_MODEL.name, H=MLA_MODEL.n_heads, d_h=MLA_MODEL.nope_dim)),
+               "kv_cache", "heads"),
             N_(_number("mla-cache.ratio", _l13_ratio, tolerance=0.1, lo=0.0, hi=1e4, decimals=1, diagnoses=("no_rope",),
-                       prompt_values=_pv(model=MLA_MODEL[0], d_c=MLA_MODEL[2], d_r=MLA_MODEL[3], tol=0.1)),
+                       prompt_values=_pv(model=MLA_MODEL.name, d_c=MLA_MODEL.kv_rank, d_r=MLA_MODEL.rope_dim, tol=0.1)),
                "latent_cache"),
             N_(_number("mla-cache.absorbed-width", _l13_absorbed_width, tolerance=0.0, lo=1, hi=1e6, integer=True,
                        decimals=0, diagnoses=("not_absorbed", "whole_row"),
@@ -933,8 +935,9 @@ def _build() -> tuple[Lesson, ...]:
         _lesson("delta-rule", "state", L14, [
             N_(_number("delta-rule.state", _l14_state, tolerance=0.0, lo=1, hi=1e9, integer=True, decimals=0,
                        diagnoses=("one_head", "vector"),
-                       prompt_values=_pv(model=QWEN3_NEXT_HYBRID["name"], V=QWEN3_NEXT_HYBRID["v_heads"],
-                                         d_k=QWEN3_NEXT_HYBRID["d_k"], d_v=QWEN3_NEXT_HYBRID["d_v"])), "delta_rule"),
+                       prompt_values=_pv(model=QWEN3_NEXT_HYBRID.name, V=QWEN3_NEXT_HYBRID.linear_value_heads,
+                                         d_k=QWEN3_NEXT_HYBRID.linear_key_dim,
+                                         d_v=QWEN3_NEXT_HYBRID.linear_value_dim)), "delta_rule"),
             N_(_number("delta-rule.read", _l14_read, tolerance=0.01, lo=-100.0, hi=100.0, decimals=2,
                        diagnoses=("replace", "add"),
                        prompt_values=_pv(v1=DR_VALUES[0], v2=DR_VALUES[1], b2=DR_BETAS[1], tol=0.01)), "delta_rule"),

@@ -15,7 +15,7 @@ from .concepts import token_vectors
 MLA_ROPE_BASE = 10000.0  # RoPE's θ on the d_R rotary dims of the MLA page's small example
 
 
-MLA_MODELS = core.variants.mla.PUBLISHED  # (name, layers, d_c, d_R, H, d_h): their sources are in core.variants.mla
+MLA_MODELS = core.variants.mla.PUBLISHED  # DeepSeek-V3 and Kimi K2 (core.shapes.Published, each with its source)
 
 
 MLA_COMPARED = ("llama-3-8b", "gpt2")  # a GQA and an MHA model of core.MODEL_PRESETS (their sources are there)
@@ -33,7 +33,7 @@ DELTA_CHUNK = 2  # tokens per chunk of the chunked form
 DELTA_RULES = ("gated", "delta", "linear")
 
 
-HYBRID = core.variants.delta.QWEN3_NEXT_HYBRID  # a 3:1 hybrid's published shapes (sources in core.variants.delta)
+HYBRID = core.variants.delta.QWEN3_NEXT_HYBRID  # a 3:1 hybrid's published shapes (core.shapes.Published, with sources)
 
 
 @memo.cached(max_entries=32, ttl=HOUR)
@@ -59,9 +59,9 @@ def mla_published() -> list[dict]:
     """Cached values per token of DeepSeek-V3 and Kimi K2 (MLA: core.mla_cache_values) beside a GQA and an MHA model
     (core.kv_cache_bytes at one byte a value = values), per layer and over all layers, and as MHA with the same heads."""
     rows = []
-    for name, layers, d_c, d_r, heads, d_h in MLA_MODELS:
-        size = core.mla_cache_values(kv_rank=d_c, rope_dim=d_r, n_heads=heads, head_dim=d_h)
-        rows.append({"name": name, "kind": "MLA", "layers": layers, "heads": heads, "per_layer": size.mla,
+    for m in MLA_MODELS:
+        size = core.mla_cache_values(kv_rank=m.kv_rank, rope_dim=m.rope_dim, n_heads=m.n_heads, head_dim=m.nope_dim)
+        rows.append({"name": m.name, "kind": "MLA", "layers": m.layers, "heads": m.n_heads, "per_layer": size.mla,
                      "as_mha": size.mha})
     for key in MLA_COMPARED:
         p = core.MODEL_PRESETS[key]
@@ -124,13 +124,13 @@ def hybrid_cache(ns: tuple[int, ...]) -> list[dict]:
     (core.kv_cache_bytes at one byte a value) and the fixed d_k × d_v states of its Gated DeltaNet layers, beside the
     same model with every layer full attention."""
     h = HYBRID
-    attn = h["layers"] // h["every"]
-    state = (h["layers"] - attn) * h["v_heads"] * h["d_k"] * h["d_v"]
+    attn = h.count("global")
+    state = h.count("linear") * h.linear_value_heads * h.linear_key_dim * h.linear_value_dim
     out = []
     for n in ns:
-        kv = core.kv_cache_bytes(layers=attn, n_kv_heads=h["kv_heads"], d_head=h["d_head"], tokens=n, batch=1,
+        kv = core.kv_cache_bytes(layers=attn, n_kv_heads=h.n_kv_heads, d_head=h.d_head, tokens=n, batch=1,
                                  bytes_per_value=1)
-        full = core.kv_cache_bytes(layers=h["layers"], n_kv_heads=h["kv_heads"], d_head=h["d_head"], tokens=n, batch=1,
+        full = core.kv_cache_bytes(layers=h.layers, n_kv_heads=h.n_kv_heads, d_head=h.d_head, tokens=n, batch=1,
                                    bytes_per_value=1)
         out.append({"n": n, "kv": kv, "state": state, "hybrid": kv + state, "full": full})
     return out
