@@ -1,6 +1,6 @@
 """A language model writing: SmolLM2-135M-Instruct, read from its 4-bit GGUF file (a real Llama-style
 decoder), continues the learner's prompt one token at a time — the next-token distribution under temperature,
-top-k and top-p, the new token's attention in every head (9 query heads in 3 groups sharing keys and values),
+top-k and top-p, the new token's attention in every head (the query heads in the groups that share keys and values),
 the KV cache growing, every head measured (sinks, previous token, induction), and the mechanism changed (heads
 or layers off, a KV window with and without sinks, the logit lens) with the next token before and after."""
 
@@ -286,9 +286,10 @@ def while_writing(line, box, text: str, n: int, T: float, k: int | None, p: floa
 
 
 def new_token_heads(g: dict) -> None:
-    """The last written token: every query head's attention over the tokens before it, in the 3 K/V groups."""
+    """The last written token: every query head's attention over the tokens before it, in the model's K/V groups."""
     A = g["attention"]  # (L, H, c)
     L, H, c = A.shape
+    G = g["kv_heads"]  # K/V heads: query heads h·H/G … (h + 1)·H/G − 1 share one
     st.subheader(t("lm.new_attention", tok=md(g["steps"][-1]["token"])))
     st.caption(t("lm.new_attention.caption"))
     if st.session_state.get(KEYS.gen_layer) not in range(L):
@@ -296,8 +297,8 @@ def new_token_heads(g: dict) -> None:
     layer = st.slider(t("lm.layer"), 0, L - 1, key=KEYS.gen_layer)
     labels = shorts(token_labels(g["context"]))
     panels = []
-    for grp in range(3):
-        rows = list(range(grp * (H // 3), (grp + 1) * (H // 3)))
+    for grp in range(G):
+        rows = list(range(grp * (H // G), (grp + 1) * (H // G)))
         spec = heatmap(A[layer, rows], x_labels=labels, y_labels=[t("lm.head.n", h=h) for h in rows],
                        x_title=t("axis.key"), y_title=t("lm.axis.head"), decimals=2, sequential=True)
         panels.append({"key": state.item(KEYS.gen_maps, grp), "title": t("lm.group", g=grp, a=rows[0], b=rows[-1]),

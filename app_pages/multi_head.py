@@ -9,6 +9,7 @@ import streamlit as st
 
 import core
 from attention_lab import scenario
+from core import tolerances
 from core.playground.lab import gap_text, within_rounding
 from ui import compute, link, page, settings, state
 from ui import scenario_state as ss
@@ -196,7 +197,7 @@ def paper_form(checks: dict, d: int, labels, dec: int, causal: bool) -> None:
         st.markdown(f"**{t('mh.paper.mha')}**")
         shape_badge(t("mh.paper.mha.shape", d=d, n=len(labels)))
         show_heatmap(heatmap(paper.mha_columns.numpy(), **axes), key=KEYS.paper_mha)
-    page.check_box(paper.gap < 1e-4, t("mh.paper.check", gap=f"{paper.gap:.2g}"))
+    page.check_box(paper.gap < tolerances.LOOSE_EQUAL, t("mh.paper.check", gap=f"{paper.gap:.2g}"))
     st.caption(t("mh.paper.h1"))
     if causal:
         st.caption(t("mh.paper.nomask"))

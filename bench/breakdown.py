@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench import serve
-from bench.playground import _FIND, sentence
+from bench.playground import FIND_JS, sentence
 from ui import state
 
 SERVER = '''
@@ -83,7 +83,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     keys = [state.css_class(state.item(state.PLAYGROUND.pipeline, s))[len(".st-key-"):] for s in ("weights", "output")]
-    maps_done = (f"(M) => {{ {_FIND} return {keys}.every(key => {{ const root = find(key);"
+    maps_done = (f"(M) => {{ {FIND_JS} return {keys}.every(key => {{ const root = find(key);"
                  " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; }); }")
     echo = "(n) => document.body.innerText.includes('echo: ' + n + ' words')"
     tmp = Path(tempfile.mkdtemp(prefix="breakdown-"))

@@ -49,13 +49,13 @@ def training_times() -> list[tuple[str, str, float, float]]:
 # true once the weights and the output heatmaps both show M rows (values live on the map's root,
 # a component of its own or a panel of the pipeline's one component)
 _KEYS = [state.css_class(state.item(state.PLAYGROUND.pipeline, s))[len(".st-key-"):] for s in ("weights", "output")]
-_FIND = ("const find = (key) => {"
+FIND_JS = ("const find = (key) => {"
          " const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');"
          " if (host && host.shadowRoot) return host.shadowRoot.querySelector('.alhm');"
          " for (const h of document.querySelectorAll('[data-testid=stBidiComponentIsolated]')) {"
          "  const r = h.shadowRoot && h.shadowRoot.querySelector('.panel.st-key-' + key + ' .alhm'); if (r) return r; }"
          " return null; };")
-_Z_LEN = (f"{{ {_FIND} return {_KEYS}.every(key => {{ const root = find(key);"
+_Z_LEN = (f"{{ {FIND_JS} return {_KEYS}.every(key => {{ const root = find(key);"
           " return root && root.dataset.z && JSON.parse(root.dataset.z).length === M; }); }")
 
 

@@ -52,7 +52,7 @@ from core.mechanism.paged import PagedKVCache, PagedMemory, PagePool
 from core.mechanism.positional import RopeTables, rope_tables
 from core.models import block, pretrained, seq2seq, seq2seq_store, vit
 from core.playground import experiments, lab, pitfalls, tokens
-from core.playground.seeded import seeded_normal
+from core.seeded import seeded_normal
 from core.variants import linear
 from core.variants.delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
 from core.variants.linear import LinearAttentionTrace, linear_attention

@@ -144,3 +144,16 @@ def positive_number(name: str, value) -> float:
 def given(**named) -> dict:
     """The keyword arguments that are not None (the optional tensors a caller passed)."""
     return {k: v for k, v in named.items() if v is not None}
+
+
+def qkv_tensors(q: TensorLike, k: TensorLike, v: TensorLike, *, device=None, dtype=None):
+    """Q (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v) as checked tensors, or ValueError naming the shapes."""
+    t = as_tensors({"Q": q, "K": k, "V": v}, device=device, dtype=dtype)
+    Q, K, V = t["Q"], t["K"], t["V"]
+    if min(Q.dim(), K.dim(), V.dim()) < 2:
+        raise ValueError(f"Q, K, V must be (..., n, d): {shape_str(Q.shape)}, {shape_str(K.shape)}, {shape_str(V.shape)}")
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"K has n_k={K.shape[-2]} keys but V has {V.shape[-2]} values")
+    return Q, K, V

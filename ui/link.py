@@ -3,8 +3,8 @@ run (:func:`add`: a lesson and its progress, a model's open head); at the end of
 or a fragment's: the outermost ``ui.page.boundary`` calls :func:`write` — the link is written once, with one
 ``st.query_params.from_dict``:
 
-* a page that used the scenario: the scenario (``scenario_state.link_part``), the settings and the page's
-  parameters — nothing else;
+* a page that used the scenario: the scenario (``scenario_state.link_part``, through :func:`contribute`), the
+  settings and the page's parameters — nothing else;
 * any other page (and a lesson, whose scenario is the lesson's): the settings and the page's parameters in
   place, the rest of the link kept (a link's parameters for the page a learner goes on to).
 
@@ -31,9 +31,18 @@ import streamlit as st
 
 from attention_lab import scenario as _scenario
 
-from . import scenario_state, settings, state, view
+from . import settings, state, view
 from .i18n import t
 from .widgets.guard import address
+
+_CONTRIBUTORS: list[Callable[[], dict[str, str] | None]] = []  # code, not state: who adds a part to every link
+
+
+def contribute(part: Callable[[], dict[str, str] | None]) -> None:
+    """A module above this one adds its part of the link after each run (``ui.scenario_state.link_part``: the
+    scenario, or None when the page did not use it). Called once, when that module is imported."""
+    if part not in _CONTRIBUTORS:
+        _CONTRIBUTORS.append(part)
 
 PUBLIC_URL_ENV = "ATTN_LAB_PUBLIC_URL"  # the address students use (a server behind a proxy): scheme://host[:port]
 PAGE_PACKED = "pz"  # a page's kept values, packed (the scenario's own packed parameter is "z")
@@ -175,7 +184,11 @@ def write() -> None:
     kept = st.session_state.pop(state.FRAME.kept, ())
     if kept:
         parts = _kept_part(kept)[0] | parts
-    scenario_part = scenario_state.link_part()
+    scenario_part = None
+    for part in _CONTRIBUTORS:
+        got = part()
+        if got is not None:
+            scenario_part = (scenario_part or {}) | got
     if st.session_state.pop(state.FRAME.link_alone, False):
         scenario_part = None
     if st.session_state.pop(state.FRAME.link_own, False):

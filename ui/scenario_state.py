@@ -16,7 +16,7 @@ import streamlit as st
 
 from attention_lab import scenario
 
-from . import compute, settings, state
+from . import compute, link, settings, state
 from .i18n import t
 from .widgets.editor import matrix_editor
 
@@ -187,3 +187,6 @@ def run(num: scenario.Numbers, conv: str = "row", **changes):
     fields of the numbers (another score function and its parameters, another mask)."""
     num = dataclasses.replace(num, **changes) if changes else num
     return compute.playground(**num.args(conv), device=settings.get("device"))
+
+
+link.contribute(link_part)  # ui.link writes the scenario's part of the link without importing this module

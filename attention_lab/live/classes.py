@@ -29,6 +29,8 @@ import unicodedata
 from collections import Counter
 from datetime import UTC, datetime
 
+from core import tolerances
+
 from ..strings import translate
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no I, L, O, 0, 1: nothing to misread on a projector
@@ -41,8 +43,8 @@ MAX_QUESTIONS = 200  # questions a class keeps (for its export)
 TTL_ENV = "ATTN_LAB_CLASS_TTL_H"
 DEFAULT_TTL_H = 12.0
 RATE_WINDOW_S, RATE_MAX = 1.0, 2  # at most 2 answers a second from one student
-ALPHA_TOLERANCE = 0.05
-ROW_TOLERANCE = 0.10
+ALPHA_TOLERANCE = tolerances.CLASS_ALPHA
+ROW_TOLERANCE = tolerances.CLASS_ROW
 KINDS = ("top", "alpha", "row")
 WORK_MAX_BYTES = 8_000  # a student's scenario as kept: a link's parameters (scenario.LINK_BYTES) and a little more
 EXERCISE_PREFIX = "ex:"
@@ -177,7 +179,7 @@ def question(qid: str, kind: str, lt, query: int, key: int = 0) -> dict:
     best = max(row)
     return {"id": qid, "kind": kind, "query": int(query), "key": int(key), "q_token": lt.q_tokens[query],
             "q_tokens": list(lt.q_tokens),
-            "k_tokens": list(lt.k_tokens), "row": row, "top": [i for i, w in enumerate(row) if best - w < 1e-6],
+            "k_tokens": list(lt.k_tokens), "row": row, "top": [i for i, w in enumerate(row) if best - w < tolerances.ANSWER_TIE],
             "alpha": row[key]}
 
 
@@ -203,7 +205,7 @@ def grade(q: dict, value) -> tuple[object, bool]:
             x = float(value)
             if not (math.isfinite(x) and 0 <= x <= 1):
                 raise ValueError
-            return round(x, 4), abs(x - q["alpha"]) <= ALPHA_TOLERANCE + 1e-9
+            return round(x, 4), abs(x - q["alpha"]) <= ALPHA_TOLERANCE + tolerances.SLACK
         if not isinstance(value, (list, tuple)):
             raise ValueError
         xs = [float(v) for v in value]
@@ -211,7 +213,7 @@ def grade(q: dict, value) -> tuple[object, bool]:
         if len(xs) != len(q["row"]) or not all(math.isfinite(x) and x >= 0 for x in xs) or not total > 0:
             raise ValueError
         spread = [round(x / total, 4) for x in xs]
-        return spread, max(abs(a - b) for a, b in zip(spread, q["row"], strict=True)) <= ROW_TOLERANCE + 1e-9
+        return spread, max(abs(a - b) for a, b in zip(spread, q["row"], strict=True)) <= ROW_TOLERANCE + tolerances.SLACK
     except (TypeError, ValueError, OverflowError):
         raise Refused("bad_answer") from None
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.checks import TensorLike, as_bool_mask, as_tensors, shape_str
+from core.checks import TensorLike, as_bool_mask, qkv_tensors, shape_str
 
 
 def chunked_attention(
@@ -54,14 +54,7 @@ def chunked_attention(
 
 def _prepare(q, k, v, mask, scale, device, dtype):
     """Checked Q, K, V, the boolean mask (or None), the scale s and the broadcast batch shape."""
-    t = as_tensors({"Q": q, "K": k, "V": v}, device=device, dtype=dtype)
-    Q, K, V = t["Q"], t["K"], t["V"]
-    if min(Q.dim(), K.dim(), V.dim()) < 2:
-        raise ValueError(f"Q, K, V must be (..., n, d): {shape_str(Q.shape)}, {shape_str(K.shape)}, {shape_str(V.shape)}")
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]}")
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(f"K has n_k={K.shape[-2]} keys but V has {V.shape[-2]} values")
+    Q, K, V = qkv_tensors(q, k, v, device=device, dtype=dtype)  # (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v)
     n_q, n_k = Q.shape[-2], K.shape[-2]
     s = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else float(scale)
     lead = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from core.checks import TensorLike, as_tensor, as_tensors, int_at_least, shape_str
-from core.playground.seeded import seeded_normal
+from core.seeded import seeded_normal
 
 
 def _check(n: int, d: int) -> None:

@@ -57,10 +57,10 @@ from core.models.decoder_load import (
     LlamaConfig,
     LlamaLayer,
     LlamaWeights,
-    _config,
-    _tokenizer,
-    _weights,
     gguf_path,
+    read_config,
+    read_tokenizer,
+    read_weights,
     share_weights,
     shared_weights,
 )
@@ -338,8 +338,8 @@ def load_smollm2(path: str | Path | None = None) -> SmolLM2:
     if not p.is_file():
         raise ModelNotInstalled(f"{p} does not exist; install the model with: {INSTALL_HINT}")
     reader = GGUFFile(p)
-    config = _config(reader)
-    tokenizer, byte_of = _tokenizer(reader)
-    model = SmolLM2(config, _weights(reader, config), tokenizer, byte_of)
+    config = read_config(reader)
+    tokenizer, byte_of = read_tokenizer(reader)
+    model = SmolLM2(config, read_weights(reader, config), tokenizer, byte_of)
     give_back_memory()  # the dequantisation's freed temporaries (measured: RSS after loading 974 → 764 MB)
     return model

@@ -203,7 +203,7 @@ def _field(reader: GGUFFile, name: str):
     return reader.fields[name]
 
 
-def _tokenizer(reader):
+def read_tokenizer(reader):
     """The byte-level BPE tokenizer from the file's ``tokenizer.ggml.tokens`` and ``.merges``.
 
     As SmolLM2's own tokenizer: digits split one by one, then GPT-2's byte-level pre-tokenizer
@@ -225,7 +225,7 @@ def _tokenizer(reader):
     return tk, {ch: b for b, ch in spelling.items()}
 
 
-def _config(reader) -> LlamaConfig:
+def read_config(reader) -> LlamaConfig:
     arch = _field(reader, "general.architecture")
     if arch != "llama":
         raise ValueError(f"unsupported architecture '{arch}' (expected llama)")
@@ -239,7 +239,7 @@ def _config(reader) -> LlamaConfig:
     )
 
 
-def _weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.float16) -> LlamaWeights:
+def read_weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.float16) -> LlamaWeights:
     """Dequantise every tensor to float32, the block matrices then rounded to ``blocks`` (float16: LlamaLayer;
     float32: the file's own values, for the benchmarks); a matrix stored (out, in) becomes the math layout W (in, out)."""
 

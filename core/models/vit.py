@@ -14,7 +14,7 @@ import torch
 from core.checks import TensorLike, as_tensor, shape_str
 from core.mechanism.attention import AttentionTrace, attention
 from core.mechanism.positional import sinusoidal
-from core.playground.seeded import seeded_normal
+from core.seeded import seeded_normal
 
 
 def patch_sizes(H: int, W: int) -> list[int]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from core import tolerances
 from core.checks import TensorLike, as_tensors, shape_str
 from core.mechanism.attention import AttentionTrace, attention
 from core.mechanism.multihead import multi_head_attention
@@ -242,7 +243,7 @@ def permutation_check(X: TensorLike, perm, *, W_q: TensorLike, W_k: TensorLike, 
                             max_diff=float((sa_px - p_sa_x).abs().max()), kind=kind)
 
 
-EQUAL_TOL = 1e-5  # two float32 results this close are equal up to rounding (every page and exercise uses it)
+EQUAL_TOL = tolerances.EQUAL  # two float32 results this close are equal up to rounding (core.tolerances)
 
 
 def within_rounding(diff: float) -> bool:
@@ -262,7 +263,7 @@ def rank_keys(trace: AttentionTrace, query: int) -> torch.Tensor:
     return torch.argsort(row.scores[..., query, :], dim=-1, descending=True, stable=True)
 
 
-def top_keys(trace: AttentionTrace, query: int, *, tol: float = 5e-7) -> list[int]:
+def top_keys(trace: AttentionTrace, query: int, *, tol: float = tolerances.WEIGHT_TIE) -> list[int]:
     """Every key that ties for the query's largest weight (within ``tol``), in key order; empty
     for a fully masked query. C18's 나는 → 나는 and 나는 → 먹었다 tie at 0.320, so both are named."""
     row = trace if trace.convention == "row" else trace.transposed()
@@ -302,7 +303,7 @@ class StepFacts:
     convention: str = "row"
 
 
-SPREAD_TOL = 1e-9  # s / T this close to 1 leaves the spread as it was
+SPREAD_TOL = tolerances.SPREAD  # s / T this close to 1 leaves the spread as it was
 
 
 def step_facts(trace: AttentionTrace) -> StepFacts:

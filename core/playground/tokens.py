@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from core.playground.seeded import seeded_normal
+from core.seeded import seeded_normal
 
 # C18 (source 001): "나는 오늘 사과를 먹었다", 3-dim embeddings, Q = K = V = X
 C18_TOKENS: tuple[str, ...] = ("나는", "오늘", "사과를", "먹었다")

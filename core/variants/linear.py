@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.checks import TensorLike, as_tensors, shape_str
+from core.checks import TensorLike, qkv_tensors
 from core.mechanism.attention import attention
 from core.mechanism.masks import causal as causal_mask
 
@@ -88,7 +88,7 @@ def _safe_div(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     return torch.where(den > 0, num / den.clamp_min(torch.finfo(num.dtype).tiny), torch.zeros_like(num))
 
 
-def _associative(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor):
+def associative_form(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor):
     """φ(Q)(φ(K)ᵀV) / φ(Q)·Σφ(k): returns (output (..., n_q, d_v), kv (..., d_k, d_v), z (..., d_k))."""
     kv = phi_k.transpose(-1, -2) @ v  # (..., d_k, d_v): the whole sequence summarised
     z = phi_k.sum(dim=-2)  # (..., d_k)
@@ -106,7 +106,7 @@ def _prefix(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor):
     return _safe_div(num, den), S, z
 
 
-def _quadratic(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None):
+def quadratic_form(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None):
     """(φ(Q)φ(K)ᵀ, masked, row-normalised) · V: returns (output (..., n_q, d_v), weights (..., n_q, n_k))."""
     sim = phi_q @ phi_k.transpose(-1, -2)  # (..., n_q, n_k), every entry > 0
     if mask is not None:
@@ -123,21 +123,14 @@ def linear_attention(q: TensorLike, k: TensorLike, v: TensorLike, *, causal: boo
     keys j ≤ i) and uses prefix sums. Returns a :class:`LinearAttentionTrace` with ``.output``.
     A different attention from softmax's, not an approximation of it (see the module's docstring).
     """
-    t = as_tensors({"Q": q, "K": k, "V": v}, device=device, dtype=dtype)
-    Q, K, V = t["Q"], t["K"], t["V"]
-    if min(Q.dim(), K.dim(), V.dim()) < 2:
-        raise ValueError(f"Q, K, V must be (..., n, d): {shape_str(Q.shape)}, {shape_str(K.shape)}, {shape_str(V.shape)}")
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]}")
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(f"K has n_k={K.shape[-2]} keys but V has {V.shape[-2]} values")
+    Q, K, V = qkv_tensors(q, k, v, device=device, dtype=dtype)  # (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v)
     n_q, n_k, d_k, d_v = Q.shape[-2], K.shape[-2], K.shape[-1], V.shape[-1]
     if causal and n_q != n_k:
         raise ValueError(f"causal linear attention needs as many queries as keys, got n_q={n_q}, n_k={n_k}")
     phi_q, phi_k = elu_feature_map(Q), elu_feature_map(K)  # (..., n, d_k), positive
     mask = causal_mask(n_q, device=Q.device) if causal else None  # (n, n)
-    output, kv, z = (_prefix if causal else _associative)(phi_q, phi_k, V)
-    out_quad, weights = _quadratic(phi_q, phi_k, V, mask)
+    output, kv, z = (_prefix if causal else associative_form)(phi_q, phi_k, V)
+    out_quad, weights = quadratic_form(phi_q, phi_k, V, mask)
     soft = attention(Q, K, V, mask=mask).weights  # (..., n_q, n_k): softmax(QKᵀ/√d_k), the same Q and K
     tv = 0.5 * (weights - soft).abs().sum(dim=-1)  # (..., n_q)
     macs_q, macs_a = linear_attention_macs(n_q, n_k, d_k, d_v, causal=causal)

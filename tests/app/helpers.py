@@ -54,7 +54,7 @@ def no_errors(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
-def _element(at: AppTest, key: str):
+def element_of(at: AppTest, key: str):
     for kind in ("bidi_component", "plotly_chart"):
         for el in at.get(kind):
             if el.proto.id.endswith(f"-{key}"):
@@ -120,12 +120,12 @@ def spec(at: AppTest, key: str) -> dict:
     sections = {s["key"]: s for s in (inspector(at) or {}).get("sections", [])}
     if key in sections:
         return sections[key]["bars"]
-    kind, el = _element(at, key)
+    kind, el = element_of(at, key)
     return json.loads(el.proto.json if kind == "bidi_component" else el.proto.spec)
 
 
 def is_plotly(at: AppTest, key: str) -> bool:
-    return key not in panels(at) and _element(at, key)[0] == "plotly_chart"
+    return key not in panels(at) and element_of(at, key)[0] == "plotly_chart"
 
 
 def heat(at: AppTest, key: str) -> np.ndarray:

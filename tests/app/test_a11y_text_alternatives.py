@@ -20,7 +20,7 @@ from core import tokens
 from ui import state
 from ui.i18n import table
 
-from .helpers import PG_WEIGHTS, _element, inspector, no_errors, open_tab, page, panels, spec
+from .helpers import PG_WEIGHTS, element_of, inspector, no_errors, open_tab, page, panels, spec
 
 
 def _tokens(n: int) -> str:
@@ -33,7 +33,7 @@ def _core_weights(n: int, **kw) -> np.ndarray:
 
 
 def _companion(at, key: str) -> dict:
-    return json.loads(_element(at, state.item(key, "a11y"))[1].proto.json)
+    return json.loads(element_of(at, state.item(key, "a11y"))[1].proto.json)
 
 
 def test_top_columns_is_a_stable_sort_cut_to_k_including_ties_and_infinities():
@@ -102,7 +102,7 @@ def test_the_playground_at_80_tokens_names_its_large_maps_and_offers_summary_csv
     at.text_input(key=state.SCENARIO.tokens).input(_tokens(80)).run()
     no_errors(at)
     W = _core_weights(80)
-    plot = _element(at, PG_WEIGHTS)[1]
+    plot = element_of(at, PG_WEIGHTS)[1]
     assert "80 × 80" in plot.proto.alt and table("en")["step.weights"] in plot.proto.alt  # role=figure's name
     data = _companion(at, PG_WEIGHTS)
     assert data["large"] and data["clickable"]  # a click on the weights picks a query: the picker does it
@@ -128,7 +128,7 @@ def test_the_payload_of_a_large_maps_text_alternative_is_bounded_at_512_tokens()
     sizes = {}
     for step in ("scores", "scaled", "masked", "weights", "output"):
         key = state.item(state.PLAYGROUND.pipeline, step)
-        sizes[step] = (len(_element(at, state.item(key, "a11y"))[1].proto.json), len(_element(at, key)[1].proto.spec))
+        sizes[step] = (len(element_of(at, state.item(key, "a11y"))[1].proto.json), len(element_of(at, key)[1].proto.spec))
     # a 512 × 512 map's summary with its labels: under 48 kB, against about 1.5 MB for its plotly image
     for step, (alt, image) in sizes.items():
         assert alt < 48_000, (step, alt)

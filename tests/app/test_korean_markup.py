@@ -16,7 +16,7 @@ from ui import nav, state
 from ui.i18n import table
 
 from .helpers import open_tab
-from .test_korean_text import _page, visible_text
+from .test_korean_text import korean_page, visible_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,24 +75,24 @@ def _uploaders_covered(at) -> list[str]:
 
 @pytest.mark.parametrize("info", nav.PAGES, ids=[p.name for p in nav.PAGES])
 def test_no_raw_markup_or_english_ui_text_on_a_korean_page(info):
-    at = _page(info.name)
+    at = korean_page(info.name)
     assert not at.exception, [e.value for e in at.exception]
     assert problems_on(at) == []
 
 
 def test_every_playground_tab_and_the_trained_heads_in_korean():
-    at = _page("playground")
+    at = korean_page("playground")
     found = []
     for tab in ("embed", "qkv", "score", "mask", "share"):
         open_tab(at, tab)
         assert not at.exception
         found += problems_on(at)
-    at = _page("multi_head")
+    at = korean_page("multi_head")
     at.session_state[state.MULTI_HEAD.source] = "model"  # (AppTest formats options in English: seeded, not clicked)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     found += problems_on(at)
-    at = _page("vision_transformer")
+    at = korean_page("vision_transformer")
     at.session_state[state.VISION_TRANSFORMER.source] = "random"
     at.run()
     found += problems_on(at)
@@ -104,7 +104,7 @@ def test_the_walk_finds_what_it_is_for():
     key, kept = "mh.paper.text", ko["mh.paper.text"]
     ko[key] = "헤드마다 W_{V,h} W_{O,h}를 곱합니다."
     try:
-        at = _page("multi_head")
+        at = korean_page("multi_head")
     finally:
         ko[key] = kept
     assert any("W_{" in f for f in problems_on(at)), problems_on(at)

@@ -248,21 +248,21 @@ def test_the_walk_reads_the_text_inside_the_apps_components():
 
 
 # ------------------------------------------------------------------ every page, in Korean
-def _page(name: str, query: dict | None = None):
+def korean_page(name: str, query: dict | None = None):
     info = nav.PAGE_BY_NAME[name]
     return page("app.py" if name == "home" else info.file, query={"lang": "ko"} | (query or {}))
 
 
 @pytest.mark.parametrize("info", nav.PAGES, ids=[p.name for p in nav.PAGES])
 def test_no_english_sentence_on_a_korean_page(info):
-    at = _page(info.name)
+    at = korean_page(info.name)
     assert not at.exception, [e.value for e in at.exception]
     words = DATA_WORDS if info.name == "seq2seq" else frozenset()
     assert english_on(at, words) == []
 
 
 def _playground_tabs(query: dict, tabs=("embed", "qkv", "score", "mask", "share")) -> list[str]:
-    at = _page("playground", query)
+    at = korean_page("playground", query)
     found = english_on(at)
     for tab in tabs:
         open_tab(at, tab)
@@ -283,23 +283,23 @@ def test_playground_with_additive_score_projections_and_causal_mask_in_korean():
 def test_cross_attention_in_korean():
     query = {"mode": "cross", "tok": "vediamo il cielo", "src": "We see the sky"}
     assert _playground_tabs(query, ("mask",)) == []
-    assert english_on(_page("self_vs_cross", query)) == []
+    assert english_on(korean_page("self_vs_cross", query)) == []
 
 
 def test_queries_that_see_nothing_in_korean():
-    at = _page("masks", {"pad": "[0,1,2,3]"})
+    at = korean_page("masks", {"pad": "[0,1,2,3]"})
     assert at.warning and english_on(at) == []
 
 
 def test_a_selected_cell_of_the_notations_page_in_korean():
-    at = _page("notations", {"causal": "1"})
+    at = korean_page("notations", {"causal": "1"})
     at.session_state[state.NOTATIONS.selected] = ("scores", 0, 1)
     at.run()
     assert at.info and english_on(at) == []
 
 
 def test_seq2seq_without_attention_and_the_toy_translation_in_korean():
-    at = _page("seq2seq")
+    at = korean_page("seq2seq")
     for name, value in ((state.SEQ2SEQ.att, "none"), (state.SEQ2SEQ.task, "translate")):
         at.session_state[name] = value
         at.run()
@@ -308,7 +308,7 @@ def test_seq2seq_without_attention_and_the_toy_translation_in_korean():
 
 
 def test_vision_transformer_without_class_token_in_korean():
-    at = _page("vision_transformer")
+    at = korean_page("vision_transformer")
     at.session_state[state.VISION_TRANSFORMER.cls] = False
     at.run()
     assert not at.exception and english_on(at) == []

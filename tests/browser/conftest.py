@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
-def _chromium() -> str:
+def chromium_path() -> str:
     path = serve.chromium()
     if not path:
         if os.environ.get("ATTN_LAB_SKIP_BROWSER") == "1":
@@ -49,7 +49,7 @@ def without_cjk_fonts(tmp: Path) -> dict:
 def chromium(tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
-    exe = _chromium()
+    exe = chromium_path()
     env = without_cjk_fonts(tmp_path_factory.mktemp("fontconfig"))
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, env=env)

@@ -32,7 +32,7 @@ SELECTED_TAB_DRAWN = """(label) => { const tab = [...document.querySelectorAll('
 TIMES: dict[str, float] = {}  # seconds per test, written to test-artifacts/a11y-times.txt
 
 
-def _context(chromium, width: int, lang: str):
+def browser_context(chromium, width: int, lang: str):
     return chromium.new_context(viewport={"width": width, "height": WIDTHS[width]},
                                 locale="ko-KR" if lang == "ko" else "en-US")
 
@@ -44,7 +44,7 @@ def _record(name: str, started: float) -> None:
                                               encoding="utf-8")
 
 
-def _check(views: dict) -> None:
+def check_views(views: dict) -> None:
     own = {name: found[0] for name, found in views.items() if found[0]}
     more = {name: grown(found[1]) for name, found in views.items() if grown(found[1])}
     assert not own, "the app's own serious/critical violations:\n" + "\n".join(
@@ -56,7 +56,7 @@ def _check(views: dict) -> None:
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_axe_every_page(server_url, chromium, lang, width):
     started = time.perf_counter()
-    ctx = _context(chromium, width, lang)
+    ctx = browser_context(chromium, width, lang)
     try:
         page = ctx.new_page()
         views = {}
@@ -68,7 +68,7 @@ def test_axe_every_page(server_url, chromium, lang, width):
             if width == 1280:  # every map's values as a table with token headers, equal to the map's numbers
                 page.evaluate(SHOW_TABLES)
                 tables[info.name] = table_mismatches(page.evaluate(MAP_TABLES))
-        _check(views)
+        check_views(views)
         assert not any(tables.values()), {k: v[:5] for k, v in tables.items() if v}
     finally:
         ctx.close()
@@ -81,7 +81,7 @@ def test_axe_every_tutorial_lesson(server_url, chromium, lang, width):
     """Every lesson at both widths (the 390×844 pass costs about 100 s per language on a 2-core machine
     under load: 103 s beside 173 s at 1280 for English; README, "Accessibility")."""
     started = time.perf_counter()
-    ctx = _context(chromium, width, lang)
+    ctx = browser_context(chromium, width, lang)
     try:
         page = ctx.new_page()
         views = {}
@@ -89,7 +89,7 @@ def test_axe_every_tutorial_lesson(server_url, chromium, lang, width):
             page.goto(f"{server_url}/Tutorial?lesson={lesson.id}&lang={lang}")
             settle(page, lang)
             views[lesson.id] = audit(page)
-        _check(views)
+        check_views(views)
     finally:
         ctx.close()
         _record(f"lessons-{lang}-{width}", started)
@@ -100,7 +100,7 @@ def test_axe_every_tutorial_lesson(server_url, chromium, lang, width):
 def test_axe_playground_with_the_x_editor_and_every_setup_tab_open(server_url, chromium, lang, width):
     started = time.perf_counter()
     strings = table(lang)
-    ctx = _context(chromium, width, lang)
+    ctx = browser_context(chromium, width, lang)
     try:
         page = ctx.new_page()
         page.goto(f"{server_url}/Playground?lang={lang}")
@@ -117,14 +117,14 @@ def test_axe_playground_with_the_x_editor_and_every_setup_tab_open(server_url, c
             page.wait_for_function(SELECTED_TAB_DRAWN, arg=label, timeout=60_000)
             settle(page, lang)
             views[f"tab-{tab}"] = audit(page)
-        _check(views)
+        check_views(views)
     finally:
         ctx.close()
         _record(f"playground-open-{lang}-{width}", started)
 
 
 def test_html_lang_follows_the_chosen_language(server_url, chromium):
-    ctx = _context(chromium, 1280, "en")
+    ctx = browser_context(chromium, 1280, "en")
     try:
         page = ctx.new_page()
         page.goto(f"{server_url}/Masks?lang=ko")

@@ -13,7 +13,7 @@ from ui.state import css_class
 
 from .a11y_audit import MAP_TABLES, SHOW_TABLES, audit, settle
 from .helpers import PG_WEIGHTS, PLOTLY_VALUES
-from .test_a11y_browser import _check, _context
+from .test_a11y_browser import browser_context, check_views
 
 pytestmark = pytest.mark.browser
 
@@ -40,7 +40,7 @@ def test_the_inspectors_bars_and_a_large_maps_summary_are_tables(server_url, chr
     the drawn bars hidden from a screen reader; a 70-token Playground's maps (plotly images) are named
     figures with a summary table and a cell picker: axe finds nothing serious there, tables open."""
     strings = table(lang)
-    ctx = _context(chromium, 1280, lang)
+    ctx = browser_context(chromium, 1280, lang)
     try:
         page = ctx.new_page()
         page.goto(f"{server_url}/Playground?lang={lang}")
@@ -77,6 +77,6 @@ def test_the_inspectors_bars_and_a_large_maps_summary_are_tables(server_url, chr
         np.testing.assert_allclose(np.array(drawn, dtype=float), core.attention(X70, X70, X70).weights.numpy(), atol=5e-4 + 1e-6)
         assert page.evaluate(OPEN_SUMMARIES) >= 5
         page.locator("table.summary").first.wait_for(timeout=10_000)
-        _check({"large": audit(page)})
+        check_views({"large": audit(page)})
     finally:
         ctx.close()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
 import core
-from core.variants.linear import _associative, _quadratic, elu_feature_map, linear_attention_macs
+from core.variants.linear import associative_form, elu_feature_map, linear_attention_macs, quadratic_form
 
 
 def rand(*shape, seed=0, dtype=torch.float64):
@@ -91,10 +91,10 @@ def test_macs_equal_torchs_flop_counter(n_q, n_k, d_k, d_v):
     fq, fk, v = elu_feature_map(rand(n_q, d_k)), elu_feature_map(rand(n_k, d_k, seed=1)), rand(n_k, d_v, seed=2)
     quad, assoc = linear_attention_macs(n_q, n_k, d_k, d_v)
     with FlopCounterMode(display=False) as fc:
-        _quadratic(fq, fk, v, None)
+        quadratic_form(fq, fk, v, None)
     assert fc.get_total_flops() == 2 * quad
     with FlopCounterMode(display=False) as fc:
-        _associative(fq, fk, v)
+        associative_form(fq, fk, v)
     assert fc.get_total_flops() == 2 * assoc
     tr = core.linear_attention(rand(n_q, d_k), rand(n_k, d_k, seed=1), v)
     assert (tr.macs_quadratic, tr.macs_associative) == (quad, assoc)

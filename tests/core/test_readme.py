@@ -154,7 +154,7 @@ BUILDS_ON = {
     "core.models": ("core.mechanism", "core.variants", "core.models"),
     "core.playground": ("core.mechanism", "core.variants", "core.playground"),
 }
-BORROWED = ("core.playground.seeded", "core.playground.tokens")
+BORROWED = ("core.seeded", "core.playground.tokens")
 
 
 def _imports_of(path: Path) -> set[str]:

@@ -12,7 +12,7 @@ import torch
 
 from core.models import decoder
 from core.models.decoder_forward import forward
-from core.models.decoder_load import _config, _weights, gguf_path, share_weights, shared_weights
+from core.models.decoder_load import gguf_path, read_config, read_weights, share_weights, shared_weights
 from core.models.gguf_file import GGUFFile
 
 if importlib.util.find_spec(decoder.MODULE) is None:
@@ -44,7 +44,7 @@ def test_shared_weights_give_the_same_logits_and_the_originals_are_released():
 
 def test_sharing_empties_the_tensors_it_copied_and_refuses_what_it_cannot_share():
     reader = GGUFFile(gguf_path())
-    w = _weights(reader, _config(reader))
+    w = read_weights(reader, read_config(reader))
     n = sum(t.numel() for t in w.tensors())
     fd, layout, shared = share_weights(w)
     try:

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.browser.conftest import CHROMIUM_ARGS, _chromium, settled, wait_idle
+from tests.browser.conftest import CHROMIUM_ARGS, chromium_path, settled, wait_idle
 from tests.deploy.conftest import two_replicas
 from tests.live.servers import start_redis, stop
 from ui import state
@@ -64,7 +64,7 @@ def _text(page, text: str) -> None:
 def test_teacher_and_students_on_different_replicas_share_the_class_and_survive_a_lost_replica(replicas, proxy):
     home, other = replicas
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
             _, teacher = _open(browser, proxy, route_to(proxy, home), "/Class")
             teacher.locator(css(KEYS.start) + " button").click()

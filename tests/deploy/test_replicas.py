@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from bench.serve import healthy
-from tests.browser.conftest import CHROMIUM_ARGS, _chromium, wait_idle
+from tests.browser.conftest import CHROMIUM_ARGS, chromium_path, wait_idle
 from tests.browser.helpers import PG_WEIGHTS, wait_z
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -87,7 +87,7 @@ def test_a_browser_keeps_its_replica_and_its_tokens_across_pages_and_a_proxy_rel
     # direct server too: not a failure of the proxy
     probe = re.compile(r"/[^/]+/_stcore/(health|host-config)$")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
             ctx = browser.new_context(viewport={"width": 1400, "height": 1600}, locale="en-US")
             page = ctx.new_page()

@@ -17,7 +17,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from attention_lab import scenario
 from tests.app.test_links import largest
-from tests.browser.conftest import CHROMIUM_ARGS, _chromium, wait_idle
+from tests.browser.conftest import CHROMIUM_ARGS, chromium_path, wait_idle
 from tests.browser.helpers import PG_WEIGHTS, wait_z
 
 from .test_replicas import metrics, token_box
@@ -33,7 +33,7 @@ def test_the_largest_scenarios_link_opens_through_nginx(replicas, proxy):
     with urllib.request.urlopen(link, timeout=30) as resp:
         assert resp.status == 200
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
             page = browser.new_context(viewport={"width": 1400, "height": 1600}, locale="en-US").new_page()
             page.goto(link)
@@ -57,7 +57,7 @@ def test_a_link_longer_than_nginx_accepts_gets_a_clear_page_in_both_languages(re
 
 def test_killing_the_students_replica_keeps_the_typed_scenario(replicas, proxy):
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
             ctx = browser.new_context(viewport={"width": 1400, "height": 1600}, locale="en-US")
             page = ctx.new_page()

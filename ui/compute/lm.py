@@ -161,7 +161,7 @@ def lm_generate(text: str, n_new: int, temperature: float, top_k: int | None, to
     ids = list(w.request.ids)
     return {"steps": steps, "text": m.decode(ids + [s.token_id for s in w.steps]), "stopped": w.stopped,
             "attention": w.steps[-1].attention.numpy() if w.steps else None, "batch": w.batch,
-            "context": m.tokens(ids) + [s.token for s in w.steps[:-1]]}
+            "context": m.tokens(ids) + [s.token for s in w.steps[:-1]], "kv_heads": m.config.n_kv_heads}
 
 
 @memo.cached(max_entries=32, ttl=HOUR)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core import tolerances
+
 from ..i18n import t
 from ..page import check_box
 from .figures import line_figure, show_chart
@@ -36,6 +38,6 @@ def rope_views(r: dict, pair: int, *, rotation_key: str, distance_key: str, stac
                             "name": t("lp.dist.start", s=s)} for s in r["scores"]],
                           {"xaxis": {"title": {"text": t("lp.dist.x")}}, "yaxis": {"title": {"text": t("lp.dist.y")}}})
         show_chart(fig, key=distance_key, title=t("lp.dist.title"))
-        check_box(r["shift_gap"] < 1e-4, t("lp.dist.check", gap=f"{r['shift_gap']:.2g}"))
-    check_box(r["pairing_gap"] < 1e-5, t("lp.pairing.check", gap=f"{r['pairing_gap']:.2g}"))
+        check_box(r["shift_gap"] < tolerances.LOOSE_EQUAL, t("lp.dist.check", gap=f"{r['shift_gap']:.2g}"))
+    check_box(r["pairing_gap"] < tolerances.EQUAL, t("lp.pairing.check", gap=f"{r['pairing_gap']:.2g}"))
     st.caption(t("lp.random"))
