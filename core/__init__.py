@@ -56,7 +56,7 @@ from core.seeded import seeded_normal
 from core.variants import linear
 from core.variants.delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
 from core.variants.linear import LinearAttentionTrace, linear_attention
-from core.variants.mla import MLACacheSize, MLATrace, mla, mla_cache_values
+from core.variants.mla import LatentCache, MLACacheSize, MLAStep, MLATrace, mla, mla_cache_values, mla_decode
 from core.variants.paper import PaperTrace, paper_attention
 from core.variants.schedules import (
     GEMMA3_27B,
@@ -104,7 +104,7 @@ __all__ += [
 # modern attention variants (issue 33)
 __all__ += [
     "DifferentialTrace", "ModernAttentionTrace", "differential_attention", "lambda_init", "modern_attention", "rms_norm",
-    "MLACacheSize", "MLATrace", "mla", "mla_cache_values",
+    "MLACacheSize", "MLATrace", "mla", "mla_cache_values", "LatentCache", "MLAStep", "mla_decode",
     "ChunkedDeltaTrace", "DeltaRuleTrace", "gated_delta_rule", "gated_delta_rule_chunked",
     "IndexerTrace", "SparseCost", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "sparse_topk_macs",
     "topk_mask",

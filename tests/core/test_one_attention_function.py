@@ -214,3 +214,9 @@ def test_no_module_in_core_defines_its_own_rms_norm_or_rope_table_builder():
             if isinstance(node, ast.FunctionDef) and node.name in ("rms_norm", "rope_tables", "self_mask", "apply_rope"):
                 defined.setdefault(node.name, []).append(str(path.relative_to(root)))
     assert defined == {"rms_norm": ["mechanism/norms.py"], "rope_tables": ["mechanism/positional.py"]}
+
+
+def test_an_mla_decoding_step_calls_the_one_function_once(calls):
+    step = core.mla_decode(X[:, :1], **_mla_weights(), rope_base=100.0)
+    core.mla_decode(X[:, 1:2], step.cache, **_mla_weights(), rope_base=100.0)
+    assert len(calls) == 2
