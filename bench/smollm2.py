@@ -11,9 +11,10 @@
 4. Resident memory of one process that runs the app's two model pages through Streamlit's AppTest
    (app.py, the trained-model page, then this page writing 8 tokens): both models loaded and used.
    Target ≤ 1.2 GB.
-5. Weight storage (``--storage``: this table alone): the file's float32 values, the float16 block matrices core
-   keeps (widened to float32 for each product), bfloat16 ones, or the file's own Q4_1 / Q8_0 blocks dequantised for
-   each product — the bytes, a decoding step of 1 and of 40 sequences, and the change of the logits.
+5. Weight storage (``--storage``: this table alone): the file's float32 values (core's default, exact), float16
+   block matrices (widened to float32 for each product; what core kept before issue 54), bfloat16 ones, or the
+   file's own Q4_1 / Q8_0 blocks dequantised for each product — the bytes, a decoding step of 1 and of 40
+   sequences, and the change of the logits.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def trace_vs_transformers(model, repeats: int = 10) -> tuple[float, float, int]:
 
 def matmul_floor_ms(model, n: int, repeats: int = 10) -> float:
     """Median ms of the model's matrix products alone for n tokens: x (n, d) @ W for every weight matrix of
-    every block and the output head — what any float32 forward pass must do, the float16 block matrices widened as
+    every block and the output head — what any float32 forward pass must do, a 16-bit block matrix widened as
     its ``linear`` widens them. For n = 1 it is bound by memory (all the weights read once), for n = 32 by
     arithmetic."""
     from core.models.decoder_forward import linear
@@ -202,7 +203,8 @@ def storage(model) -> list[dict]:
         return worst, same
 
     rows = []
-    for name, P in (("float32 (before)", W32), ("float16 block matrices, float32 embedding (now)", model.weights),
+    for name, P in (("float32: the file's values (now, the default)", W32),
+                    ("float16 block matrices, float32 embedding (before issue 54; not exact)", blocks_as(torch.float16)),
                     ("bfloat16 block matrices, float32 embedding", blocks_as(torch.bfloat16))):
         rel, top1 = change(P)
         rows.append({"name": name, "bytes": P.nbytes(), "one": _step_ms(model, 1, P), "forty": _step_ms(model, 40, P),

@@ -12,8 +12,8 @@ The forward pass, row convention, for n new tokens at positions p₀ … p₀+n�
         Xˡ = Y + (SiLU(RMSNorm(Y) ⊙ g_ffn · W_gate) ⊙ (RMSNorm(Y) ⊙ g_ffn · W_up)) W_down   (n, 1536) → (n, 576)
     logits = (RMSNorm(X³⁰) ⊙ g_final) Eᵀ                                   (n, 49152)
 
-RMSNorm(x) = x / √(mean(x²) + ε). The block matrices W are kept in float16 (half the memory) and widened to
-float32 for each product (:func:`linear`); E, the g's and every activation are float32. :class:`Mechanism` changes
+RMSNorm(x) = x / √(mean(x²) + ε). Every weight is the file's own value in float32 (exact; a block matrix kept in
+16 bits by explicit choice is widened for each product, :func:`linear`); every activation is float32. :class:`Mechanism` changes
 the attention (heads or blocks off, a KV window with sinks) for the page's experiments.
 """
 
@@ -56,8 +56,8 @@ PLAIN = Mechanism()
 
 
 def linear(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """x W, summed in x's dtype: a block matrix kept in float16 is widened for the product (exactly: every float16 is
-    a float32). x (..., d_in), W (d_in, d_out) → (..., d_out).
+    """x W, summed in x's dtype: the block matrices are float32 (the file's values); one kept in 16 bits by explicit
+    choice is widened for the product (exactly: every float16 is a float32). x (..., d_in), W (d_in, d_out) → (..., d_out).
 
     On the CPU a product of one row is computed as two (the row twice, the first kept). For one row the CPU's BLAS
     takes a matrix-vector kernel, which sums in another order than its matrix-matrix kernel; from two rows on, a

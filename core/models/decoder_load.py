@@ -74,8 +74,10 @@ class LlamaLayer:
     """One block's weights in the math layout (x @ W).
 
     g_attn, g_ffn (d_model,), float32; W_q (d_model, H·d_head); W_k, W_v (d_model, H_kv·d_head);
-    W_o (H·d_head, d_model); W_gate, W_up (d_model, d_ff); W_down (d_ff, d_model): float16, widened for each product
-    (``core.models.decoder_forward.linear``; BENCHMARKS.md, "weight storage": half the memory, the logits within 2e-3).
+    W_o (H·d_head, d_model); W_gate, W_up (d_model, d_ff); W_down (d_ff, d_model): float32, the file's own values
+    dequantised exactly (issue 54: the numbers are the model's, equal to transformers reading the same file). A
+    16-bit copy (:func:`read_weights` ``blocks=``) is an explicit, named option, never the default; it is widened for
+    each product (``core.models.decoder_forward.linear``).
     """
 
     g_attn: torch.Tensor
@@ -239,15 +241,16 @@ def read_config(reader) -> LlamaConfig:
     )
 
 
-def read_weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.float16) -> LlamaWeights:
-    """Dequantise every tensor to float32, the block matrices then rounded to ``blocks`` (float16: LlamaLayer;
-    float32: the file's own values, for the benchmarks); a matrix stored (out, in) becomes the math layout W (in, out)."""
+def read_weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.float32) -> LlamaWeights:
+    """Dequantise every tensor to float32, exactly: the file's own values (the default, LlamaLayer). ``blocks`` other
+    than float32 (float16, bfloat16) rounds the block matrices — not exact: an option to name where it is used (the
+    benchmark's storage table), never the default. A matrix stored (out, in) becomes the math layout W (in, out)."""
 
     def get(name: str) -> torch.Tensor:
         return reader.tensor(name)
 
     def mat(name: str) -> torch.Tensor:
-        # (out, in) → (in, out), stored contiguous: x @ W reads the weights in order (see BENCHMARKS.md); float16
+        # (out, in) → (in, out), stored contiguous: x @ W reads the weights in order (see BENCHMARKS.md); float32
         return reader.tensor(name, transposed=True).to(blocks)
 
     layers = tuple(LlamaLayer(

@@ -14,7 +14,7 @@ from core.models import decoder
 from core.models.decoder_batch import BatchCache, decode_batch, extend_batch
 from core.models.decoder_forward import forward
 
-from .llama_reference import load_transformers_llama, round_blocks_to_float16
+from .llama_reference import load_transformers_llama
 
 if importlib.util.find_spec(decoder.MODULE) is None:
     pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
@@ -197,7 +197,6 @@ def test_bad_batches_are_refused(model):
 def test_batched_greedy_tokens_equal_transformers_left_padded_generate(model):
     """transformers' own batched generate (left padding, an attention mask) writes the same tokens as our batch."""
     hf, _ = load_transformers_llama()
-    round_blocks_to_float16(hf)  # the values core keeps
     ids = [model.encode(p) for p in PROMPTS]
     width = max(map(len, ids))
     pad = model.config.eos_id

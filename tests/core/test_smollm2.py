@@ -1,8 +1,9 @@
 """core.models.decoder / core.pretrained.smollm2(): SmolLM2-135M through the project's attention, checked against
-Hugging Face transformers loading the same GGUF file (eager attention, float32; its block matrices rounded to
-float16, the values core keeps), against the ``gguf`` package's own reader and dequantisation, and against
-hand-written numpy where the piece is small. What keeping them in float16 costs is checked against transformers
-with the file's own values (within 2e-3).
+Hugging Face transformers loading the same GGUF file (eager attention, float32, the file's values unchanged: core
+keeps the same values, issue 54), against the ``gguf`` package's own reader and dequantisation, and against
+hand-written numpy where the piece is small. The bars (issue 54): logits within 2e-3 of their scale with the same
+top-1, attention weights within 1e-3 (met here with room: 1e-3 and 1e-4), greedy 16 tokens identical, on English
+and Korean prompts.
 
 The transformers reference costs ~16 s and ~1.1 GB: it is loaded once for this module (``reference``)
 and the tests that need it are marked ``slow``.
@@ -20,7 +21,7 @@ import core
 from core import masks, pretrained
 from core.models import decoder, gguf_file
 
-from .llama_reference import load_transformers_llama, round_blocks_to_float16
+from .llama_reference import load_transformers_llama
 
 if importlib.util.find_spec(decoder.MODULE) is None:
     pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
@@ -45,21 +46,10 @@ def model():
 
 
 @pytest.fixture(scope="module")
-def loaded(model):
-    """transformers' model and tokenizer, and its logits for each FORWARD prompt with the file's own values; then its
-    block matrices rounded to float16 as core keeps them."""
+def reference(model):
+    """transformers' LlamaForCausalLM and tokenizer from the same GGUF file, float32, unchanged: core's values."""
     torch.set_num_threads(1)
-    hf, tok = load_transformers_llama()
-    with torch.no_grad():
-        file_logits = {kind: hf(torch.tensor([model.encode(PROMPTS[kind])])).logits[0] for kind in FORWARD}
-    round_blocks_to_float16(hf)
-    return hf, tok, file_logits
-
-
-@pytest.fixture(scope="module")
-def reference(loaded):
-    """transformers' LlamaForCausalLM and tokenizer from the same GGUF file, the same values as core's."""
-    return loaded[:2]
+    return load_transformers_llama()
 
 
 # ----------------------------------------------------------------------------- loading
@@ -71,12 +61,10 @@ def test_loaded_once_per_process(model):
     c = model.config
     assert (c.n_layers, c.n_heads, c.n_kv_heads, c.d_model, c.d_head, c.d_ff, c.vocab_size) == (30, 9, 3, 576, 64, 1536, 49152)
     assert c.rope_base == 100000.0 and abs(c.eps - 1e-5) < 1e-9 and c.kv_head_of == (0, 0, 0, 1, 1, 1, 2, 2, 2)
-    # E and the g's in float32, the block matrices in float16 (widened for each product)
+    # every weight in float32: the file's own values, exact (issue 54; float16 only when asked for by name)
     blocks = 30 * (576 * 576 * 2 + 576 * 192 * 2 + 3 * 576 * 1536)
-    assert model.weights.nbytes() == 4 * (49152 * 576 + 576 + 30 * 2 * 576) + 2 * blocks
-    layer = model.weights.layers[0]
-    assert model.weights.E.dtype == layer.g_attn.dtype == torch.float32
-    assert layer.W_q.dtype == layer.W_down.dtype == torch.float16
+    assert model.weights.nbytes() == 4 * (49152 * 576 + 576 + 30 * 2 * 576 + blocks)
+    assert all(t.dtype == torch.float32 for t in model.weights.tensors())
 
 
 @pytest.mark.slow
@@ -161,17 +149,6 @@ def pairs(model, reference):
             ref = hf(tr.token_ids[None], output_attentions=True, output_hidden_states=True)
         out[kind] = (tr, ref)
     return out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("kind", FORWARD)
-def test_float16_block_matrices_keep_the_logits_within_2e_3_of_the_files_values(model, loaded, kind):
-    """The storage's own cost: against transformers with the file's float32 values, within 2e-3 of the logits'
-    scale (issue 36; BENCHMARKS.md, "weight storage"), the same top-1 at every position."""
-    want = loaded[2][kind]  # (n, vocab)
-    got = model.trace(PROMPTS[kind]).logits
-    assert float((got - want).abs().max() / want.abs().max()) < 2e-3
-    assert torch.equal(got.argmax(-1), want.argmax(-1))
 
 
 @pytest.mark.slow
@@ -346,12 +323,14 @@ def test_seeded_sampling_is_repeatable(model):
 
 
 @pytest.mark.slow
-def test_greedy_generation_equals_transformers(model, reference):
+@pytest.mark.parametrize("kind", ["english", "korean"])
+def test_greedy_generation_equals_transformers(model, reference, kind):
+    """16 greedy tokens, the same as transformers' (issue 54's bar), on English and on Korean (byte pieces)."""
     hf, _ = reference
-    ids = torch.tensor([model.encode("The capital of France is")])
+    ids = torch.tensor([model.encode(PROMPTS[kind])])
     with torch.no_grad():
-        want = hf.generate(ids, max_new_tokens=6, do_sample=False)[0, ids.shape[1]:].tolist()
-    got = model.generate("The capital of France is", 6, stop_at_eos=False).token_ids
+        want = hf.generate(ids, max_new_tokens=16, do_sample=False, eos_token_id=None)[0, ids.shape[1]:].tolist()
+    got = model.generate(PROMPTS[kind], 16, stop_at_eos=False).token_ids
     assert got == want
 
 
