@@ -146,27 +146,28 @@ def test_every_file_the_readme_gives_exists_and_the_layout_lists_every_module():
     assert not unlisted, "modules the layout does not name: " + ", ".join(unlisted)
 
 
-# what each of core's sub-packages may import besides the two leaves core.checks and core.shapes: those before it in
-# the chain, and the two modules of the lab that the README names as borrowed
+# what each of core's sub-packages may import besides the leaves beside them (LEAVES): those before it in the chain,
+# and the module of the lab that the README names as borrowed
 BUILDS_ON = {
     "core.mechanism": ("core.mechanism",),
     "core.variants": ("core.mechanism", "core.variants"),
     "core.models": ("core.mechanism", "core.variants", "core.models"),
     "core.playground": ("core.mechanism", "core.variants", "core.playground"),
 }
-BORROWED = ("core.seeded", "core.playground.tokens")
+LEAVES = ("core.checks", "core.seeded", "core.shapes", "core.tolerances")
+BORROWED = ("core.playground.tokens",)
 
 
 def _imports_of(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     found |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
-    return {n for n in found if n.startswith("core.") and n not in ("core.checks", "core.shapes")}
+    return {n for n in found if n.startswith("core.") and n not in LEAVES}
 
 
 def test_core_sub_packages_import_nothing_above_them():
     """mechanism ← variants ← models, and playground on mechanism and variants: an import back up fails here. The
-    README says so ("Why core is cut in four"), naming the two borrowed leaves."""
+    README says so ("Why core is cut in four"), naming the leaves and what is borrowed."""
     back_up = [f"{path.relative_to(ROOT)} imports {name}"
                for pkg, allowed in BUILDS_ON.items() for path in sorted((ROOT / pkg.replace(".", "/")).glob("*.py"))
                for name in sorted(_imports_of(path))
@@ -174,6 +175,7 @@ def test_core_sub_packages_import_nothing_above_them():
     assert not back_up, "an import back up core's chain:\n" + "\n".join(back_up)
     text = _text()
     assert "`core.mechanism` ← `core.variants`" in text and all(f"`{b}`" in text for b in BORROWED)
+    assert all(f"`{leaf.replace('.', '/')}.py`" in text for leaf in LEAVES)
 
 
 def test_the_readme_stays_a_guide():
