@@ -22,3 +22,14 @@ CLASS_ROW = 0.10  # each weight of a row
 
 # the bar a real model's logits must meet against transformers reading the same file (issue 54): relative to their scale
 MODEL_LOGITS = 2e-3
+CONVEX = 1e-6  # a convex combination of float32 values may pass their largest by this much of rounding
+SAME_NUMBERS = 1e-6  # two scenarios whose X, Q, K, V agree to this compute the same thing (an exercise's "make it so")
+
+# how close a typed answer to an exercise must be: what its prompt promises ("to two decimals", "a whole number")
+WHOLE = 0.0  # a count: exactly
+HALF_UNIT = 0.5  # a size in KiB rounded to one decimal
+DECIMALS_1 = 0.1
+DECIMALS_2 = 0.01
+DECIMALS_3 = 0.005
+READ_OFF = 0.05  # a ratio read off a drawn panel
+PERCENT_POINTS = 3.0  # a probability in percent read off a chart

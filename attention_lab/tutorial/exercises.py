@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from core import tolerances
 from core.playground.lab import PlaygroundTrace, playground
 
 from .. import scenario as _scenario
@@ -36,7 +37,7 @@ KINDS = ("number", "predict", "choice", "make_it_so")
 #   state     the delta rule: the state matrix written and erased token by token
 PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position", "rope", "cache", "model", "latent", "state")
 TEMPERATURE_GRID = _scenario.TEMPERATURES  # the Playground's slider: 0.1 … 5.0
-_TIE = 1e-6  # weights closer than this count as tied
+_TIE = tolerances.ANSWER_TIE  # weights closer than this count as tied (core.tolerances)
 # What a lesson's state may carry besides the scenario: the multi-head panel's d_model and H, the position
 # panel's width and order (the tutorial page maps each to its own widget: app_pages/tutorial.PANEL_WIDGETS).
 MH_D_MODEL, MH_HEADS = "mh_d_model", "mh_heads"
@@ -68,11 +69,11 @@ class Reveal:
 
 
 # --------------------------------------------------------------------------- the scenario → core
-def _freeze(x):
+def freeze(x):
     if isinstance(x, Mapping):
-        return MappingProxyType({k: _freeze(v) for k, v in x.items()})
+        return MappingProxyType({k: freeze(v) for k, v in x.items()})
     if isinstance(x, (list, tuple)):
-        return tuple(_freeze(v) for v in x)
+        return tuple(freeze(v) for v in x)
     return x
 
 
@@ -84,7 +85,7 @@ def _thaw(x):
     return x
 
 
-def _int(v, lo: int, hi: int, name: str) -> int:
+def bounded_int(v, lo: int, hi: int, name: str) -> int:
     """An integer panel value in [lo, hi] (raises a ValueError naming it)."""
     i = _scenario._int_in(lo, hi)(v)
     if i is None:
@@ -92,7 +93,7 @@ def _int(v, lo: int, hi: int, name: str) -> int:
     return i
 
 
-def _tokens_of(state: Mapping) -> list[str]:
+def tokens_of(state: Mapping) -> list[str]:
     return _scenario.token_list(state.get("tokens", _scenario.DEFAULTS["tokens"]), "tokens")
 
 
@@ -130,7 +131,7 @@ def _same_numbers(a: LessonTrace, b: LessonTrace) -> bool:
     if a.q_tokens != b.q_tokens or a.k_tokens != b.k_tokens:
         return False
     for x, y in ((ta.X_q, tb.X_q), (ta.X_kv, tb.X_kv), (ta.Q, tb.Q), (ta.K, tb.K), (ta.V, tb.V)):
-        if x.shape != y.shape or not torch.allclose(x, y, atol=1e-6, rtol=0):
+        if x.shape != y.shape or not torch.allclose(x, y, atol=tolerances.SAME_NUMBERS, rtol=0):
             return False
     aa, ab = ta.attn, tb.attn
     if (aa.score, aa.scale, aa.temperature) != (ab.score, ab.scale, ab.temperature):
@@ -336,19 +337,19 @@ class Lesson:
         raise KeyError(exercise_id)
 
 
-def _fb(ok: bool, message_key: str, /, **values) -> Feedback:
+def feedback_of(ok: bool, message_key: str, /, **values) -> Feedback:
     return Feedback(ok, message_key, values)
 
 
-def _ties(row: torch.Tensor) -> list[int]:
+def ties(row: torch.Tensor) -> list[int]:
     return [int(i) for i in torch.nonzero(row >= row.max() - _TIE).flatten()]
 
 
-def _names(labels: Sequence[str], idx: Sequence[int]) -> str:
+def names_at(labels: Sequence[str], idx: Sequence[int]) -> str:
     return ", ".join(labels[i] for i in idx)
 
 
-def _number(ex_id: str, truth: Callable[[], tuple[float, dict, dict]], *, tolerance: float, lo: float | None = None,
+def number_ex(ex_id: str, truth: Callable[[], tuple[float, dict, dict]], *, tolerance: float, lo: float | None = None,
             hi: float | None = None, integer: bool = False, range_key: str = "common.out_of_range",
             diagnoses: tuple[str, ...] = (), decimals: int = 2, **kw) -> Exercise:
     """A number exercise. ``truth()`` → (value, derivation values, {diagnosis slug: the number
@@ -364,10 +365,10 @@ def _number(ex_id: str, truth: Callable[[], tuple[float, dict, dict]], *, tolera
             return x
         value, values, wrong = truth()
         vals = {**values, "answer": x, "truth": value, "tol": tolerance}
-        if abs(x - value) <= tolerance + 1e-9:
+        if abs(x - value) <= tolerance + tolerances.SLACK:
             return Feedback(True, f"{ex_id}.ok", vals)
         for slug in diagnoses:
-            if abs(x - wrong[slug]) <= tolerance + 1e-9:
+            if abs(x - wrong[slug]) <= tolerance + tolerances.SLACK:
                 return Feedback(False, f"{ex_id}.{slug}", {**vals, "mistake": wrong[slug]})
         if integer and x != int(x):
             return Feedback(False, "common.not_integer", {"answer": x})
@@ -387,14 +388,14 @@ def _number(ex_id: str, truth: Callable[[], tuple[float, dict, dict]], *, tolera
     return Exercise(ex_id, "number", check, reveal, message_keys=keys, tolerance=tolerance, **kw)
 
 
-def _predict(ex_id: str, scenario: Mapping, query: int, **kw) -> Exercise:
+def predict_ex(ex_id: str, scenario: Mapping, query: int, **kw) -> Exercise:
     """Which key does ``query`` attend to most? Any of tied keys is right."""
 
     @cache
     def truth():
         lt = scenario_trace(scenario)
         row = lt.weights[query]
-        return lt, row, _ties(row)
+        return lt, row, ties(row)
 
     def check(answer) -> Feedback:
         lt, row, top = truth()
@@ -403,7 +404,7 @@ def _predict(ex_id: str, scenario: Mapping, query: int, **kw) -> Exercise:
             return i
         scores = lt.scores[query]
         vals = {"query": lt.q_tokens[query], "chosen": lt.k_tokens[i], "chosen_w": float(row[i]),
-                "chosen_s": float(scores[i]), "top": _names(lt.k_tokens, top), "top_w": float(row[top[0]]),
+                "chosen_s": float(scores[i]), "top": names_at(lt.k_tokens, top), "top_w": float(row[top[0]]),
                 "top_s": float(scores[top[0]])}
         if i in top:
             return Feedback(True, f"{ex_id}.ok_tie" if len(top) > 1 else f"{ex_id}.ok", vals)
@@ -411,14 +412,14 @@ def _predict(ex_id: str, scenario: Mapping, query: int, **kw) -> Exercise:
 
     def reveal() -> Reveal:
         lt, row, top = truth()
-        return Reveal(top[0], f"{ex_id}.reveal", {"query": lt.q_tokens[query], "top": _names(lt.k_tokens, top),
+        return Reveal(top[0], f"{ex_id}.reveal", {"query": lt.q_tokens[query], "top": names_at(lt.k_tokens, top),
                                                   "top_w": float(row[top[0]]), "top_s": float(lt.scores[query][top[0]])})
 
     return Exercise(ex_id, "predict", check, reveal, message_keys=(f"{ex_id}.ok", f"{ex_id}.ok_tie", f"{ex_id}.wrong"),
                     query=query, hide_weights=True, **kw)
 
 
-def _choice_ex(ex_id: str, options: tuple[str, ...], truth: Callable[[], tuple[str, dict]], **kw) -> Exercise:
+def choice_ex(ex_id: str, options: tuple[str, ...], truth: Callable[[], tuple[str, dict]], **kw) -> Exercise:
     """Multiple choice; ``truth()`` → (the right option id, computed from core; values). A wrong
     option gets its own explanation ``<id>.why.<option>``."""
     truth = cache(truth)
@@ -441,7 +442,7 @@ def _choice_ex(ex_id: str, options: tuple[str, ...], truth: Callable[[], tuple[s
     return Exercise(ex_id, "choice", check, reveal, message_keys=keys, options=options, **kw)
 
 
-def _make_it_so(ex_id: str, lesson_scenario: Mapping, needs: tuple[str, ...], judge: Callable[[Mapping, LessonTrace], Feedback],
+def make_it_so(ex_id: str, lesson_scenario: Mapping, needs: tuple[str, ...], judge: Callable[[Mapping, LessonTrace], Feedback],
                 example: Callable[[], tuple[dict, dict]], slugs: tuple[str, ...], *, check_tokens: bool = True,
                 compare: bool = True, **kw) -> Exercise:
     """A task on the live panel. The state must be readable, keep the lesson's tokens
@@ -498,7 +499,7 @@ def _cached_trace(scenario: Mapping) -> LessonTrace:
 _TRACES: dict[str, LessonTrace] = {}
 
 
-def _state(scenario: Mapping, **changes) -> dict:
+def lesson_state(scenario: Mapping, **changes) -> dict:
     """A full panel state: the scenario with changes on top (matrices merged)."""
     out = _thaw(scenario)
     mats = {**out.get("matrices", {}), **changes.pop("matrices", {})}

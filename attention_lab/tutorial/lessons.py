@@ -13,12 +13,14 @@ import torch
 
 from core import positional as _positional
 from core import tokens as _tokens
+from core import tolerances
 from core.mechanism.attention import attention
 from core.mechanism.kv_cache import MODEL_PRESETS, cached_decode, kv_cache_bytes
 from core.mechanism.multihead import kv_head_map, multi_head_attention
 from core.playground.experiments import scaling_experiment
 from core.playground.lab import gap_text, permutation_check, within_rounding
 from core.playground.pitfalls import head_layouts, mask_after_softmax
+from core.tolerances import DECIMALS_1, DECIMALS_2, DECIMALS_3, HALF_UNIT, PERCENT_POINTS, READ_OFF, WHOLE
 from core.variants.delta import QWEN3_NEXT_HYBRID, gated_delta_rule
 from core.variants.mla import PUBLISHED as PUBLISHED_MLA
 from core.variants.mla import mla, mla_cache_values
@@ -35,18 +37,18 @@ from .exercises import (
     Feedback,
     Lesson,
     LessonTrace,
-    _choice_ex,
-    _fb,
-    _freeze,
-    _int,
-    _make_it_so,
-    _names,
-    _number,
-    _predict,
-    _state,
-    _ties,
-    _tokens_of,
+    bounded_int,
+    choice_ex,
+    feedback_of,
+    freeze,
+    lesson_state,
+    make_it_so,
+    names_at,
+    number_ex,
+    predict_ex,
     scenario_trace,
+    ties,
+    tokens_of,
 )
 
 # =========================================================================== the lessons
@@ -82,7 +84,7 @@ def _l1_rowsum():
     lt = scenario_trace(L1)
     sums = lt.trace.attn.weight_sums
     w = lt.weights[MEOK]
-    right = "one" if bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5)) else "depends"
+    right = "one" if bool(torch.allclose(sums, torch.ones_like(sums), atol=tolerances.EQUAL)) else "depends"
     return right, {"w0": float(w[0]), "w1": float(w[1]), "w2": float(w[2]), "w3": float(w[3]), "total": float(w.sum()),
                    "n": len(C18)}
 
@@ -105,17 +107,17 @@ def _l2_score():
 
 def _l2_judge(state: Mapping, lt: LessonTrace) -> Feedback:
     K0 = scenario_trace(L2).trace.K
-    diff = (lt.trace.K - K0).abs() > 1e-9
+    diff = (lt.trace.K - K0).abs() > tolerances.CHANGED
     n = int(diff.sum())
     if n == 0:
-        return _fb(False, "dot-product.edit-k.no_change")
+        return feedback_of(False, "dot-product.edit-k.no_change")
     if n > 1:
-        return _fb(False, "dot-product.edit-k.many_cells", n=n)
+        return feedback_of(False, "dot-product.edit-k.many_cells", n=n)
     row = lt.weights[SAGWA]
-    top = _ties(row)
+    top = ties(row)
     (r, c), = [tuple(int(v) for v in rc) for rc in torch.nonzero(diff)]
     vals = {"query": C18[SAGWA], "key": C18[NANEUN], "w": float(row[NANEUN]),
-            "s": float(lt.scores[SAGWA, NANEUN]), "top": _names(C18, top),
+            "s": float(lt.scores[SAGWA, NANEUN]), "top": names_at(C18, top),
             "top_w": float(row[top[0]]), "top_s": float(lt.scores[SAGWA, top[0]]), "row": C18[r], "col": c,
             "old": float(K0[r, c]), "new": float(lt.trace.K[r, c])}
     if top == [NANEUN]:
@@ -128,7 +130,7 @@ def _l2_judge(state: Mapping, lt: LessonTrace) -> Feedback:
 def _l2_example():
     K = [list(r) for r in _tokens.C18_EMBEDDING]
     K[NANEUN][1] = 2.0  # 나는's key (1, 0, 1) → (1, 2, 1): 사과를 (1, 1, 0) now scores 3 with it
-    lt = scenario_trace(_state(L2, matrices={"K": K}))
+    lt = scenario_trace(lesson_state(L2, matrices={"K": K}))
     return {"matrices": {"K": K}}, {"row": C18[NANEUN], "col": 1, "old": 0.0, "new": 2.0, "s": float(lt.scores[SAGWA, NANEUN]),
                                     "w": float(lt.weights[SAGWA, NANEUN]), "query": C18[SAGWA], "key": C18[NANEUN]}
 
@@ -174,9 +176,9 @@ def _l3_tie():
     # colder than the slider (and a scenario) goes: softmax(z / T) of the row at T = 1, by hand
     cold = torch.softmax(scenario_trace(L3).trace.attn.scaled[NANEUN] / 0.01, dim=-1)
     w_cold = float(cold.max())
-    tied = _ties(cold)
-    right = "half" if len(tied) == 2 and abs(w_cold - 0.5) < 1e-3 else ("one" if w_cold > 0.99 else "quarter")
-    return right, {"w1": w1, "w_slider": w_slider, "w_cold": w_cold, "T": 0.1, "keys": _names(C18, tied)}
+    tied = ties(cold)
+    right = "half" if len(tied) == 2 and abs(w_cold - 0.5) < tolerances.HALF else ("one" if w_cold > 0.99 else "quarter")
+    return right, {"w1": w1, "w_slider": w_slider, "w_cold": w_cold, "T": 0.1, "keys": names_at(C18, tied)}
 
 
 def _l3_sqrt_dk():
@@ -210,7 +212,7 @@ def _l4_convex():
         for score in ("dot", "cosine"):
             outs.append(attention(base.trace.Q, base.trace.K, V, score=score, temperature=T).output[:, 0])
     top = max(float(o.max()) for o in outs)
-    right = "no" if top <= float(V[:, 0].max()) + 1e-6 else "yes-sharp"
+    right = "no" if top <= float(V[:, 0].max()) + tolerances.CONVEX else "yes-sharp"
     return right, {"vmax": float(V[:, 0].max()), "vmin": float(V[:, 0].min()), "out": float(base.trace.attn.output[MEOK, 0]),
                    "top": top}
 
@@ -229,7 +231,7 @@ def _l4_judge(state: Mapping, lt: LessonTrace) -> Feedback:
 def _l4_example():
     V = [list(r) for r in _tokens.C18_EMBEDDING]
     V[MEOK][0] = 5.0
-    lt = scenario_trace(_state(L4, matrices={"V": V}))
+    lt = scenario_trace(lesson_state(L4, matrices={"V": V}))
     w = lt.weights[MEOK]
     return {"matrices": {"V": V}}, {"query": C18[MEOK], "out": float(lt.trace.attn.output[MEOK, 0]), "a3": float(w[MEOK]),
                                     "new": 5.0, "target": OUTPUT_TARGET}
@@ -246,12 +248,13 @@ def _l5_judge(state: Mapping, lt: LessonTrace) -> Feedback:
     for i in range(n):
         for j in range(n):
             if j > i and float(w[i, j]) > 0:
-                return _fb(False, "masks.causal.future", query=C18[i], key=C18[j], w=float(w[i, j]))
+                return feedback_of(False, "masks.causal.future", query=C18[i], key=C18[j], w=float(w[i, j]))
     for i in range(n):
         for j in range(i + 1):
             if float(w[i, j]) == 0:
-                return _fb(False, "masks.causal.past", query=C18[i], key=C18[j])
-    return _fb(True, "masks.causal.ok", zeros=int((w == 0).sum()), w=float(w[ONEUL, NANEUN]), query=C18[ONEUL], key=C18[NANEUN])
+                return feedback_of(False, "masks.causal.past", query=C18[i], key=C18[j])
+    return feedback_of(True, "masks.causal.ok", zeros=int((w == 0).sum()), w=float(w[ONEUL, NANEUN]), query=C18[ONEUL],
+                       key=C18[NANEUN])
 
 
 def _l5_example():
@@ -280,7 +283,7 @@ def _l5_order():
         "zero": torch.softmax(scaled.masked_fill(~m, 0.0), dim=-1),
     }
     good = [name for name, w in recipes.items()
-            if torch.allclose(w.sum(-1), torch.ones(w.shape[0]), atol=1e-5) and bool((w[~m] == 0).all())]
+            if torch.allclose(w.sum(-1), torch.ones(w.shape[0]), atol=tolerances.EQUAL) and bool((w[~m] == 0).all())]
     return good[0], {"after_sum": float(recipes["after"][ONEUL].sum()), "zero_w": float(recipes["zero"][ONEUL, SAGWA]),
                      "query": C18[ONEUL], "key": C18[SAGWA]}
 
@@ -312,18 +315,19 @@ def _l6_shape():
 
 def _l6_judge(state: Mapping, lt: LessonTrace) -> Feedback:
     s = lt.scores
-    if float(s.max() - s.min()) < 1e-6:
-        return _fb(False, "projections.symmetric.flat", s=float(s[0, 0]))
+    if float(s.max() - s.min()) < tolerances.CONSTANT:
+        return feedback_of(False, "projections.symmetric.flat", s=float(s[0, 0]))
     gap = (s - s.T).abs()
-    if float(gap.max()) > 1e-5:
+    if float(gap.max()) > tolerances.EQUAL:
         i, j = (int(v) for v in torch.nonzero(gap == gap.max())[0])
-        return _fb(False, "projections.symmetric.asymmetric", a=C18[i], b=C18[j], s_ab=float(s[i, j]), s_ba=float(s[j, i]))
-    return _fb(True, "projections.symmetric.ok", s_ab=float(s[MEOK, SAGWA]), a=C18[MEOK], b=C18[SAGWA])
+        return feedback_of(False, "projections.symmetric.asymmetric", a=C18[i], b=C18[j], s_ab=float(s[i, j]),
+                           s_ba=float(s[j, i]))
+    return feedback_of(True, "projections.symmetric.ok", s_ab=float(s[MEOK, SAGWA]), a=C18[MEOK], b=C18[SAGWA])
 
 
 def _l6_example():
     W_q = [list(r) for r in L6["matrices"]["W_q"]]
-    lt = scenario_trace(_state(L6, matrices={"W_k": W_q}))
+    lt = scenario_trace(lesson_state(L6, matrices={"W_k": W_q}))
     return {"matrices": {"W_k": W_q}}, {"s_ab": float(lt.scores[MEOK, SAGWA]), "a": C18[MEOK], "b": C18[SAGWA]}
 
 
@@ -334,7 +338,7 @@ MH_D, MH_H, MH_TARGET = 8, 2, 2
 
 def _mh(state: Mapping, d: int, H: int):
     """The multi-head panel's trace: its numbers as the page builds them (``scenario.multi_head_numbers``)."""
-    X, W = multi_head_numbers(_tokens_of(state), d, _int(state.get("seed", 0), 0, 2**31 - 1, "seed"))
+    X, W = multi_head_numbers(tokens_of(state), d, bounded_int(state.get("seed", 0), 0, 2**31 - 1, "seed"))
     return multi_head_attention(X, n_heads=H, **W)
 
 
@@ -352,7 +356,7 @@ def _shape_text(t: torch.Tensor) -> str:
 def _l7_shape():
     tr = _mh(L7, MH_D, MH_H)
     B, H, n_q, n_k = tr.weights.shape
-    X, W = multi_head_numbers(_tokens_of(L7), MH_D, 0)
+    X, W = multi_head_numbers(tokens_of(L7), MH_D, 0)
     lay = head_layouts(X, W["W_q"], W["W_k"], MH_H)  # what each wrong option is (or is not) made by
     return "x".join(str(s) for s in tr.weights.shape), {
         "B": B, "H": H, "n": n_q, "d_k": tr.q.shape[-1], "heads_last": _shape_text(lay.heads_last),
@@ -361,8 +365,8 @@ def _l7_shape():
 
 
 def _l7_judge(state: Mapping, lt: LessonTrace) -> Feedback:
-    d = _int(state.get(MH_D_MODEL, MH_D), 1, 64, MH_D_MODEL)
-    H = _int(state.get(MH_HEADS, MH_H), 1, 64, MH_HEADS)
+    d = bounded_int(state.get(MH_D_MODEL, MH_D), 1, 64, MH_D_MODEL)
+    H = bounded_int(state.get(MH_HEADS, MH_H), 1, 64, MH_HEADS)
     if d % H:
         return Feedback(False, "common.bad_state")
     tr = _mh(state, d, H)
@@ -386,8 +390,8 @@ PS_D = 8
 
 def _ps(state: Mapping, perm: tuple[int, ...], d: int, with_pe: bool):
     """The position panel's check for one order, on its numbers as the page builds them (``scenario.permutation_numbers``)."""
-    toks = _tokens_of(state)
-    X, W = permutation_numbers(toks, d, _int(state.get("seed", 0), 0, 2**31 - 1, "seed"))
+    toks = tokens_of(state)
+    X, W = permutation_numbers(toks, d, bounded_int(state.get("seed", 0), 0, 2**31 - 1, "seed"))
     pe = _positional.sinusoidal(len(toks), d) if with_pe else None
     return permutation_check(X, perm, positions=pe, **W)
 
@@ -414,10 +418,10 @@ def _l8_pe():
 
 def _l8_judge(state: Mapping, lt: LessonTrace) -> Feedback:
     n = len(lt.q_tokens)
-    d = _int(state.get(PS_D_KEY, PS_D), 1, 64, PS_D_KEY)
+    d = bounded_int(state.get(PS_D_KEY, PS_D), 1, 64, PS_D_KEY)
     perm = parse_perm(state.get(PS_PERM, ""), n)
     if perm is None:
-        return _fb(False, "position.move.bad_perm", last=n - 1)
+        return feedback_of(False, "position.move.bad_perm", last=n - 1)
     diff = _token_diff(_ps(state, perm, d, False), MEOK)
     diff_pe = _token_diff(_ps(state, perm, d, True), MEOK)
     vals = {"token": C18[MEOK], "diff": diff, "diff_pe": diff_pe, "order": " ".join(C18[i] for i in perm),
@@ -784,7 +788,7 @@ CURRICULUM: Mapping[str, tuple[str, ...]] = MappingProxyType({
 
 
 def _lesson(lesson_id: str, panel: str, scenario: Mapping, exercises: list[Exercise]) -> Lesson:
-    return Lesson(lesson_id, panel, _freeze(scenario), tuple(exercises), CONCEPTS[lesson_id])
+    return Lesson(lesson_id, panel, freeze(scenario), tuple(exercises), CONCEPTS[lesson_id])
 
 
 def _needs(ex: Exercise, *concepts: str) -> Exercise:
@@ -802,155 +806,159 @@ def _build() -> tuple[Lesson, ...]:
     return (
         _lesson("weighted-average", "inspector", L1, [
             # the prediction first: its map stays hidden until it is answered, so the text's "look at the panel" follows it
-            N_(_predict("weighted-average.top", L1, NANEUN, prompt_values=_pv(query=C18[NANEUN])), "weights", "query_key_value"),
-            N_(_choice_ex("weighted-average.row-sum", ("one", "tokens", "depends"), _l1_rowsum,
+            N_(predict_ex("weighted-average.top", L1, NANEUN, prompt_values=_pv(query=C18[NANEUN])), "weights",
+               "query_key_value"),
+            N_(choice_ex("weighted-average.row-sum", ("one", "tokens", "depends"), _l1_rowsum,
                           prompt_values=_pv(query=C18[MEOK]), query=MEOK), "weights", "weights_sum_to_one"),
         ]),
         _lesson("dot-product", "pipeline", L2, [
-            N_(_number("dot-product.score", _l2_score, tolerance=0.01, range_key="dot-product.score.outside",
+            N_(number_ex("dot-product.score", _l2_score, tolerance=DECIMALS_2, range_key="dot-product.score.outside",
                        diagnoses=("scaled", "weight", "self"),
-                       prompt_values=_pv(query=C18[MEOK], key=C18[NANEUN], tol=0.01), query=MEOK), "dot_product"),
-            N_(_predict("dot-product.top-score", L2, MEOK, prompt_values=_pv(query=C18[MEOK])), "dot_product", "weights"),
-            N_(_make_it_so("dot-product.edit-k", L2, ("matrices.K",), _l2_judge, _l2_example,
+                       prompt_values=_pv(query=C18[MEOK], key=C18[NANEUN], tol=DECIMALS_2), query=MEOK), "dot_product"),
+            N_(predict_ex("dot-product.top-score", L2, MEOK, prompt_values=_pv(query=C18[MEOK])), "dot_product", "weights"),
+            N_(make_it_so("dot-product.edit-k", L2, ("matrices.K",), _l2_judge, _l2_example,
                            ("no_change", "many_cells", "tie", "not_top"), prompt_values=_pv(query=C18[SAGWA], key=C18[NANEUN]),
                            query=SAGWA), "dot_product", "score_matrix"),
         ]),
         _lesson("softmax-temperature", "pipeline", L3, [
             # asked here, not in lesson 1: computing α needs the dot product, √d_k and softmax (L1 = L3's scenario)
-            N_(_number("weighted-average.weight", _l1_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
+            N_(number_ex("weighted-average.weight", _l1_weight, tolerance=DECIMALS_2, lo=0.0, hi=1.0, range_key=weight,
                        diagnoses=("no_sum", "score", "scaled", "no_scale", "uniform", "self"),
-                       prompt_values=_pv(query=C18[MEOK], key=C18[SAGWA], tol=0.01), query=MEOK),
+                       prompt_values=_pv(query=C18[MEOK], key=C18[SAGWA], tol=DECIMALS_2), query=MEOK),
                "dot_product", "scale_sqrt_dk", "softmax"),
-            N_(_number("softmax-temperature.no-scale", _l3_no_scale, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
-                       diagnoses=("kept_scale", "no_sum", "uniform", "score"), scenario=_freeze(L3_NO_SCALE),
-                       prompt_values=_pv(query=C18[MEOK], tol=0.01), query=MEOK), "softmax", "scale_sqrt_dk"),
-            N_(_make_it_so("softmax-temperature.sharp", L3, ("temperature",), _l3_sharp_judge, _l3_sharp_example,
+            N_(number_ex("softmax-temperature.no-scale", _l3_no_scale, tolerance=DECIMALS_2, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("kept_scale", "no_sum", "uniform", "score"), scenario=freeze(L3_NO_SCALE),
+                       prompt_values=_pv(query=C18[MEOK], tol=DECIMALS_2), query=MEOK), "softmax", "scale_sqrt_dk"),
+            N_(make_it_so("softmax-temperature.sharp", L3, ("temperature",), _l3_sharp_judge, _l3_sharp_example,
                            ("flatter", "not_yet"), prompt_values=_pv(query=C18[MEOK], target=SHARP), query=MEOK), "temperature"),
-            N_(_choice_ex("softmax-temperature.tie", ("half", "one", "quarter"), _l3_tie,
+            N_(choice_ex("softmax-temperature.tie", ("half", "one", "quarter"), _l3_tie,
                           prompt_values=_pv(query=C18[NANEUN], key=C18[MEOK]), query=NANEUN), "temperature", "softmax"),
-            N_(_choice_ex("softmax-temperature.sqrt-dk", ("variance", "sum", "length"), _l3_sqrt_dk), "scale_sqrt_dk"),
+            N_(choice_ex("softmax-temperature.sqrt-dk", ("variance", "sum", "length"), _l3_sqrt_dk), "scale_sqrt_dk"),
         ]),
         _lesson("weighted-sum", "inspector", L4, [
-            N_(_number("weighted-sum.output", _l4_output, tolerance=0.01, lo=0.0, hi=1.0,
+            N_(number_ex("weighted-sum.output", _l4_output, tolerance=DECIMALS_2, lo=0.0, hi=1.0,
                        range_key="weighted-sum.output.outside", diagnoses=("mean", "sum_v", "only_self", "sum_w"),
-                       prompt_values=_pv(query=C18[MEOK], tol=0.01), query=MEOK), "output"),
-            N_(_choice_ex("weighted-sum.convex", ("no", "yes-sharp", "yes-negative"), _l4_convex,
+                       prompt_values=_pv(query=C18[MEOK], tol=DECIMALS_2), query=MEOK), "output"),
+            N_(choice_ex("weighted-sum.convex", ("no", "yes-sharp", "yes-negative"), _l4_convex,
                           prompt_values=_pv(query=C18[MEOK]), query=MEOK), "convex_combination", "softmax"),
-            N_(_make_it_so("weighted-sum.edit-v", L4, ("matrices.V",), _l4_judge, _l4_example, ("no_change", "not_yet"),
+            N_(make_it_so("weighted-sum.edit-v", L4, ("matrices.V",), _l4_judge, _l4_example, ("no_change", "not_yet"),
                            prompt_values=_pv(query=C18[MEOK], target=OUTPUT_TARGET), query=MEOK), "output"),
         ]),
         _lesson("masks", "masks", L5, [
-            N_(_make_it_so("masks.causal", L5, ("causal", "pad", "blocked"), _l5_judge, _l5_example, ("future", "past")),
+            N_(make_it_so("masks.causal", L5, ("causal", "pad", "blocked"), _l5_judge, _l5_example, ("future", "past")),
                "causal_mask"),
-            N_(_number("masks.weight", _l5_weight, tolerance=0.01, lo=0.0, hi=1.0, range_key=weight,
-                       diagnoses=("unmasked", "half", "self"), scenario=_freeze(L5_CAUSAL),
-                       prompt_values=_pv(query=C18[ONEUL], key=C18[NANEUN], tol=0.01), query=ONEUL),
+            N_(number_ex("masks.weight", _l5_weight, tolerance=DECIMALS_2, lo=0.0, hi=1.0, range_key=weight,
+                       diagnoses=("unmasked", "half", "self"), scenario=freeze(L5_CAUSAL),
+                       prompt_values=_pv(query=C18[ONEUL], key=C18[NANEUN], tol=DECIMALS_2), query=ONEUL),
                "causal_mask", "softmax", "scale_sqrt_dk", "dot_product"),
-            N_(_choice_ex("masks.order", ("before", "after", "zero"), _l5_order), "mask_before_softmax", "softmax"),
+            N_(choice_ex("masks.order", ("before", "after", "zero"), _l5_order), "mask_before_softmax", "softmax"),
         ]),
         _lesson("projections", "pipeline", L6, [
-            N_(_number("projections.score", _l6_score, tolerance=0.01, range_key="projections.score.outside",
+            N_(number_ex("projections.score", _l6_score, tolerance=DECIMALS_2, range_key="projections.score.outside",
                        diagnoses=("raw", "scaled"),
-                       prompt_values=_pv(query=C18[SAGWA], key=C18[MEOK], tol=0.01), query=SAGWA), "projections", "dot_product"),
-            N_(_predict("projections.top", L6, MEOK, prompt_values=_pv(query=C18[MEOK])), "projections", "dot_product"),
-            N_(_choice_ex("projections.k-shape", ("4x2", "3x2", "4x3", "2x4"), _l6_shape), "matrix_shapes"),
-            N_(_make_it_so("projections.symmetric", L6, ("matrices.W_q", "matrices.W_k", "matrices.W_v"), _l6_judge,
+                       prompt_values=_pv(query=C18[SAGWA], key=C18[MEOK], tol=DECIMALS_2), query=SAGWA), "projections",
+                       "dot_product"),
+            N_(predict_ex("projections.top", L6, MEOK, prompt_values=_pv(query=C18[MEOK])), "projections", "dot_product"),
+            N_(choice_ex("projections.k-shape", ("4x2", "3x2", "4x3", "2x4"), _l6_shape), "matrix_shapes"),
+            N_(make_it_so("projections.symmetric", L6, ("matrices.W_q", "matrices.W_k", "matrices.W_v"), _l6_judge,
                            _l6_example, ("flat", "asymmetric")), "projections", "score_matrix"),
         ]),
         _lesson("multi-head", "multihead", L7, [
-            N_(_number("multi-head.d-head", _l7_dhead, tolerance=0.0, lo=1, hi=MH_D, integer=True, decimals=0,
+            N_(number_ex("multi-head.d-head", _l7_dhead, tolerance=WHOLE, lo=1, hi=MH_D, integer=True, decimals=0,
                        diagnoses=("times", "d_model", "heads"), prompt_values=_pv(d=MH_D, H=MH_H)), "head_width"),
-            N_(_choice_ex("multi-head.weights-shape", ("1x2x4x4", "1x4x4", "1x4x2x4", "2x4x4x1"), _l7_shape,
+            N_(choice_ex("multi-head.weights-shape", ("1x2x4x4", "1x4x4", "1x4x2x4", "2x4x4x1"), _l7_shape,
                           prompt_values=_pv(H=MH_H, n=len(C18))), "head_shapes"),
-            N_(_make_it_so("multi-head.heads", L7, (MH_D_MODEL, MH_HEADS), _l7_judge, _l7_example, ("keep_d", "wrong_dk"),
+            N_(make_it_so("multi-head.heads", L7, (MH_D_MODEL, MH_HEADS), _l7_judge, _l7_example, ("keep_d", "wrong_dk"),
                            check_tokens=False, compare=False, prompt_values=_pv(d=MH_D, target=MH_TARGET)), "head_width"),
         ]),
         _lesson("position", "position", L8, [
-            N_(_choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[MEOK])),
+            N_(choice_ex("position.shuffle", ("same", "changes", "zero"), _l8_shuffle, prompt_values=_pv(token=C18[MEOK])),
                "permutation"),
-            N_(_number("position.pe-value", _l8_pe, tolerance=0.01, lo=-1.0, hi=1.0, range_key="position.pe-value.outside",
-                       diagnoses=("degrees", "cosine", "pos0"), prompt_values=_pv(pos=1, dim=0, tol=0.01)),
+            N_(number_ex("position.pe-value", _l8_pe, tolerance=DECIMALS_2, lo=-1.0, hi=1.0,
+                         range_key="position.pe-value.outside",
+                       diagnoses=("degrees", "cosine", "pos0"), prompt_values=_pv(pos=1, dim=0, tol=DECIMALS_2)),
                "positional_encoding"),
-            N_(_make_it_so("position.move", L8, (PS_PERM, PS_D_KEY), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
+            N_(make_it_so("position.move", L8, (PS_PERM, PS_D_KEY), _l8_judge, _l8_example, ("bad_perm", "same", "no_set"),
                            compare=False, prompt_values=_pv(token=C18[MEOK])), "permutation", "positional_encoding"),
         ]),
         _lesson("cross-attention", "weights", L9, [
-            N_(_choice_ex("cross-attention.shape", ("3x4", "4x3", "4x4", "3x3"), _l9_shape), "cross_attention"),
-            N_(_predict("cross-attention.cielo", L9, 2, prompt_values=_pv(query=L9_TARGET[2])), "cross_attention",
+            N_(choice_ex("cross-attention.shape", ("3x4", "4x3", "4x4", "3x3"), _l9_shape), "cross_attention"),
+            N_(predict_ex("cross-attention.cielo", L9, 2, prompt_values=_pv(query=L9_TARGET[2])), "cross_attention",
                "dot_product"),
-            N_(_predict("cross-attention.vediamo", L9, 0, prompt_values=_pv(query=L9_TARGET[0])), "cross_attention",
+            N_(predict_ex("cross-attention.vediamo", L9, 0, prompt_values=_pv(query=L9_TARGET[0])), "cross_attention",
                "dot_product"),
-            N_(_number("cross-attention.outputs", _l9_outputs, tolerance=0.0, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
+            N_(number_ex("cross-attention.outputs", _l9_outputs, tolerance=WHOLE, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
                        diagnoses=("keys", "pairs")), "cross_attention", "output"),
         ]),
         _lesson("kv-cache", "cache", L10, [
-            N_(_number("kv-cache.bytes", _l10_bytes, tolerance=0.5, lo=0.0, hi=1e6, diagnoses=("mha", "keys_only", "fp32"),
+            N_(number_ex("kv-cache.bytes", _l10_bytes, tolerance=HALF_UNIT, lo=0.0, hi=1e6,
+                       diagnoses=("mha", "keys_only", "fp32"),
                        decimals=0, prompt_values=_pv(model=MODEL_PRESETS[KV_MODEL].name, L=MODEL_PRESETS[KV_MODEL].layers,
                                                      G=MODEL_PRESETS[KV_MODEL].n_kv_heads,
                                                      d_head=MODEL_PRESETS[KV_MODEL].d_head)), "kv_cache", "grouped_query"),
-            N_(_choice_ex("kv-cache.group", ("0", "1", "2", "5"), _l10_group, prompt_values=_pv(H=KV_H, G=KV_G, h=KV_HEAD)),
+            N_(choice_ex("kv-cache.group", ("0", "1", "2", "5"), _l10_group, prompt_values=_pv(H=KV_H, G=KV_G, h=KV_HEAD)),
                "grouped_query", "heads"),
-            N_(_number("kv-cache.keys", _l10_keys, tolerance=0.0, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
+            N_(number_ex("kv-cache.keys", _l10_keys, tolerance=WHOLE, lo=1, hi=MAX_TOKENS, integer=True, decimals=0,
                        diagnoses=("all", "before"), prompt_values=_pv(token=C18[SAGWA], t=SAGWA)), "kv_cache", "causal_mask"),
-            N_(_number("kv-cache.size", _l10_size, tolerance=0.0, lo=0, hi=1e6, integer=True, decimals=0,
+            N_(number_ex("kv-cache.size", _l10_size, tolerance=WHOLE, lo=0, hi=1e6, integer=True, decimals=0,
                        diagnoses=("keys_only", "before", "all"), prompt_values=_pv(token=C18[SAGWA], t=SAGWA)),
                "kv_cache", "grouped_query"),
         ]),
         _lesson("rope", "rope", L11, [
             # predictions the panel's numbers then check (the text says why; the learner applies it to numbers)
-            N_(_number("rope.shift-score", _l11_shift_score, tolerance=0.01, lo=-100.0, hi=100.0,
+            N_(number_ex("rope.shift-score", _l11_shift_score, tolerance=DECIMALS_2, lo=-100.0, hi=100.0,
                        diagnoses=("no_rope", "only_q"), decimals=4,
                        prompt_values=_pv(qa=ROPE_PAIR_Q[0], qb=ROPE_PAIR_Q[1], ka=ROPE_PAIR_K[0], kb=ROPE_PAIR_K[1],
-                                         mq=ROPE_PAIR_AT[0], mk=ROPE_PAIR_AT[1], tol=0.01)), "rope", "dot_product"),
-            N_(_number("rope.angle", _l11_angle, tolerance=0.005, lo=0.0, hi=1.0, diagnoses=("pair0", "odd", "last"),
-                       decimals=3, prompt_values=_pv(i=ROPE_PAIR, d=ROPE_D, base=int(ROPE_BASE), tol=0.005)), "rope"),
-            N_(_number("rope.length-value", _l11_length_value, tolerance=0.01, lo=0.0, hi=1e4,
+                                         mq=ROPE_PAIR_AT[0], mk=ROPE_PAIR_AT[1], tol=DECIMALS_2)), "rope", "dot_product"),
+            N_(number_ex("rope.angle", _l11_angle, tolerance=DECIMALS_3, lo=0.0, hi=1.0, diagnoses=("pair0", "odd", "last"),
+                       decimals=3, prompt_values=_pv(i=ROPE_PAIR, d=ROPE_D, base=int(ROPE_BASE), tol=DECIMALS_3)), "rope"),
+            N_(number_ex("rope.length-value", _l11_length_value, tolerance=DECIMALS_2, lo=0.0, hi=1e4,
                        diagnoses=("grows", "squared", "sum"), decimals=3,
-                       prompt_values=_pv(q=", ".join(f"{x:g}" for x in ROPE_LONG_Q), pos=ROPE_LONG_AT, tol=0.01)), "rope"),
+                       prompt_values=_pv(q=", ".join(f"{x:g}" for x in ROPE_LONG_Q), pos=ROPE_LONG_AT, tol=DECIMALS_2)), "rope"),
         ]),
         _lesson("model-writing", "model", L12, [
-            N_(_number("model-writing.paris", _l12_paris, tolerance=3.0, lo=0.0, hi=100.0, decimals=1,
+            N_(number_ex("model-writing.paris", _l12_paris, tolerance=PERCENT_POINTS, lo=0.0, hi=100.0, decimals=1,
                        prompt_values=_pv(prompt=L12_PROMPT, tol=3)), "next_token", "softmax"),
-            N_(_choice_ex("model-writing.temperature", ("no", "yes"), _l12_temperature, prompt_values=_pv(prompt=L12_PROMPT)),
+            N_(choice_ex("model-writing.temperature", ("no", "yes"), _l12_temperature, prompt_values=_pv(prompt=L12_PROMPT)),
                "temperature", "next_token"),
-            N_(_number("model-writing.previous", _l12_previous, tolerance=3.0, lo=0.0, hi=100.0, decimals=1,
+            N_(number_ex("model-writing.previous", _l12_previous, tolerance=PERCENT_POINTS, lo=0.0, hi=100.0, decimals=1,
                        diagnoses=("first",), prompt_values=_pv(prompt=L12_PROMPT, tol=3)),
                "attention_sink", "heads", "causal_mask"),
         ]),
         _lesson("mla-cache", "latent", L13, [
-            N_(_number("mla-cache.mha", _l13_mha, tolerance=0.0, lo=1, hi=1e7, integer=True, decimals=0,
+            N_(number_ex("mla-cache.mha", _l13_mha, tolerance=WHOLE, lo=1, hi=1e7, integer=True, decimals=0,
                        diagnoses=("keys_only", "latent"),
                        prompt_values=_pv(model=MLA_MODEL.name, H=MLA_MODEL.n_heads, d_h=MLA_MODEL.nope_dim)),
                "kv_cache", "heads"),
-            N_(_number("mla-cache.ratio", _l13_ratio, tolerance=0.1, lo=0.0, hi=1e4, decimals=1, diagnoses=("no_rope",),
-                       prompt_values=_pv(model=MLA_MODEL.name, d_c=MLA_MODEL.kv_rank, d_r=MLA_MODEL.rope_dim, tol=0.1)),
+            N_(number_ex("mla-cache.ratio", _l13_ratio, tolerance=DECIMALS_1, lo=0.0, hi=1e4, decimals=1, diagnoses=("no_rope",),
+                       prompt_values=_pv(model=MLA_MODEL.name, d_c=MLA_MODEL.kv_rank, d_r=MLA_MODEL.rope_dim, tol=DECIMALS_1)),
                "latent_cache"),
-            N_(_number("mla-cache.absorbed-width", _l13_absorbed_width, tolerance=0.0, lo=1, hi=1e6, integer=True,
+            N_(number_ex("mla-cache.absorbed-width", _l13_absorbed_width, tolerance=WHOLE, lo=1, hi=1e6, integer=True,
                        decimals=0, diagnoses=("not_absorbed", "whole_row"),
                        prompt_values=_pv(**{k: _mla_sizes()[1][k] for k in ("model", "mla", "d_r", "d_h")})),
                "latent_cache", "projections"),
-            N_(_number("mla-cache.panel", _l13_panel, tolerance=0.05, lo=0.0, hi=1e3, decimals=2,
-                       diagnoses=("latent_only", "with_values"), prompt_values=_pv(tol=0.05)), "latent_cache"),
+            N_(number_ex("mla-cache.panel", _l13_panel, tolerance=READ_OFF, lo=0.0, hi=1e3, decimals=2,
+                       diagnoses=("latent_only", "with_values"), prompt_values=_pv(tol=READ_OFF)), "latent_cache"),
         ]),
         _lesson("delta-rule", "state", L14, [
-            N_(_number("delta-rule.state", _l14_state, tolerance=0.0, lo=1, hi=1e9, integer=True, decimals=0,
+            N_(number_ex("delta-rule.state", _l14_state, tolerance=WHOLE, lo=1, hi=1e9, integer=True, decimals=0,
                        diagnoses=("one_head", "vector"),
                        prompt_values=_pv(model=QWEN3_NEXT_HYBRID.name, V=QWEN3_NEXT_HYBRID.linear_value_heads,
                                          d_k=QWEN3_NEXT_HYBRID.linear_key_dim,
                                          d_v=QWEN3_NEXT_HYBRID.linear_value_dim)), "delta_rule"),
-            N_(_number("delta-rule.read", _l14_read, tolerance=0.01, lo=-100.0, hi=100.0, decimals=2,
+            N_(number_ex("delta-rule.read", _l14_read, tolerance=DECIMALS_2, lo=-100.0, hi=100.0, decimals=2,
                        diagnoses=("replace", "add"),
-                       prompt_values=_pv(v1=DR_VALUES[0], v2=DR_VALUES[1], b2=DR_BETAS[1], tol=0.01)), "delta_rule"),
-            N_(_choice_ex("delta-rule.special", ("linear", "softmax", "cache"), _l14_special), "delta_rule",
+                       prompt_values=_pv(v1=DR_VALUES[0], v2=DR_VALUES[1], b2=DR_BETAS[1], tol=DECIMALS_2)), "delta_rule"),
+            N_(choice_ex("delta-rule.special", ("linear", "softmax", "cache"), _l14_special), "delta_rule",
                "linear_attention"),
-            N_(_number("delta-rule.erase", _l14_erase, tolerance=0.01, lo=-100.0, hi=100.0, decimals=2,
-                       diagnoses=("before", "add"), prompt_values=_pv(token=C18[ONEUL], t=ONEUL, tol=0.01)), "delta_rule"),
+            N_(number_ex("delta-rule.erase", _l14_erase, tolerance=DECIMALS_2, lo=-100.0, hi=100.0, decimals=2,
+                       diagnoses=("before", "add"), prompt_values=_pv(token=C18[ONEUL], t=ONEUL, tol=DECIMALS_2)), "delta_rule"),
         ]),
     )
 
 
 LESSONS: tuple[Lesson, ...] = _build()
-_BY_ID: dict[str, Lesson] = {lesson.id: lesson for lesson in LESSONS}
+BY_ID: dict[str, Lesson] = {lesson.id: lesson for lesson in LESSONS}
 _EX_BY_ID: dict[str, Exercise] = {ex.id: ex for lesson in LESSONS for ex in lesson.exercises}
 
 
@@ -959,7 +967,7 @@ _LESSON_OF: dict[str, Lesson] = {ex.id: lesson for lesson in LESSONS for ex in l
 
 def lesson(lesson_id: str) -> Lesson:
     """The lesson with this id (KeyError if none)."""
-    return _BY_ID[lesson_id]
+    return BY_ID[lesson_id]
 
 
 def lesson_of(exercise_id: str) -> Lesson:

@@ -12,7 +12,7 @@ from functools import cache
 from core.models.paths import ASSETS as _ASSETS
 
 from ..korean import names
-from .lessons import _BY_ID
+from .lessons import BY_ID
 
 LANGS = ("en", "ko")
 ASSETS = _ASSETS / "lessons"
@@ -47,7 +47,7 @@ def placeholders(template: str) -> set[str]:
 def lesson_markdown(lesson_id: str, lang: str = "en") -> str:
     """The lesson's text (``assets/lessons/<id>.<lang>.md``; English if the translation is missing), with the particles
     after Latin names with a digit chosen (:func:`attention_lab.korean.names`: "Qwen3-Next이(가)" → "Qwen3-Next가")."""
-    if lesson_id not in _BY_ID:
+    if lesson_id not in BY_ID:
         raise KeyError(lesson_id)
     for candidate in (lang if lang in LANGS else "en", "en"):
         path = ASSETS / f"{lesson_id}.{candidate}.md"
