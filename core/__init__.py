@@ -55,6 +55,7 @@ from core.playground import experiments, lab, pitfalls, tokens
 from core.seeded import seeded_normal
 from core.variants import linear
 from core.variants.delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
+from core.variants.gated_deltanet import DeltaNetCache, GatedDeltaNetTrace, gated_deltanet
 from core.variants.linear import LinearAttentionTrace, linear_attention
 from core.variants.mla import LatentCache, MLACacheSize, MLAStep, MLATrace, mla, mla_cache_values, mla_decode
 from core.variants.paper import PaperTrace, paper_attention
@@ -106,6 +107,7 @@ __all__ += [
     "DifferentialTrace", "ModernAttentionTrace", "differential_attention", "lambda_init", "modern_attention", "rms_norm",
     "MLACacheSize", "MLATrace", "mla", "mla_cache_values", "LatentCache", "MLAStep", "mla_decode",
     "ChunkedDeltaTrace", "DeltaRuleTrace", "gated_delta_rule", "gated_delta_rule_chunked",
+    "DeltaNetCache", "GatedDeltaNetTrace", "gated_deltanet",
     "IndexerTrace", "SparseCost", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "sparse_topk_macs",
     "topk_mask",
     "GEMMA3_27B", "GPT_OSS_120B", "LLAMA4_SCOUT", "SCHEDULE_PRESETS", "LayerKind", "LayerSchedule", "ScheduleReach",
