@@ -69,16 +69,26 @@ class GatedDeltaNetTrace:
     cache: DeltaNetCache
 
 
-def causal_conv(x: torch.Tensor, taps: torch.Tensor, past: torch.Tensor | None = None) -> torch.Tensor:
-    """Causal depthwise convolution with SiLU: out_t,c = SiLU(Σ_j taps[c, j] · x_{t − κ + 1 + j, c}).
+def causal_conv(x: torch.Tensor, taps: torch.Tensor, past: torch.Tensor | None = None,
+                bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Causal depthwise convolution with SiLU: out_t,c = SiLU(Σ_j taps[c, j] · x_{t − κ + 1 + j, c} + bias_c).
 
-    x (B, n, C), taps (C, κ), past (B, κ − 1, C): the inputs before x (None: zeros) → (B, n, C)."""
+    x (B, n, C), taps (C, κ), past (B, κ − 1, C): the inputs before x (None: zeros), bias (C,) or None → (B, n, C).
+    Gated DeltaNet and Mamba-2 (:mod:`core.variants.mamba2`) both run it."""
     kappa = taps.shape[-1]
     if past is None:
         past = torch.zeros(*x.shape[:-2], kappa - 1, x.shape[-1], dtype=x.dtype, device=x.device)
     full = torch.cat([past, x], dim=-2).transpose(-1, -2)  # (B, C, κ − 1 + n)
-    out = F.conv1d(full, taps.unsqueeze(1), groups=taps.shape[0])  # (B, C, n): each channel its own taps
+    out = F.conv1d(full, taps.unsqueeze(1), bias, groups=taps.shape[0])  # (B, C, n): each channel its own taps
     return F.silu(out).transpose(-1, -2)  # (B, n, C)
+
+
+def conv_state(x: torch.Tensor, past: torch.Tensor | None, kappa: int) -> torch.Tensor:
+    """The conv's cache after x (B, n, C): its last κ − 1 inputs (B, κ − 1, C), zeros before the first token."""
+    history = x if past is None else torch.cat([past, x], dim=-2)  # (B, κ − 1 + n, C) or (B, n, C)
+    if history.shape[-2] < kappa - 1:  # fewer inputs than the conv reaches back
+        history = F.pad(history, (0, 0, kappa - 1 - history.shape[-2], 0))
+    return history[..., history.shape[-2] - (kappa - 1):, :]
 
 
 def gated_deltanet(
@@ -150,11 +160,7 @@ def gated_deltanet(
     gate = F.silu(split_heads(project(t, "x", "W_z"), Hv))  # (B, H_v, n, d_v)
     normed = rms_norm(rule.output, t["norm_weight"], positive_number("norm_eps", norm_eps)) * gate  # (B, H_v, n, d_v)
     t["merged"] = merge_heads(normed)  # (B, n, H_v·d_v)
-    kappa = t["conv_taps"].shape[-1]
-    history = conv_in if past is None else torch.cat([past, conv_in], dim=-2)  # (B, κ − 1 + n, C) or (B, n, C)
-    if history.shape[-2] < kappa - 1:  # fewer inputs than the conv reaches back: zeros before the first
-        history = F.pad(history, (0, 0, kappa - 1 - history.shape[-2], 0))
-    new_cache = DeltaNetCache(state=rule.final_state, conv=history[..., history.shape[-2] - (kappa - 1):, :])
+    new_cache = DeltaNetCache(state=rule.final_state, conv=conv_state(conv_in, past, t["conv_taps"].shape[-1]))
     return GatedDeltaNetTrace(conv_in=conv_in, conv_out=conv_out, taps=t["conv_taps"], q=rule.q, k=rule.k, v=v,
                               beta=beta, decay=rule.decay, states=rule.states, core=rule.output, gate=gate,
                               normed=normed, output=project(t, "merged", "W_out"), cache=new_cache)
