@@ -55,7 +55,7 @@ from core.playground import experiments, lab, pitfalls, tokens
 from core.seeded import seeded_normal
 from core.variants import linear
 from core.variants.delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
-from core.variants.gated_deltanet import DeltaNetCache, GatedDeltaNetTrace, gated_deltanet
+from core.variants.gated_deltanet import DeltaNetCache, GatedDeltaNetTrace, KimiDeltaTrace, gated_deltanet, kimi_delta_attention
 from core.variants.linear import LinearAttentionTrace, linear_attention
 from core.variants.mamba2 import Mamba2Cache, Mamba2Trace, mamba2
 from core.variants.mla import LatentCache, MLACacheSize, MLAStep, MLATrace, mla, mla_cache_values, mla_decode
@@ -108,7 +108,8 @@ __all__ += [
     "DifferentialTrace", "ModernAttentionTrace", "differential_attention", "lambda_init", "modern_attention", "rms_norm",
     "MLACacheSize", "MLATrace", "mla", "mla_cache_values", "LatentCache", "MLAStep", "mla_decode",
     "ChunkedDeltaTrace", "DeltaRuleTrace", "gated_delta_rule", "gated_delta_rule_chunked",
-    "DeltaNetCache", "GatedDeltaNetTrace", "gated_deltanet", "Mamba2Cache", "Mamba2Trace", "mamba2",
+    "DeltaNetCache", "GatedDeltaNetTrace", "gated_deltanet", "KimiDeltaTrace", "kimi_delta_attention",
+    "Mamba2Cache", "Mamba2Trace", "mamba2",
     "IndexerTrace", "SparseCost", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "sparse_topk_macs",
     "topk_mask",
     "GEMMA3_27B", "GPT_OSS_120B", "LLAMA4_SCOUT", "SCHEDULE_PRESETS", "LayerKind", "LayerSchedule", "ScheduleReach",

@@ -40,7 +40,7 @@ class DeltaRuleTrace:
     """The recurrence of :func:`gated_delta_rule`; B batch dims, H heads, n tokens.
 
     q (B, H, n, d_k) (L2-normalised when asked, not yet scaled), k (B, H, n, d_k), v (B, H, n, d_v)
-    beta (B, H, n), decay (B, H, n): α_t = exp(g_t)
+    beta (B, H, n), decay (B, H, n) or (B, H, n, d_k) per key channel: α_t = exp(g_t)
     states (B, H, n, d_k, d_v): S_t after token t;  final_state (B, H, d_k, d_v)
     output (B, H, n, d_v): o_t = S_tᵀ q_t · scale;  delta: the delta rule (True) or linear attention (False)
     """
@@ -86,8 +86,9 @@ def _prepare(q, k, v, beta, g, initial_state, scale, l2_normalize_qk, device, dt
         raise ValueError(f"beta has shape {shape_str(t['beta'].shape)} but needs one number per token, "
                          f"{shape_str(lead)}")
     G = t.get("g", torch.zeros_like(t["beta"]))
-    if G.shape != lead:
-        raise ValueError(f"g has shape {shape_str(G.shape)} but needs one log-decay per token, {shape_str(lead)}")
+    if G.shape not in (lead, (*lead, K.shape[-1])):
+        raise ValueError(f"g has shape {shape_str(G.shape)} but needs one log-decay per token, {shape_str(lead)}, or "
+                         f"one per token and key channel, {shape_str((*lead, K.shape[-1]))}")
     if bool((G > 0).any()):
         raise ValueError("g is the log of the decay and must be ≤ 0 (decay exp(g) ≤ 1)")
     d_k, d_v = K.shape[-1], V.shape[-1]
@@ -119,16 +120,18 @@ def gated_delta_rule(
     r"""The gated delta rule, token by token (see the module doc), with the state after every token.
 
     q, k (..., n, d_k), v (..., n, d_v) — per head, e.g. (B, H, n, d); beta (..., n) the write strength
-    (usually in (0, 1)), g (..., n) the log decay ≤ 0 (None: 0, no decay); initial_state (..., d_k, d_v).
+    (usually in (0, 1)), g (..., n) the log decay ≤ 0 (None: 0, no decay) — or (..., n, d_k), one rate per key
+    channel: S_t = diag(exp g_t) S_{t−1} + … (Kimi Delta Attention); initial_state (..., d_k, d_v).
     l2_normalize_qk: q, k ← x/√(Σx² + 10⁻⁶) first (Qwen3-Next does). scale: default 1/√d_k on q.
     ``delta=False`` drops the correction (gated linear attention).
     """
     Q, K, V, Bt, G, S, s = _prepare(q, k, v, beta, g, initial_state, scale, l2_normalize_qk, device, dtype)
-    decay = torch.exp(G)  # (..., n)
+    decay = torch.exp(G)  # (..., n), or (..., n, d_k) per key channel
     states, outs = [], []
     for i in range(Q.shape[-2]):
         q_t, k_t, v_t = Q[..., i, :] * s, K[..., i, :], V[..., i, :]  # (..., d_k), (..., d_k), (..., d_v)
-        S = S * decay[..., i, None, None]  # (..., d_k, d_v): forget
+        # (..., d_k, d_v): forget — one rate for the whole state, or one per key channel (row of S; Kimi Delta Attention)
+        S = S * (decay[..., i, None, None] if decay.dim() == Bt.dim() else decay[..., i, :, None])
         if delta:
             pred = (S * k_t.unsqueeze(-1)).sum(-2)  # Sᵀk_t (..., d_v): what the state says for k_t
             write = (v_t - pred) * Bt[..., i, None]  # the correction
@@ -168,6 +171,8 @@ def gated_delta_rule_chunked(
     """
     C = int_at_least("chunk_size", chunk_size)
     Q, K, V, Bt, G, S, s = _prepare(q, k, v, beta, g, initial_state, scale, l2_normalize_qk, device, dtype)
+    if G.dim() != Bt.dim():
+        raise ValueError("the chunked form takes one log-decay per token; run a per-channel decay with gated_delta_rule")
     n = Q.shape[-2]
     pad = (-n) % C
     if pad:  # zeros after the last token: β = 0 and g = 0 leave the state as it is

@@ -10,9 +10,12 @@ r"""The whole Gated DeltaNet layer (Qwen3-Next, Qwen3.5, OLMo-Hybrid; issue 55),
     o = gated_delta_rule(L2(q), L2(k), v; β, g)         query/key head ⌊h / (H_v/H_k)⌋ for value head h
     y = (RMSNorm(o_h) ⊙ w_norm ⊙ SiLU(z_h)) W_out       the gated RMSNorm, per value head
 
-Its cache is fixed in size: the state S (d_k × d_v per value head) and the conv's last κ − 1 inputs, whatever the
-length. :func:`gated_deltanet` takes that cache (:class:`DeltaNetCache`) and returns the new one, so a prompt then
-one token at a time equals the whole pass.
+Kimi Delta Attention (:func:`kimi_delta_attention`) is the same layer with one decay per key channel, diag(exp g_t),
+where Gated DeltaNet has one per head, and low-rank gates.
+
+The cache is fixed in size: the state S (d_k × d_v per value head) and the conv's last κ − 1 inputs, whatever the
+length. Both layers take that cache (:class:`DeltaNetCache`) and return the new one, so a prompt then one token at a
+time equals the whole pass.
 """
 
 from __future__ import annotations
@@ -164,3 +167,91 @@ def gated_deltanet(
     return GatedDeltaNetTrace(conv_in=conv_in, conv_out=conv_out, taps=t["conv_taps"], q=rule.q, k=rule.k, v=v,
                               beta=beta, decay=rule.decay, states=rule.states, core=rule.output, gate=gate,
                               normed=normed, output=project(t, "merged", "W_out"), cache=new_cache)
+
+
+@dataclass(frozen=True, eq=False)
+class KimiDeltaTrace:
+    """Every step of :func:`kimi_delta_attention`; B batch rows, H heads, n new tokens.
+
+    conv_out (B, n, 3·H·d): [q | k | v] after the conv;  q, k (B, H, n, d) L2-normalised;  v (B, H, n, d)
+    log_decay (B, H, n, d): g_t per key channel, ≤ 0 — the fade of each row of the state (GDN has one per head)
+    beta (B, H, n);  states (B, H, n, d, d);  core (B, H, n, d);  gate (B, H, n, d): σ(the low-rank output gate)
+    output (B, n, d_out);  cache: the layer's cache after these tokens
+    """
+
+    conv_out: torch.Tensor
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    log_decay: torch.Tensor
+    beta: torch.Tensor
+    states: torch.Tensor
+    core: torch.Tensor
+    gate: torch.Tensor
+    output: torch.Tensor
+    cache: DeltaNetCache
+
+
+def kimi_delta_attention(
+    x: TensorLike,
+    cache: DeltaNetCache | None = None,
+    *,
+    W_q: TensorLike,
+    W_k: TensorLike,
+    W_v: TensorLike,
+    conv_taps: TensorLike,
+    W_fa: TensorLike,
+    W_fb: TensorLike,
+    dt_bias: TensorLike,
+    A_log: TensorLike,
+    W_b: TensorLike,
+    W_ga: TensorLike,
+    W_gb: TensorLike,
+    norm_weight: TensorLike,
+    W_out: TensorLike,
+    n_heads: int,
+    norm_eps: float = 1e-6,
+    device=None,
+    dtype=None,
+) -> KimiDeltaTrace:
+    r"""Kimi Delta Attention (Kimi Linear; transformers' ``KimiLinearDeltaAttention``): Gated DeltaNet with a decay
+    per key channel instead of one per head, and low-rank gates::
+
+        [q | k | v] ← SiLU(causal depthwise conv of x W_q, x W_k, x W_v)          H heads of width d
+        g_t = −exp(A_log_h) · softplus(x W_fa W_fb + dt_bias)       (B, n, H, d): each key channel fades at its own rate
+        S_t = diag(exp g_t) S_{t−1} + β_t k_t (v_t − (diag(exp g_t) S_{t−1})ᵀ k_t)ᵀ,   β_t = σ(x W_b)
+        y = (RMSNorm(o_h) ⊙ w_norm ⊙ σ(x W_ga W_gb)_h) W_out
+
+    W_q, W_k, W_v (d_model, H·d); conv_taps (3·H·d, κ); W_fa (d_model, d), W_fb (d, H·d), dt_bias (H·d,), A_log (H,);
+    W_b (d_model, H); W_ga (d_model, d), W_gb (d, H·d); norm_weight (d,); W_out (H·d, d_out).
+    """
+    H = int_at_least("n_heads", n_heads)
+    named = given(x=x, W_q=W_q, W_k=W_k, W_v=W_v, conv_taps=conv_taps, W_fa=W_fa, W_fb=W_fb, dt_bias=dt_bias,
+                  A_log=A_log, W_b=W_b, W_ga=W_ga, W_gb=W_gb, norm_weight=norm_weight, W_out=W_out)
+    if cache is not None:
+        named |= {"cache.state": cache.state, "cache.conv": cache.conv}
+    t = as_tensors(named, device=device, dtype=dtype)
+    X = t["x"]
+    if X.dim() != 3 or X.shape[-2] == 0:
+        raise ValueError(f"x must be (B, n, d_model) with n ≥ 1 but has shape {shape_str(X.shape)}")
+    conv_in = torch.cat([project(t, "x", "W_q"), project(t, "x", "W_k"), project(t, "x", "W_v")], -1)  # (B, n, 3·H·d)
+    d = t["W_q"].shape[-1] // H
+    for name, shape in (("dt_bias", (H * d,)), ("A_log", (H,)), ("norm_weight", (d,)), ("conv_taps", (3 * H * d,))):
+        if t[name].shape[:len(shape)] != shape:
+            raise ValueError(f"{name} has shape {shape_str(t[name].shape)} but needs {shape_str(shape)}")
+    past = None if cache is None else t["cache.conv"]
+    conv_out = causal_conv(conv_in, t["conv_taps"], past)  # (B, n, 3·H·d)
+    q, k, v = (split_heads(part, H) for part in conv_out.split(H * d, dim=-1))  # (B, H, n, d) each
+    t["f"] = project(t, "x", "W_fa")  # (B, n, d): the forget gate's low rank
+    rate = torch.exp(t["A_log"])[:, None, None]  # (H, 1, 1)
+    g = -rate * F.softplus(split_heads(project(t, "f", "W_fb") + t["dt_bias"], H))  # (B, H, n, d), ≤ 0
+    beta = torch.sigmoid(project(t, "x", "W_b")).transpose(-1, -2)  # (B, H, n)
+    rule = gated_delta_rule(q, k, v, beta=beta, g=g, l2_normalize_qk=True,
+                            initial_state=None if cache is None else t["cache.state"])  # output (B, H, n, d)
+    t["ga"] = project(t, "x", "W_ga")  # (B, n, d)
+    gate = torch.sigmoid(split_heads(project(t, "ga", "W_gb"), H))  # (B, H, n, d)
+    t["merged"] = merge_heads(rms_norm(rule.output, t["norm_weight"], positive_number("norm_eps", norm_eps)) * gate)
+    return KimiDeltaTrace(conv_out=conv_out, q=rule.q, k=rule.k, v=v, log_decay=g, beta=beta, states=rule.states,
+                          core=rule.output, gate=gate, output=project(t, "merged", "W_out"),
+                          cache=DeltaNetCache(state=rule.final_state,
+                                              conv=conv_state(conv_in, past, t["conv_taps"].shape[-1])))
