@@ -13,7 +13,21 @@ The tensor types this module dequantises (blocks of 32 weights along a row)::
     F16   (1)  plain float16
     Q4_1  (3)  20 bytes a block: d (f16), m (f16), 16 bytes of 4-bit q (low nibbles: weights 0–15,
                high nibbles: 16–31);   w = d · q + m,  q ∈ {0 … 15}
+    Q5_0  (6)  22 bytes a block: d (f16), qh (u32: bit i is weight i's fifth bit), 16 bytes of low nibbles
+               (as Q4_1);   w = d · (q − 16),  q = low | high << 4 ∈ {0 … 31}
     Q8_0  (8)  34 bytes a block: d (f16), 32 × int8 q;   w = d · q
+
+and the "K" super-blocks of 256 weights (8 sub-blocks of 32, or 16 of 16)::
+
+    Q4_K (12)  144 bytes: d (f16), dmin (f16), 12 bytes of 6-bit scales sc_j and mins m_j (j = 0 … 7: bytes 0–3 and
+               4–7 hold the low 6 bits of sc_0…3 and m_0…3; bytes 8–11 the low/high nibbles of sc_4…7 / m_4…7, whose
+               top 2 bits are the top bits of bytes 0–3 / 4–7), 128 bytes of 4-bit q (32 bytes per two sub-blocks:
+               low nibbles sub-block 2i, high nibbles 2i + 1);   w = (d · sc_j) · q − dmin · m_j
+    Q6_K (14)  210 bytes: 128 bytes of low 4 bits, 64 of high 2 bits, 16 int8 scales s_j (sub-blocks of 16), d (f16)
+               at the end;   w = (d · s_j) · (q − 32),  q ∈ {0 … 63}
+
+Each is computed in the order of ``gguf.quants`` (the same float32 products and differences), so the values are the
+same bits (tests/core/test_gemma3.py checks every tensor of the Gemma 3 file).
 
 The ``gguf`` package (``gguf.GGUFReader``, ``gguf.quants.dequantize``) reads the same files; it is the
 tests' reference. This reader exists because ``GGUFReader`` is too slow on this file for the app's
@@ -32,12 +46,14 @@ import torch
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _NUMPY = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?", 10: "<u8", 11: "<i8", 12: "<f8"}
 STRING, ARRAY = 8, 9
-F32, F16, Q4_1, Q8_0 = 0, 1, 3, 8
-TYPE_NAMES = {F32: "F32", F16: "F16", Q4_1: "Q4_1", Q8_0: "Q8_0"}
-_HEAD_BYTES = 16 * 2**20  # read at most this much for the metadata
-BLOCK = 32  # weights per quantised block
-_CHUNK_BLOCKS = 1 << 16  # blocks dequantised at once (2 M weights: ~16 MB of float temporaries)
-_BLOCK_BYTES = {Q4_1: 20, Q8_0: 34}
+F32, F16, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K = 0, 1, 3, 6, 8, 12, 14
+TYPE_NAMES = {F32: "F32", F16: "F16", Q4_1: "Q4_1", Q5_0: "Q5_0", Q8_0: "Q8_0", Q4_K: "Q4_K", Q6_K: "Q6_K"}
+_HEAD_BYTES = 32 * 2**20  # read at most this much for the metadata (Gemma 3's 262,144 tokens and scores: ~8 MB)
+BLOCK = 32  # weights per quantised block (Q4_1, Q5_0, Q8_0)
+SUPER_BLOCK = 256  # weights per K super-block (Q4_K, Q6_K)
+_CHUNK_WEIGHTS = 1 << 21  # weights dequantised at once (~16 MB of float temporaries)
+_BLOCK_BYTES = {Q4_1: 20, Q5_0: 22, Q8_0: 34, Q4_K: 144, Q6_K: 210}
+BLOCK_WEIGHTS = {Q4_1: BLOCK, Q5_0: BLOCK, Q8_0: BLOCK, Q4_K: SUPER_BLOCK, Q6_K: SUPER_BLOCK}
 
 
 class GGUFFile:
@@ -91,23 +107,23 @@ class GGUFFile:
             width = 4 if ttype == F32 else 2
             t = self._read(offset, width * count).view(torch.float32 if ttype == F32 else torch.float16).float()
             return t.reshape(shape).T.contiguous() if transposed else t.reshape(shape)
-        if ttype not in _BLOCK_BYTES or shape[-1] % BLOCK:
+        if ttype not in _BLOCK_BYTES or shape[-1] % BLOCK_WEIGHTS[ttype]:
             raise ValueError(f"tensor '{name}' has type {ttype} (shape {shape}), which this reader cannot dequantise")
-        bb = _BLOCK_BYTES[ttype]
-        raw = self._read(offset, count // BLOCK * bb)  # (n_blocks · block bytes,) uint8
+        bb, bw = _BLOCK_BYTES[ttype], BLOCK_WEIGHTS[ttype]
+        raw = self._read(offset, count // bw * bb)  # (n_blocks · block bytes,) uint8
         if transposed:
             rows, length = shape
             out_t = torch.empty(length, rows, dtype=torch.float32)  # (row length, rows)
-            per_row = length // BLOCK
-            step = max(1, _CHUNK_BLOCKS // per_row)  # whole rows at a time
+            per_row = length // bw
+            step = max(1, _CHUNK_WEIGHTS // length)  # whole rows at a time
             for r in range(0, rows, step):
                 r1 = min(rows, r + step)
                 out_t[:, r:r1] = dequantize(raw[r * per_row * bb:r1 * per_row * bb], ttype).view(r1 - r, length).T
             return out_t
         out = torch.empty(count, dtype=torch.float32)
-        step = _CHUNK_BLOCKS  # a chunk at a time: the float temporaries stay small (the peak memory of a load)
-        for b in range(0, count // BLOCK, step):
-            out[b * BLOCK:(b + step) * BLOCK] = dequantize(raw[b * bb:(b + step) * bb], ttype)
+        step = _CHUNK_WEIGHTS // bw  # blocks a chunk: the float temporaries stay small (the peak memory of a load)
+        for b in range(0, count // bw, step):
+            out[b * bw:(b + step) * bw] = dequantize(raw[b * bb:(b + step) * bb], ttype)
         return out.reshape(shape)
 
     def _read(self, offset: int, nbytes: int) -> torch.Tensor:
@@ -120,17 +136,52 @@ class GGUFFile:
         return buf
 
 
+def _f16(b: torch.Tensor) -> torch.Tensor:
+    """Two bytes a row (n, 2) uint8 → their float16 as float32 (n, 1)."""
+    return b.contiguous().view(torch.float16).float()
+
+
 def dequantize(raw: torch.Tensor, ttype: int) -> torch.Tensor:
-    """Quantised blocks (uint8, n_blocks · block bytes) → float32 weights (n_blocks · 32,), per the module docstring."""
-    blocks = raw.view(-1, _BLOCK_BYTES[ttype])  # (n_blocks, block bytes)
-    d = blocks[:, 0:2].contiguous().view(torch.float16).float()  # (n_blocks, 1): the block's scale
+    """Quantised blocks (uint8, n_blocks · block bytes) → float32 weights (n_blocks · block weights,), per the module
+    docstring; the same bits as ``gguf.quants.dequantize``."""
+    blocks = raw.view(-1, _BLOCK_BYTES[ttype])  # (n, block bytes)
+    n = blocks.shape[0]
+    if ttype == Q4_K:
+        return _q4_k(blocks)
+    if ttype == Q6_K:
+        ql, qh = blocks[:, :128].view(n, 2, 64), blocks[:, 128:192].view(n, 2, 32)
+        s = blocks[:, 192:208].contiguous().view(torch.int8).float()  # (n, 16): one scale per 16 weights
+        dd = (_f16(blocks[:, 208:210]) * s).view(n, 16, 1)  # (n, 16, 1)
+        low = torch.stack([ql & 0x0F, ql >> 4], dim=2).view(n, 8, 32)  # (n, 2, 2, 64) → (n, 8, 32)
+        high = torch.stack([(qh >> k) & 0x03 for k in (0, 2, 4, 6)], dim=2).view(n, 8, 32)  # (n, 2, 4, 32) → (n, 8, 32)
+        q = ((low | (high << 4)).to(torch.int8) - 32).view(n, 16, 16).float()  # (n, 16, 16), q − 32 ∈ −32 … 31
+        return (dd * q).reshape(-1)
+    d = _f16(blocks[:, 0:2])  # (n, 1): the block's scale
     if ttype == Q8_0:
-        q = blocks[:, 2:].contiguous().view(torch.int8).float()  # (n_blocks, 32)
+        q = blocks[:, 2:].contiguous().view(torch.int8).float()  # (n, 32)
         return (d * q).reshape(-1)
-    m = blocks[:, 2:4].contiguous().view(torch.float16).float()  # (n_blocks, 1): the block's minimum
-    qs = blocks[:, 4:]  # (n_blocks, 16): two 4-bit values a byte
-    q = torch.cat([qs & 0x0F, qs >> 4], dim=1).float()  # (n_blocks, 32): low nibbles first
+    if ttype == Q5_0:
+        qh = blocks[:, 2:6].contiguous().view(torch.int32)  # (n, 1): bit i is weight i's fifth bit
+        high = ((qh >> torch.arange(32, dtype=torch.int32)) & 1).to(torch.uint8)  # (n, 32)
+        qs = blocks[:, 6:]  # (n, 16)
+        q = (torch.cat([qs & 0x0F, qs >> 4], dim=1) | (high << 4)).to(torch.int8) - 16  # (n, 32): q − 16 ∈ −16 … 15
+        return (d * q.float()).reshape(-1)
+    m = _f16(blocks[:, 2:4])  # (n, 1): the block's minimum
+    qs = blocks[:, 4:]  # (n, 16): two 4-bit values a byte
+    q = torch.cat([qs & 0x0F, qs >> 4], dim=1).float()  # (n, 32): low nibbles first
     return (d * q + m).reshape(-1)
+
+
+def _q4_k(blocks: torch.Tensor) -> torch.Tensor:
+    """Q4_K super-blocks (n, 144) → (n · 256,): the scales' 6-bit unpacking, then (d · sc_j) · q − dmin · m_j."""
+    n = blocks.shape[0]
+    d, dmin = _f16(blocks[:, 0:2]), _f16(blocks[:, 2:4])  # (n, 1) each
+    a, b, c = blocks[:, 4:8], blocks[:, 8:12], blocks[:, 12:16]  # (n, 4) each: the 12 scale bytes
+    sc = torch.cat([a & 0x3F, (c & 0x0F) | ((a >> 2) & 0x30)], dim=1).float()  # (n, 8)
+    mn = torch.cat([b & 0x3F, (c >> 4) | ((b >> 2) & 0x30)], dim=1).float()  # (n, 8)
+    qs = blocks[:, 16:].view(n, 4, 32)  # (n, 4, 32): low nibbles sub-block 2i, high 2i + 1
+    q = torch.stack([qs & 0x0F, qs >> 4], dim=2).view(n, 8, 32).float()  # (n, 8, 32)
+    return ((d * sc).view(n, 8, 1) * q - (dmin * mn).view(n, 8, 1)).reshape(-1)
 
 
 def _string(mv: memoryview, pos: int) -> tuple[str, int]:
