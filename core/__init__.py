@@ -56,6 +56,7 @@ from core.seeded import seeded_normal
 from core.variants import linear
 from core.variants.delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
 from core.variants.gated_deltanet import DeltaNetCache, GatedDeltaNetTrace, KimiDeltaTrace, gated_deltanet, kimi_delta_attention
+from core.variants.kv_sharing import SharedKVTrace, SharingPlan, gemma4_attention, proportional_rope, sharing_plan
 from core.variants.linear import LinearAttentionTrace, linear_attention
 from core.variants.mamba2 import Mamba2Cache, Mamba2Trace, mamba2
 from core.variants.mla import LatentCache, MLACacheSize, MLAStep, MLATrace, mla, mla_cache_values, mla_decode
@@ -110,6 +111,7 @@ __all__ += [
     "ChunkedDeltaTrace", "DeltaRuleTrace", "gated_delta_rule", "gated_delta_rule_chunked",
     "DeltaNetCache", "GatedDeltaNetTrace", "gated_deltanet", "KimiDeltaTrace", "kimi_delta_attention",
     "Mamba2Cache", "Mamba2Trace", "mamba2",
+    "SharedKVTrace", "SharingPlan", "gemma4_attention", "proportional_rope", "sharing_plan",
     "IndexerTrace", "SparseCost", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "sparse_topk_macs",
     "topk_mask",
     "GEMMA3_27B", "GPT_OSS_120B", "LLAMA4_SCOUT", "SCHEDULE_PRESETS", "LayerKind", "LayerSchedule", "ScheduleReach",
