@@ -107,6 +107,32 @@ def _decoder_batch():
     return extend_batch([torch.tensor([1, 4, 2]), torch.tensor([3, 5])], seqs, cache, P, c)
 
 
+def _gemma4_shared():
+    from core.mechanism.positional import rope_tables
+    from core.variants.kv_sharing import gemma4_attention
+
+    rope = rope_tables(5, 4, base=100.0, pairing="half")
+    own = gemma4_attention(X, W_q=_w(8, 8, seed=70), q_norm=1 + _w(4, seed=71), W_o=_w(8, 8, seed=72), n_heads=2,
+                           rope=rope, W_k=_w(8, 4, seed=73), k_norm=1 + _w(4, seed=74), window=3)
+    return gemma4_attention(X, W_q=_w(8, 8, seed=75), q_norm=1 + _w(4, seed=76), W_o=_w(8, 8, seed=77), n_heads=2,
+                            rope=rope, shared=(own.k, own.v))
+
+
+def _deepseek_v4_csa():
+    from core.mechanism.positional import rope_tables
+    from core.variants.compressed import compressed_attention
+
+    x = _w(1, 8, 8, seed=80)
+    comp = dict(W_c=_w(8, 8, seed=81), W_gate=_w(8, 8, seed=82), position_bias=_w(2, 8, seed=83),
+                norm_weight=1 + _w(4, seed=84), m=2)
+    ix = dict(W_c=_w(8, 4, seed=85), W_gate=_w(8, 4, seed=86), position_bias=_w(2, 4, seed=87),
+              norm_weight=1 + _w(2, seed=88), W_q=_w(6, 4, seed=89), W_w=_w(8, 2, seed=90), n_heads=2)
+    return compressed_attention(x, kind="csa", W_qa=_w(8, 6, seed=91), q_norm=1 + _w(6, seed=92),
+                                W_qb=_w(6, 8, seed=93), W_kv=_w(8, 4, seed=94), kv_norm=1 + _w(4, seed=95),
+                                sinks=_w(2, seed=96), W_oa=_w(2, 4, 3, seed=97), W_ob=_w(6, 8, seed=98), n_heads=2,
+                                window=3, rope=rope_tables(8, 2, base=100.0), compressor=comp, indexer=ix, top_k=2)
+
+
 # each variant and how many calls it makes (L = 2 blocks for the decoder)
 VARIANTS = {
     "multi-head / grouped-query": (lambda: core.multi_head_attention(X, **_mha_weights(), rope_base=100.0), 1),
@@ -121,6 +147,8 @@ VARIANTS = {
     "linear attention's softmax twin": (lambda: core.linear_attention(X[0], X[0], X[0]), 1),
     "transformer block": (lambda: core.block.seeded_block(X[0], seed=1, n_heads=2, d_ff=8), 1),
     "ViT": (lambda: core.vit.vit_attention(torch.rand(8, 8, 3, generator=_g(1)), 4), 1),
+    "Gemma 4, a layer and one that shares its K and V": (_gemma4_shared, 2),
+    "DeepSeek-V4 compressed sparse attention": (_deepseek_v4_csa, 1),
 }
 
 
