@@ -54,6 +54,7 @@ from core.models import block, pretrained, seq2seq, seq2seq_store, vit
 from core.playground import experiments, lab, pitfalls, tokens
 from core.seeded import seeded_normal
 from core.variants import linear
+from core.variants.block_index import BlockIndexTrace, SharedChoice, block_index, shared_choice
 from core.variants.compressed import CompressedTrace, compressed_attention
 from core.variants.delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
 from core.variants.gated_deltanet import DeltaNetCache, GatedDeltaNetTrace, KimiDeltaTrace, gated_deltanet, kimi_delta_attention
@@ -113,7 +114,7 @@ __all__ += [
     "DeltaNetCache", "GatedDeltaNetTrace", "gated_deltanet", "KimiDeltaTrace", "kimi_delta_attention",
     "Mamba2Cache", "Mamba2Trace", "mamba2",
     "SharedKVTrace", "SharingPlan", "gemma4_attention", "proportional_rope", "sharing_plan",
-    "CompressedTrace", "compressed_attention",
+    "CompressedTrace", "compressed_attention", "BlockIndexTrace", "SharedChoice", "block_index", "shared_choice",
     "IndexerTrace", "SparseCost", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "sparse_topk_macs",
     "topk_mask",
     "GEMMA3_27B", "GPT_OSS_120B", "LLAMA4_SCOUT", "SCHEDULE_PRESETS", "LayerKind", "LayerSchedule", "ScheduleReach",
