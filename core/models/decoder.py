@@ -42,10 +42,12 @@ from core.models.decoder_heads import (
     DecoderHeads,
     Induction,
     LogitLens,
+    QKNorm,
     TextLoss,
     head_stats,
     induction,
     logit_lens,
+    qk_norm,
     text_loss,
 )
 from core.models.decoder_load import (
@@ -86,7 +88,8 @@ __all__ = [  # everything importable from core.models.decoder, wherever it is de
     "PACKAGE", "PLAIN", "QUANT", "TOP", "Decoder", "DecoderHeads", "DecoderTrace", "Generation", "Induction",
     "LlamaConfig", "LlamaLayer", "LlamaWeights", "LogitLens", "Mechanism", "ModelNotInstalled", "NextToken", "SmolLM2",
     "Step", "TextLoss", "cache_bytes", "forward", "gguf_path", "give_back_memory", "head_stats", "induction",
-    "load_decoder", "load_smollm2", "logit_lens", "next_token_probs", "package_folder", "rms_norm", "swiglu", "text_loss",
+    "load_decoder", "load_smollm2", "logit_lens", "next_token_probs", "package_folder", "qk_norm", "QKNorm", "rms_norm",
+    "swiglu", "text_loss",
 ]
 
 
@@ -244,7 +247,7 @@ class Decoder:
         """The token written after a context of ``n_context`` tokens, from its last position's logits (vocab,) and
         attention row (L, H, n_context): the argmax at temperature 0, else drawn from :func:`next_token_probs`
         with ``gen``. None for an end token when ``stop_at_eos``. :meth:`generate` and the server's batched
-        writing (``ui.decoding``) both choose here."""
+        writing (``serving.decoding``) both choose here."""
         logits, c = logits.float().cpu(), self.config
         dist = next_token_probs(logits, temperature, top_k, top_p)  # (vocab,)
         chosen = int(dist.argmax()) if float(temperature) == 0 else int(torch.multinomial(dist, 1, generator=gen))

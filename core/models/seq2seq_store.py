@@ -10,7 +10,7 @@ Two pieces make the seq2seq page cheap to serve:
 * ``reference(task, words)`` — the correct output y* for an input x (copy: y* = x, reverse:
   y*_t = x_{N+1−t}, translate: the toy rule of ``seq2seq.translate_words``).
 
-The one-at-a-time training queue the page uses is app-side: ``ui/training.py``.
+The one-at-a-time training queue the page uses is the server's: ``serving/training.py``.
 
 Pure PyTorch: nothing here imports streamlit.
 """

@@ -87,7 +87,7 @@ def test_a_wrong_prediction_does_not_name_the_winner(ex_id):
 
 
 def test_the_masks_success_message_does_not_give_the_next_answer():
-    ok = tut.exercise("masks.causal").check(tut.exercises._state(tut.L5, causal=True))
+    ok = tut.exercise("masks.causal").check(tut.exercises.lesson_state(tut.L5, causal=True))
     nxt = tut.exercise("masks.weight").reveal().answer
     assert ok.ok
     for lang in ("en", "ko"):
