@@ -58,6 +58,7 @@ from core.variants.block_index import BlockIndexTrace, SharedChoice, block_index
 from core.variants.compressed import CompressedTrace, compressed_attention
 from core.variants.delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
 from core.variants.gated_deltanet import DeltaNetCache, GatedDeltaNetTrace, KimiDeltaTrace, gated_deltanet, kimi_delta_attention
+from core.variants.kept import Kept, kept
 from core.variants.kv_sharing import SharedKVTrace, SharingPlan, gemma4_attention, proportional_rope, sharing_plan
 from core.variants.linear import LinearAttentionTrace, linear_attention
 from core.variants.mamba2 import Mamba2Cache, Mamba2Trace, mamba2
@@ -115,6 +116,7 @@ __all__ += [
     "Mamba2Cache", "Mamba2Trace", "mamba2",
     "SharedKVTrace", "SharingPlan", "gemma4_attention", "proportional_rope", "sharing_plan",
     "CompressedTrace", "compressed_attention", "BlockIndexTrace", "SharedChoice", "block_index", "shared_choice",
+    "Kept", "kept",
     "IndexerTrace", "SparseCost", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "sparse_topk_macs",
     "topk_mask",
     "GEMMA3_27B", "GPT_OSS_120B", "LLAMA4_SCOUT", "SCHEDULE_PRESETS", "LayerKind", "LayerSchedule", "ScheduleReach",

@@ -23,10 +23,13 @@ class Published:
     layers, n_heads (query heads H), n_kv_heads (G), d_head, d_model, context (the published maximum length);
     window: sliding-window size of its local layers; rope_base: RoPE's θ (of its global layers);
     layer_pattern: one period of its layer kinds, repeated over ``layers`` ("window", "global", "chunk",
-    "global-nope", "linear"); chunk: chunked attention's size;
+    "global-nope", "linear" (a delta-rule layer), "mamba", "mla", "csa", "hca"); chunk: chunked attention's size;
     MLA: kv_rank (d_c, kv_lora_rank), rope_dim (d_R, qk_rope_head_dim), nope_dim (d_h, qk_nope_head_dim);
-    linear attention (Gated DeltaNet): linear_value_heads, linear_key_heads, linear_key_dim, linear_value_dim;
-    softcap_attention, softcap_final: Gemma 2's logit caps.
+    linear and state-space layers: linear_value_heads, linear_key_heads, linear_key_dim, linear_value_dim (Mamba-2:
+    heads, groups, state size N, head width P), conv_kernel;
+    softcap_attention, softcap_final: Gemma 2's logit caps;
+    DeepSeek-V4: csa_rate, hca_rate (tokens per compressed entry), index_topk, index_head_dim;
+    Gemma 4: kv_shared_layers (the last layers that reuse an earlier layer's K and V), global_d_head, global_kv_heads.
     """
 
     name: str
@@ -50,6 +53,14 @@ class Published:
     linear_value_dim: int | None = None
     softcap_attention: float | None = None
     softcap_final: float | None = None
+    conv_kernel: int | None = None
+    csa_rate: int | None = None
+    hca_rate: int | None = None
+    index_topk: int | None = None
+    index_head_dim: int | None = None
+    kv_shared_layers: int | None = None
+    global_d_head: int | None = None
+    global_kv_heads: int | None = None
     field_sources: Mapping[str, str] = field(default_factory=dict)
 
     def source_of(self, name: str) -> str:
@@ -141,6 +152,46 @@ MODELS: Mapping[str, Published] = MappingProxyType({
                "num_key_value_heads 8, head_dim 128, hidden 5120, attention_chunk_size 8192",
         field_sources={"layer_pattern": "transformers Llama4TextConfig: no_rope_layer_interval 4 (layer i is NoPE and "
                                         "full attention when (i + 1) % 4 == 0)"}),
+    "qwen3.5-27b": Published(
+        "Qwen3.5-27B", layers=32, n_heads=16, n_kv_heads=4, d_head=256, d_model=4096,
+        layer_pattern=("linear", "linear", "linear", "global"), linear_value_heads=32, linear_key_heads=16,
+        linear_key_dim=128, linear_value_dim=128, conv_kernel=4,
+        source="transformers 5.25 Qwen3_5TextConfig defaults (its docstring: a configuration similar to Qwen/Qwen3.5-27B): "
+               "num_hidden_layers 32, hidden 4096, num_attention_heads 16, num_key_value_heads 4, head_dim 256, "
+               "linear_num_value_heads 32, linear_num_key_heads 16, linear key/value head dims 128, conv kernel 4, "
+               "layer_types 3 linear_attention : 1 full_attention"),
+    "deepseek-v4-flash": Published(
+        "DeepSeek-V4-Flash", layers=43, n_heads=64, n_kv_heads=1, d_head=512, d_model=4096, context=1048576, window=128,
+        rope_dim=64, layer_pattern=("hca", "hca", "hca") + ("csa", "hca") * 20, csa_rate=4, hca_rate=128, index_topk=512,
+        index_head_dim=128,
+        source="transformers 5.25 DeepseekV4Config defaults (its docstring: a configuration similar to "
+               "deepseek-ai/DeepSeek-V4-Flash-Base): num_hidden_layers 43, hidden 4096, num_attention_heads 64, one "
+               "K = V head of head_dim 512, sliding_window 128, compress_rates CSA 4 / HCA 128, index_topk 512, "
+               "index_head_dim 128, qk_rope_head_dim 64, max_position_embeddings 1048576, layer_types HHH then CSA/HCA "
+               "alternating"),
+    "kimi-linear-48b-a3b": Published(
+        "Kimi-Linear-48B-A3B", layers=27, n_heads=32, n_kv_heads=32, d_head=128, d_model=2304, context=1048576,
+        layer_pattern=("linear",) * 4 + ("mla",) + (("linear",) * 3 + ("mla",)) * 5 + ("linear", "linear"),
+        kv_rank=512, rope_dim=64, nope_dim=128, linear_value_heads=32, linear_key_heads=32, linear_key_dim=128,
+        linear_value_dim=128, conv_kernel=4,
+        source="transformers 5.25 KimiLinearConfig defaults (its docstring: a configuration similar to "
+               "moonshotai/Kimi-Linear-48B-A3B-Instruct): num_hidden_layers 27 (21 Kimi Delta Attention, 6 MLA), "
+               "hidden 2304, linear_num_heads 32 of linear_head_dim 128, conv kernel 4, MLA kv_lora_rank 512, "
+               "qk_rope_head_dim 64, qk_nope_head_dim 128, 32 heads, max_position_embeddings 1048576"),
+    "gemma-4-e2b": Published(
+        "Gemma 4 E2B", layers=30, n_heads=8, n_kv_heads=4, d_head=256, d_model=2304, context=131072, window=512,
+        layer_pattern=("window",) * 5 + ("global",), global_d_head=512, global_kv_heads=4, kv_shared_layers=0,
+        source="transformers 5.25 Gemma4TextConfig defaults (its docstring: a configuration similar to "
+               "google/gemma-4-e2b-it): num_hidden_layers 30, hidden 2304, num_attention_heads 8, 4 KV heads, "
+               "sliding layers head_dim 256 with sliding_window 512, global layers head_dim 512, 5 sliding : 1 full, "
+               "num_kv_shared_layers 0, max_position_embeddings 131072"),
+    "mamba2": Published(
+        "Mamba-2 (Mamba2Config)", layers=64, n_heads=128, n_kv_heads=128, d_head=64, d_model=4096,
+        layer_pattern=("mamba",), linear_value_heads=128, linear_key_heads=8, linear_key_dim=128, linear_value_dim=64,
+        conv_kernel=4,
+        source="transformers 5.25 Mamba2Config defaults (its docstring: a configuration similar to "
+               "state-spaces/mamba2-2.8b): num_hidden_layers 64, hidden 4096, num_heads 128 of head_dim 64, "
+               "state_size 128, n_groups 8, conv_kernel 4, expand 2"),
 })
 
 

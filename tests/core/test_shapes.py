@@ -97,3 +97,54 @@ def test_the_decoders_shapes_equal_what_the_gguf_file_says():
     p = MODELS["smollm2-135m"]
     assert (c.n_layers, c.n_heads, c.n_kv_heads, c.d_head, c.d_model, c.rope_base) == (
         p.layers, p.n_heads, p.n_kv_heads, p.d_head, p.d_model, p.rope_base)
+
+
+KIND_OF = {"linear_attention": "linear", "full_attention": "global", "sliding_attention": "window",
+           "compressed_sparse_attention": "csa", "heavily_compressed_attention": "hca"}
+
+
+@pytest.mark.parametrize("key, cls_name, fields, extra", [
+    ("qwen3.5-27b", "Qwen3_5TextConfig",
+     {"layers": "num_hidden_layers", "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
+      "d_head": "head_dim", "d_model": "hidden_size", "linear_value_heads": "linear_num_value_heads",
+      "linear_key_heads": "linear_num_key_heads", "linear_key_dim": "linear_key_head_dim",
+      "linear_value_dim": "linear_value_head_dim", "conv_kernel": "linear_conv_kernel_dim"}, {}),
+    ("deepseek-v4-flash", "DeepseekV4Config",
+     {"layers": "num_hidden_layers", "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
+      "d_head": "head_dim", "d_model": "hidden_size", "window": "sliding_window", "index_topk": "index_topk",
+      "index_head_dim": "index_head_dim", "context": "max_position_embeddings"}, {}),
+    ("kimi-linear-48b-a3b", "KimiLinearConfig",
+     {"layers": "num_hidden_layers", "d_model": "hidden_size", "linear_value_heads": "linear_num_heads",
+      "linear_key_dim": "linear_head_dim", "kv_rank": "kv_lora_rank", "rope_dim": "qk_rope_head_dim",
+      "nope_dim": "qk_nope_head_dim", "conv_kernel": "linear_conv_kernel_dim", "context": "max_position_embeddings"},
+     {"pad_token_id": 0}),
+    ("gemma-4-e2b", "Gemma4TextConfig",
+     {"layers": "num_hidden_layers", "n_heads": "num_attention_heads", "d_model": "hidden_size",
+      "window": "sliding_window", "kv_shared_layers": "num_kv_shared_layers", "context": "max_position_embeddings"}, {}),
+    ("mamba2", "Mamba2Config",
+     {"layers": "num_hidden_layers", "d_model": "hidden_size", "linear_value_heads": "num_heads",
+      "linear_value_dim": "head_dim", "linear_key_dim": "state_size", "linear_key_heads": "n_groups",
+      "conv_kernel": "conv_kernel"}, {}),
+])
+def test_the_2026_records_equal_their_config_defaults(key, cls_name, fields, extra):
+    transformers = pytest.importorskip("transformers")
+    cfg = getattr(transformers, cls_name)(**extra)
+    p = MODELS[key]
+    assert {f: getattr(p, f) for f in fields} == {f: getattr(cfg, a) for f, a in fields.items()}
+    types = getattr(cfg, "layer_types", None)
+    if types is not None:
+        kinds = [KIND_OF[k] for k in types]
+        if key == "kimi-linear-48b-a3b":
+            kinds = ["mla" if k == "global" else k for k in kinds]  # Kimi's full-attention layers are MLA
+        if key == "mamba2":
+            kinds = ["mamba" if k == "linear" else k for k in kinds]  # transformers calls its mixers linear attention
+        assert [p.layer_pattern[i % len(p.layer_pattern)] for i in range(p.layers)] == kinds
+    if key == "deepseek-v4-flash":
+        assert (p.csa_rate, p.hca_rate, p.rope_dim) == (cfg.compress_rates["compressed_sparse_attention"],
+                                                         cfg.compress_rates["heavily_compressed_attention"],
+                                                         cfg.qk_rope_head_dim)
+    if key == "gemma-4-e2b":
+        by_kind = {t: (cfg.per_layer_config[i].head_dim, cfg.per_layer_config[i].num_key_value_heads)
+                   for i, t in enumerate(cfg.layer_types)}
+        assert by_kind == {"sliding_attention": (p.d_head, p.n_kv_heads),
+                           "full_attention": (p.global_d_head, p.global_kv_heads)}
