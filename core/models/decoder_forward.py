@@ -45,16 +45,19 @@ class Mechanism:
     layers_off:  blocks whose whole attention output is zeroed (the residual stream skips it)
     window:      keep only the last ``window`` keys (a capped KV cache); None = all
     sinks:       with a window, also keep the first ``sinks`` keys (StreamingLLM's attention sinks)
+    local_window: narrow the sliding window of the model's own local blocks (Gemma 3's 512, which never bites on a
+                 short prompt) to this many keys; its global blocks unchanged. None = the file's windows
     """
 
     heads_off: frozenset[tuple[int, int]] = frozenset()
     layers_off: frozenset[int] = frozenset()
     window: int | None = None
     sinks: int = 0
+    local_window: int | None = None
 
     @property
     def is_plain(self) -> bool:
-        return not self.heads_off and not self.layers_off and self.window is None
+        return not self.heads_off and not self.layers_off and self.window is None and self.local_window is None
 
 
 PLAIN = Mechanism()
@@ -124,13 +127,15 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | 
     Where no window bites, plain causal attention through ``core.kv_cache.attend_with_cache`` (RoPE at the cache's
     offset, GQA, the cache extended); else the same ``core.mechanism.multihead.grouped_query_attention`` with the rows
     of the causal window mask (:func:`window_mask`) for these positions. The window: the block's own (Gemma's local
-    blocks, 512), narrowed by ``mech.window`` (with its sinks) where one is set, in every block.
+    blocks, 512; ``mech.local_window`` narrows it), narrowed by ``mech.window`` (with its sinks) in every block.
     rope: RoPE's tables (n, d_head/2) at the new positions for this block's base, shared by the blocks of that base.
     The tensors come from the model's own matmuls, so the NaN/∞ scans meant for typed input are skipped.
     Returns (weights (H, n, c + n), output (H, n, d_head), q rotated, cache after).
     """
     n, past = q.shape[-2], 0 if cache is None else cache.length
-    size = min((w for w in (c.window_of(layer), mech.window) if w is not None), default=None)
+    own = c.window_of(layer)  # the block's window (None: global), narrowed by mech.local_window in a local block
+    own = own if own is None or mech.local_window is None else min(own, mech.local_window)
+    size = min((w for w in (own, mech.window) if w is not None), default=None)
     if size is None or (size >= past + n and not mech.sinks):  # nothing hidden: causal
         step = attend_with_cache(q, k, v, cache, tables=rope, scale=c.scale, check_finite=False)
         return step.weights, step.output, step.q, step.cache

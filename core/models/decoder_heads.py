@@ -11,8 +11,7 @@ from typing import Protocol
 import torch
 import torch.nn.functional as F
 
-from core.mechanism.norms import rms_norm
-from core.models.decoder_forward import PLAIN, Mechanism, forward
+from core.models.decoder_forward import PLAIN, Mechanism, forward, linear, norm
 from core.models.decoder_load import LlamaConfig, LlamaWeights
 from core.models.decoder_traces import MAX_TRACE_TOKENS, DecoderTrace
 
@@ -64,7 +63,8 @@ class Induction:
     The query at T + j (r_j, second time) attends to key j + 1 (what followed r_j the first time):
     score = mean over j = 0 … T−2 of α[T + j, j + 1], per head (L, H). ``token_ids`` (2T,), ``loss``:
     the mean next-token loss on the first copy and on the second (an induction head makes the second
-    copy easy: the model copies).
+    copy easy: the model copies). A model whose texts begin with BOS (Gemma) reads BOS first: ``token_ids``
+    (1 + 2T,), every position above one further on.
     """
 
     token_ids: torch.Tensor
@@ -79,14 +79,15 @@ def _induction(model: _SmolLM2, length: int, seed: int, device) -> Induction:
     g = torch.Generator().manual_seed(int(seed))
     pool = torch.arange(1000, 20000)  # ordinary tokens: no specials, no single bytes
     r = pool[torch.randperm(pool.numel(), generator=g)[:length]]  # (T,) distinct
-    ids = torch.cat([r, r])  # (2T,)
+    o = int(model.config.add_bos)  # a model whose texts start with BOS (Gemma) reads BOS first: the copies shift by o
+    ids = torch.cat([torch.tensor([model.config.bos_id] * o, dtype=r.dtype), r, r])  # (o + 2T,)
     P = model.weights_on(device)
     with torch.no_grad():
         out = forward(ids.to(P.E.device), P, model.config, keep_qkv=False)
     T = length
     j = torch.arange(T - 1)
-    scores = out.attentions[:, :, T + j, j + 1].mean(-1)  # (L, H)
-    nll = F.cross_entropy(out.logits[:-1].float(), ids[1:].to(out.logits.device), reduction="none")  # (2T−1,)
+    scores = out.attentions[:, :, o + T + j, o + j + 1].mean(-1)  # (L, H)
+    nll = F.cross_entropy(out.logits[o:-1].float(), ids[o + 1:].to(out.logits.device), reduction="none")  # (2T−1,)
     return Induction(token_ids=ids, scores=scores, loss_first=float(nll[:T - 1].mean()), loss_second=float(nll[T:].mean()))
 
 
@@ -113,7 +114,7 @@ def logit_lens(model: _SmolLM2, trace: DecoderTrace, position: int = -1, k: int 
         raise ValueError(f"position must be in −{n} … {n - 1}, got {position}")
     P = model.weights_on(trace.hidden.device)
     h = trace.hidden[:, position]  # (L + 1, d)
-    probs = torch.softmax(rms_norm(h, P.g_final, model.config.eps) @ P.E.T, dim=-1)  # (L + 1, vocab)
+    probs = torch.softmax(norm(h, P.g_final, model.config) @ P.E.T, dim=-1)  # (L + 1, vocab); Gemma's ⊙ (1 + g)
     top = torch.topk(probs, k, dim=-1)
     final = int(probs[-1].argmax())
     return LogitLens(position=position % n, top_ids=top.indices, top_probs=top.values, final_id=final,
@@ -154,3 +155,37 @@ def text_loss(model: _SmolLM2, text: str, mech: Mechanism = PLAIN, max_tokens: i
 def induction(model: _SmolLM2, length: int = INDUCTION_LENGTH, seed: int = 0, device="cpu") -> Induction:
     """:class:`Induction` scores of every head on ``length`` random tokens written twice."""
     return _induction(model, length, seed, device)
+
+
+@dataclass(frozen=True, eq=False)
+class QKNorm:
+    """QK-norm seen in one head (Gemma 3): block ``layer``'s query head ``head`` and the K/V head it reads, before
+    RoPE — q = H W_q and k = H W_k of that head (H = the block's normed input), then RMSNorm(q) ⊙ w_q and
+    RMSNorm(k) ⊙ w_k. q, q_normed, k, k_normed (n, d_head); w_q, w_k (d_head,): the gains as multiplied (1 + g)."""
+
+    layer: int
+    head: int
+    q: torch.Tensor
+    q_normed: torch.Tensor
+    k: torch.Tensor
+    k_normed: torch.Tensor
+    w_q: torch.Tensor
+    w_k: torch.Tensor
+
+
+def qk_norm(model: _SmolLM2, trace: DecoderTrace, layer: int, head: int) -> QKNorm:
+    """:class:`QKNorm` of ``trace`` (a model with QK-norm) in block ``layer``, query head ``head``. RoPE turns
+    q_normed into ``trace.q[layer, head]`` and k_normed into ``trace.k[layer, kv_head_of[head]]``."""
+    c = model.config
+    if not c.qk_norm:
+        raise ValueError(f"this model ({c.family}) has no QK-norm")
+    if not (0 <= layer < c.n_layers and 0 <= head < c.n_heads):
+        raise ValueError(f"block {layer}, head {head}: the model has {c.n_layers} blocks of {c.n_heads} heads")
+    blk = model.weights_on(trace.hidden.device).layers[layer]
+    n, g = trace.n_tokens, c.kv_head_of[head]
+    h = norm(trace.hidden[layer], blk.g_attn, c)  # (n, d): the block's input, normed
+    with torch.no_grad():
+        q = linear(h, blk.W_q).view(n, c.n_heads, c.d_head)[:, head]  # (n, d_head)
+        k = linear(h, blk.W_k).view(n, c.n_kv_heads, c.d_head)[:, g]  # (n, d_head)
+        return QKNorm(layer=layer, head=head, q=q, q_normed=norm(q, blk.g_q, c), k=k, k_normed=norm(k, blk.g_k, c),
+                      w_q=1 + blk.g_q if c.norm_plus_one else blk.g_q, w_k=1 + blk.g_k if c.norm_plus_one else blk.g_k)

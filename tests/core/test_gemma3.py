@@ -181,6 +181,11 @@ def test_a_narrow_sliding_window_equals_transformers_with_the_same_window(model,
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
     assert float(ours.attentions[0][:, i - j >= 4].abs().max()) == 0.0  # a local block: only the last 4 keys
     assert float(ours.attentions[5][:, (i - j >= 4) & (j <= i)].min()) > 0.0  # the global block sees them all
+    mech = decoder.Mechanism(local_window=4)  # the page's control: the same pass through the model
+    assert torch.equal(model.trace(PROMPTS["korean_long"], mech=mech).logits, ours.logits)
+    cached = model.generate(PROMPTS["korean_long"], 4, mech=mech, stop_at_eos=False)  # the window under the cache
+    assert cached.token_ids == model.generate(PROMPTS["korean_long"], 4, mech=mech, use_cache=False,
+                                              stop_at_eos=False).token_ids
 
 
 # ----------------------------------------------------------------------------- writing: cached, batched
@@ -230,3 +235,43 @@ def test_one_sequence_alone_equals_it_in_a_batch(model, window):
         with torch.no_grad():
             whole = forward(torch.tensor(full), P, c, keep_qkv=False).logits[-1]
         assert float((whole - alone[1][-1]).abs().max()) < ALONE * float(whole.abs().max())
+
+
+# ----------------------------------------------------------------------------- the page's measurements on Gemma
+
+
+def test_logit_lens_and_induction_read_gemma_with_its_own_norm_and_bos(model):
+    """The logit lens ends with the model's own answer (Gemma's final norm is ⊙ (1 + g)); induction reads BOS first
+    and scores the cells one further on, the second copy easier than the first."""
+    tr = model.trace(PROMPTS["korean"])
+    lens = decoder.logit_lens(model, tr)
+    probs = torch.softmax(tr.logits[-1], -1)
+    assert lens.final_id == int(probs.argmax()) and abs(float(lens.final_prob[-1]) - float(probs.max())) < 1e-5
+    T = 8
+    ind = decoder.induction(model, T, seed=3)
+    ids = ind.token_ids
+    assert int(ids[0]) == model.config.bos_id and torch.equal(ids[1:T + 1], ids[T + 1:])
+    with torch.no_grad():
+        A = forward(ids, model.weights, model.config, keep_qkv=False).attentions  # (L, H, 1 + 2T, 1 + 2T)
+    want = torch.stack([A[:, :, 1 + T + j, 2 + j] for j in range(T - 1)]).mean(0)  # (L, H)
+    assert float((ind.scores - want).abs().max()) < 1e-6
+    assert ind.loss_second < ind.loss_first
+
+
+def test_qk_norm_view_turns_into_the_traces_q_and_k(model):
+    """q and k of one head before and after QK-norm: each normed row is RMSNorm(row) ⊙ (1 + g), and RoPE at the block's
+    base turns the normed ones into the trace's q and k."""
+    from core.mechanism.positional import rope_tables
+
+    tr = model.trace(PROMPTS["korean"])
+    c, n = model.config, tr.n_tokens
+    for layer, head in [(0, 1), (5, 3)]:
+        v = decoder.qk_norm(model, tr, layer, head)
+        assert v.q.shape == v.q_normed.shape == v.k.shape == (n, 256)
+        rms = v.q.pow(2).mean(-1, keepdim=True).add(c.eps).rsqrt()
+        assert torch.allclose(v.q_normed, v.q * rms * v.w_q, atol=1e-5)
+        rope = rope_tables(n, 256, base=c.base_of(layer), pairing="half")
+        assert torch.allclose(rope.apply(v.q_normed), tr.q[layer, head], atol=1e-5)
+        assert torch.allclose(rope.apply(v.k_normed), tr.k[layer, 0], atol=1e-5)
+    with pytest.raises(ValueError, match="no QK-norm"):
+        decoder.qk_norm(pretrained.smollm2(), pretrained.smollm2().trace("Hi there"), 0, 0)
