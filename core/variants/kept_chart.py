@@ -1,0 +1,83 @@
+r"""Issue 55's chart and lesson: what eight published models keep per sequence as the context grows, from
+:func:`core.variants.kept.kept` over :data:`core.shapes.MODELS` (nothing here counts a layer itself).
+
+Each :class:`KeptCurve` is one model's values (and bytes at a number format) at each context length, with the
+registry's source; :func:`growth_per_layer` is what one layer of a kind adds per token once the fixed parts (windows,
+states) are full, read off two counts of :func:`kept`; :func:`head_state` is one linear layer's d_k × d_v state.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from core.shapes import MODELS, Published
+from core.variants.kept import kept
+
+# the chart's models and the mechanism each stands for (issue 55: MHA, GQA, MLA, CSA + HCA, windows, GDN, KDA, Mamba-2)
+CHART_MODELS: tuple[tuple[str, str], ...] = (
+    ("gpt2", "mha"), ("llama-3-8b", "gqa"), ("deepseek-v3", "mla"), ("deepseek-v4-flash", "csa_hca"),
+    ("gemma-4-e2b", "windows"), ("qwen3.5-27b", "gdn"), ("kimi-linear-48b-a3b", "kda"), ("mamba2", "mamba2"),
+)
+CONTEXTS: tuple[int, ...] = tuple(2 ** i for i in range(7, 21))  # 128 … 1,048,576 tokens (the chart's log axis)
+MILLION = 1_000_000  # the context the text prices for every model
+BYTES_PER_VALUE = {"bf16": 2, "fp32": 4, "fp8": 1}
+
+
+@dataclass(frozen=True)
+class KeptCurve:
+    """One model's values kept at each of ``contexts`` tokens; ``million`` at :data:`MILLION`; ``flat`` when the
+    count no longer grows with the context (every layer a state or a window)."""
+
+    key: str
+    mechanism: str
+    name: str
+    source: str
+    contexts: tuple[int, ...]
+    values: tuple[int, ...]
+    million: int
+    flat: bool
+    context: int | None  # the published context length (None where the record has none)
+
+    def bytes(self, bytes_per_value: int) -> tuple[int, ...]:
+        return tuple(v * bytes_per_value for v in self.values)
+
+    def gib(self, values: int, bytes_per_value: int) -> float:
+        return values * bytes_per_value / 2 ** 30
+
+
+def curve(key: str, mechanism: str, contexts: tuple[int, ...] = CONTEXTS) -> KeptCurve:
+    """:func:`kept` of the registry's ``key`` at every context length (ValueError for an unknown key)."""
+    if key not in MODELS:
+        raise ValueError(f"no published shapes for {key!r}; the registry has {', '.join(MODELS)}")
+    p = MODELS[key]
+    values = tuple(kept(p, n).total for n in contexts)
+    far = kept(p, 2 * MILLION).total
+    return KeptCurve(key, mechanism, p.name, p.source, tuple(contexts), values, kept(p, MILLION).total,
+                     far == kept(p, MILLION).total, p.context)
+
+
+def curves(models: tuple[tuple[str, str], ...] = CHART_MODELS, contexts: tuple[int, ...] = CONTEXTS
+           ) -> tuple[KeptCurve, ...]:
+    """The chart: one :class:`KeptCurve` per (registry key, mechanism)."""
+    return tuple(curve(k, m, contexts) for k, m in models)
+
+
+def growth_per_layer(p: Published, kind: str) -> float:
+    """Values one layer of ``kind`` adds per token once its fixed part is full: the difference of two counts of
+    :func:`kept` far past every window, over a span every pooling rate divides, per layer of that kind."""
+    rates = [r for r in (p.csa_rate, p.hca_rate, p.chunk) if r]
+    span = math.lcm(*rates) if rates else 1
+    start = span * (1 + max(p.window or 0, span) // span)
+    before, after = kept(p, start).by_kind, kept(p, start + span).by_kind
+    if kind not in after:
+        raise ValueError(f"{p.name} has no layer of kind {kind!r}; it has {', '.join(after)}")
+    layers = after[kind][0]
+    return (after[kind][1] - before[kind][1]) / (span * layers)
+
+
+def head_state(p: Published) -> int:
+    """One value head's state in a linear (GDN, KDA) or Mamba-2 layer: d_k × d_v values (Mamba-2: N × P)."""
+    if not p.linear_key_dim or not p.linear_value_dim:
+        raise ValueError(f"{p.name} has no linear or state-space layer")
+    return p.linear_key_dim * p.linear_value_dim
