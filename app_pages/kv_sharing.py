@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import core
-from ui import compute, link, page, settings, state
+from ui import compute, concept_panels, link, page, settings, state
 from ui.i18n import current_lang, t
 from ui.inputs import numbers_panel
 from ui.text import shorts
@@ -158,5 +158,18 @@ def main() -> None:
     page.show_problems(cache_problems)
     if rows:
         cache_table(rows, n, batch, dtype)
+    kept_section(dtype)
+
+
+def kept_section(dtype: str) -> None:
+    """What a 2026 model keeps per token (issue 55): the chart every page links to, at this page's number format;
+    its heading's anchor (#kept-2026) is the stable link."""
+    st.subheader(t("kept.title"), anchor=concept_panels.KEPT_ANCHOR)
+    st.markdown(t("kept.intro"))
+    problems: page.Problems = []
+    r = page.guarded(problems, lambda: compute.kept_curves(DTYPES[dtype]))
+    page.show_problems(problems)
+    if r is not None:
+        concept_panels.kept_chart(r, key=state.item(KEYS.chart, "kept"), dtype=t("kvs.dtype." + dtype))
 
 main()

@@ -66,3 +66,8 @@ def text_colour(rgb: np.ndarray, masked: np.ndarray | bool = False) -> np.ndarra
     :func:`text_on`, :data:`MASKED_FG` on a masked cell (which is drawn in :data:`MASKED_RGB`)."""
     black = text_on(rgb)
     return np.where(masked, MASKED_FG, np.where(black, DARK, LIGHT))
+
+
+# eight line colours told apart with each colour-vision deficiency (Okabe & Ito, "Color Universal Design", 2008);
+# the charts also give every line its own marker and dash, so colour is never the only cue
+OKABE_ITO = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")

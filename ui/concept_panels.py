@@ -5,14 +5,18 @@ the caller's (each page has its own room in :mod:`ui.state`)."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 import core
-from attention_lab import scenario
+from attention_lab import colours, scenario
 
-from . import compute, settings, state
+from . import compute, nav, settings, state
 from .i18n import t
+from .widgets.figures import line_figure, show_chart
 from .widgets.heatmap import heatmap, show_heatmap
 from .widgets.layout import dim_labels, shape_badge
 
@@ -156,3 +160,46 @@ def delta_state(r: dict, rule: str, step: int, labels: list[str], dec: int, *, k
                              y_labels=[t("dr.vec." + k, t=i) for k in names], x_title=t("axis.dim"),
                              y_title=t("dr.axis.vector"), decimals=dec), key=keys[1])
     st.markdown(t("dr.read.now", t=i, scale=f"{r['scale']:g}"))
+
+
+# ------------------------------------------------------------------ what a 2026 model keeps (issue 55)
+KEPT_ANCHOR = "kept-2026"  # the chart's stable link: the KV-sharing page's section, #kept-2026
+KEPT_SYMBOLS = ("circle", "square", "diamond", "cross", "x", "triangle-up", "star", "hexagon")
+KEPT_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "solid", "dash", "dot")
+
+
+def kept_figure(r: dict):
+    """One line per model: GiB kept for one sequence against the context length, both axes log."""
+    data = [{"type": "scatter", "mode": "lines+markers", "x": r["contexts"], "y": row["gib"],
+             "name": f"{row['name']} · {t('kept.mech.' + row['mechanism'])}",
+             "line": {"color": colours.OKABE_ITO[i], "dash": KEPT_DASHES[i]},
+             "marker": {"symbol": KEPT_SYMBOLS[i], "size": 7}} for i, row in enumerate(r["rows"])]
+    return line_figure(data, {"xaxis": {"title": {"text": t("kept.x")}, "type": "log"},
+                              "yaxis": {"title": {"text": t("kept.y")}, "type": "log"},
+                              "legend": {"orientation": "h", "y": -0.3}}, height=460)
+
+
+def kept_chart(r: dict, *, key: str, dtype: str) -> None:
+    """The chart every page links to (issue 55): what eight models keep per sequence, from core.kept over the
+    registry; under it the 1M-token cost of each as text and a table naming every source. ``r``: compute.kept_curves."""
+    million = f"{r['million']:,}"
+    lines = [t("kept.at_million", name=row["name"], gib=f"{row['million_gib']:,.2f}", values=f"{row['million']:,}")
+             + (" " + t("kept.flat") if row["flat"] else "")
+             + (" " + t("kept.past", context=f"{row['context']:,}") if row["past"] else "") for row in r["rows"]]
+    alt = t("kept.alt", n=len(r["rows"]), lo=f"{r['contexts'][0]:,}", hi=f"{r['contexts'][-1]:,}",
+            million=million, list="; ".join(f"{row['name']} {row['million_gib']:,.2f} GiB" for row in r["rows"]))
+    show_chart(kept_figure(r), key=key, title=t("kept.chart.title", dtype=dtype), alt=alt)
+    st.markdown(t("kept.million", million=million, dtype=dtype) + "\n\n" + "\n".join(f"- {x}" for x in lines))
+    st.markdown(t("kept.v4", csa=f"{r['csa']:g}", hca=f"{r['hca']:g}", mla=f"{r['mla']:g}", w=r["window"]))
+    table = [{t("kvs.col.model"): row["name"], t("kept.col.mech"): t("kept.mech." + row["mechanism"]),
+              t("kept.col.million"): f"{row['million_gib']:,.2f}",
+              t("kept.col.context"): f"{row['context']:,}" if row["context"] else "—",
+              t("kept.col.source"): row["source"]} for row in r["rows"]]
+    st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", key=state.item(key, "table"))
+    st.caption(t("kept.caption"))
+
+
+def kept_link() -> None:
+    """A link to the chart (its page's section, #kept-2026) that keeps the learner's settings (language, …)."""
+    url = nav.PAGE_BY_NAME["kv_sharing"].url
+    st.markdown(t("kept.link", url=f"{url}?{urlencode(settings.query())}#{KEPT_ANCHOR}"))

@@ -39,6 +39,11 @@ class KeptCurve:
     flat: bool
     context: int | None  # the published context length (None where the record has none)
 
+    @property
+    def past_context(self) -> bool:
+        """Whether :data:`MILLION` tokens lie past the published context (the count is then what it would keep)."""
+        return self.context is not None and self.context < MILLION
+
     def bytes(self, bytes_per_value: int) -> tuple[int, ...]:
         return tuple(v * bytes_per_value for v in self.values)
 

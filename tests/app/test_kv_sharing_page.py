@@ -12,7 +12,7 @@ import core
 from core import tokens
 from ui import state
 
-from .helpers import close, heat, no_errors, page, panels
+from .helpers import close, element_of, heat, no_errors, page, panels, spec
 
 PAGE = "app_pages/kv_sharing.py"
 KEYS = state.KV_SHARING
@@ -103,3 +103,53 @@ def test_huge_or_bad_context_lengths_get_a_message(key, value):
     assert not at.exception
     assert any("whole number from 1 to" in e.value for e in at.error), [e.value for e in at.error]
     assert at.dataframe[0].value is not None
+
+
+KEPT_KEY = state.item(KEYS.chart, "kept")
+
+
+@pytest.mark.parametrize(("dtype", "bpv"), [("bf16", 2), ("fp32", 4)])
+def test_what_a_2026_model_keeps_equals_core_kept_over_the_registry(dtype, bpv):
+    """The chart's every point, the 1M-token text and the sources table are core.kept over core.shapes' records."""
+    from core.shapes import MODELS
+    from core.variants import kept_chart
+
+    at = page(PAGE, run=False)
+    at.session_state[KEYS.dtype] = dtype
+    at.run()
+    no_errors(at)
+    fig = spec(at, KEPT_KEY)
+    assert len(fig["data"]) == len(kept_chart.CHART_MODELS) == 8
+    text = " ".join(m.value for m in at.markdown)
+    for trace, (key, _) in zip(fig["data"], kept_chart.CHART_MODELS, strict=True):
+        p = MODELS[key]
+        assert trace["name"].startswith(p.name) and trace["x"] == list(kept_chart.CONTEXTS)
+        want = [core.kept(p, n).total * bpv / 2**30 for n in kept_chart.CONTEXTS]
+        np.testing.assert_allclose(trace["y"], want, rtol=1e-12)
+        million = core.kept(p, 1_000_000).total
+        assert f"**{p.name}**: {million * bpv / 2**30:,.2f} GiB ({million:,} numbers)" in text
+    assert "adds **160** numbers per token" in text and "**4** (d/m′)" in text and "**576**" in text
+    table = next(d.value for d in at.dataframe if "source of the shapes" in d.value.columns)
+    assert list(table["source of the shapes"]) == [MODELS[k].source for k, _ in kept_chart.CHART_MODELS]
+    assert "transformers' configuration describes it" in at.caption[-1].value
+    alt = str(element_of(at, KEPT_KEY)[1].proto)  # the chart's accessible name: every model's 1M-token cost
+    assert "Line chart" in alt
+    for key, _ in kept_chart.CHART_MODELS:
+        p = MODELS[key]
+        assert f"{p.name} {core.kept(p, 1_000_000).total * bpv / 2**30:,.2f} GiB" in alt
+
+
+def test_the_chart_has_a_stable_anchor_and_a_tampered_number_format_gets_a_message():
+    at = page(PAGE, query={"dtype": "fp64<script>"})
+    assert not at.exception
+    assert any("dtype" in w.value for w in at.warning), "a tampered number format must be named"
+    assert any(getattr(h.proto, "anchor", "") == "kept-2026" for h in at.subheader)
+    assert len(spec(at, KEPT_KEY)["data"]) == 8  # drawn at the default format
+
+
+def test_the_chart_in_korean_names_every_model():
+    at = page(PAGE, query={"lang": "ko"})
+    no_errors(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "2026년 모델이 토큰마다 보관하는 것" in " ".join(h.value for h in at.subheader)
+    assert "숫자 **160**개" in text and "DeepSeek-V4-Flash" in text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 import core
-from core.variants import readouts
+from core.variants import kept_chart, readouts
 
 from .. import memo
 from .common import HOUR
@@ -214,3 +214,22 @@ def differential(tokens: tuple[str, ...], layer: int, a: float, b: float, seed: 
     return {"w1": tr.weights1.numpy(), "w2": tr.weights2.numpy(), "diff": tr.weights.numpy(), "lam": float(tr.lam),
             "lambda_init": tr.lambda_init, "sums": tr.weights.sum(-1).numpy(), "peak1": readouts.peak_share(tr.weights1).numpy(),
             "peak_diff": readouts.peak_share(tr.weights).numpy()}
+
+
+KEPT_MODELS = kept_chart.CHART_MODELS  # the 2026 chart's models (core.shapes records, with sources)
+
+
+@memo.cached(max_entries=8, ttl=HOUR)
+def kept_curves(bytes_per_value: int) -> dict:
+    """What eight published models keep for one sequence (core.variants.kept_chart, from core.kept): per model its
+    GiB at each context length, at 1M tokens, whether it stays flat, its source; and DeepSeek-V4's values a token and
+    layer beyond the window (CSA, HCA) beside DeepSeek-V3's MLA."""
+    kc = kept_chart
+    rows = [{"key": c.key, "mechanism": c.mechanism, "name": c.name, "source": c.source, "context": c.context,
+             "gib": [c.gib(v, bytes_per_value) for v in c.values], "million": c.million,
+             "million_gib": c.gib(c.million, bytes_per_value), "flat": c.flat,
+             "past": c.past_context} for c in kc.curves()]
+    v4, v3 = core.shapes.MODELS["deepseek-v4-flash"], core.shapes.MODELS["deepseek-v3"]
+    return {"contexts": list(kc.CONTEXTS), "rows": rows, "million": kc.MILLION,
+            "csa": kc.growth_per_layer(v4, "csa"), "hca": kc.growth_per_layer(v4, "hca"),
+            "mla": kc.growth_per_layer(v3, "mla"), "window": v4.window}
