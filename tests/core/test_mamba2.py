@@ -10,7 +10,7 @@ import torch
 import core
 from core.variants.mamba2 import mamba2
 
-D, H, P, N, G, KAPPA = 16, 4, 4, 6, 2, 4
+D, H, P, STATE, G, KAPPA = 16, 4, 4, 6, 2, 4  # STATE: the state size the papers call N
 I = H * P  # noqa: E741 (the inner width, as the papers name it)
 
 
@@ -28,7 +28,7 @@ def _bamba(seed: int = 0):
     transformers = pytest.importorskip("transformers")
     from transformers.models.bamba.modeling_bamba import BambaMixer
 
-    cfg = transformers.BambaConfig(hidden_size=D, mamba_n_heads=H, mamba_d_head=P, mamba_d_state=N, mamba_n_groups=G,
+    cfg = transformers.BambaConfig(hidden_size=D, mamba_n_heads=H, mamba_d_head=P, mamba_d_state=STATE, mamba_n_groups=G,
                                    mamba_d_conv=KAPPA, mamba_expand=1, num_hidden_layers=2, num_attention_heads=2,
                                    num_key_value_heads=1, intermediate_size=16, vocab_size=16, attn_layer_indices=[1])
     return _init(BambaMixer(cfg, 0), seed)
@@ -36,7 +36,7 @@ def _bamba(seed: int = 0):
 
 def _weights(ref) -> dict:
     W = ref.in_proj.weight.detach().T  # (d_model, I + C + H): z, then x | B | C, then Δ
-    W_z, W_xBC, W_dt = W.split([I, I + 2 * G * N, H], dim=-1)
+    W_z, W_xBC, W_dt = W.split([I, I + 2 * G * STATE, H], dim=-1)
     return dict(W_z=W_z, W_xBC=W_xBC, W_dt=W_dt, conv_taps=ref.conv1d.weight.detach()[:, 0, :],
                 conv_bias=None if ref.conv1d.bias is None else ref.conv1d.bias.detach(), dt_bias=ref.dt_bias.detach(),
                 A_log=ref.A_log.detach(), D=ref.D.detach(), norm_weight=ref.norm.weight.detach(),
@@ -64,7 +64,7 @@ def test_equals_nemotron_h_mamba2_mixer():
     transformers = pytest.importorskip("transformers")
     from transformers.models.nemotron_h.modeling_nemotron_h import NemotronHMamba2Mixer
 
-    cfg = transformers.NemotronHConfig(hidden_size=D, mamba_num_heads=H, mamba_head_dim=P, ssm_state_size=N,
+    cfg = transformers.NemotronHConfig(hidden_size=D, mamba_num_heads=H, mamba_head_dim=P, ssm_state_size=STATE,
                                        n_groups=G, conv_kernel=KAPPA, num_hidden_layers=2, vocab_size=16,
                                        num_attention_heads=2, num_key_value_heads=1, intermediate_size=16,
                                        expand=1)
@@ -120,7 +120,7 @@ def test_prefill_then_steps_equal_the_whole_pass():
         step = mamba2(x[:, i:i + 1], step.cache, **w)
         outs.append(step.output)
     torch.testing.assert_close(torch.cat(outs, dim=-2), whole.output, atol=1e-12, rtol=0)
-    assert step.cache.state.shape == (2, H, N, P)  # N × P a head, whatever the length
+    assert step.cache.state.shape == (2, H, STATE, P)  # N × P a head, whatever the length
 
 
 def test_bad_input_is_refused():
