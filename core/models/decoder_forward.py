@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from core.mechanism.kv_cache import KVCache, attend_with_cache, kv_cache_bytes
 from core.mechanism.multihead import grouped_query_attention, merge_heads
 from core.mechanism.norms import rms_norm
-from core.mechanism.positional import RopeTables, rope_tables
+from core.mechanism.positional import RopeTables, rope_cos_sin, rope_tables
 from core.models.decoder_load import LlamaConfig, LlamaWeights
 
 
@@ -47,6 +47,9 @@ class Mechanism:
     sinks:       with a window, also keep the first ``sinks`` keys (StreamingLLM's attention sinks)
     local_window: narrow the sliding window of the model's own local blocks (Gemma 3's 512, which never bites on a
                  short prompt) to this many keys; its global blocks unchanged. None = the file's windows
+    reindex:     with a window and sinks, give RoPE positions within the cache, as StreamingLLM does (§3.2): the sinks
+                 at 0 … s − 1, the window's keys after them, the query last — so a query far into the text sees the
+                 sinks just before its window (:func:`reindex_bias`); False keeps every token's original position
     """
 
     heads_off: frozenset[tuple[int, int]] = frozenset()
@@ -54,6 +57,7 @@ class Mechanism:
     window: int | None = None
     sinks: int = 0
     local_window: int | None = None
+    reindex: bool = False
 
     @property
     def is_plain(self) -> bool:
@@ -101,6 +105,27 @@ def window_mask(q_pos: torch.Tensor, n_keys: int, size: int | None, sinks: int =
     return seen if size is None else seen & ((i - j < size) | (j < sinks))
 
 
+def reindex_bias(q: torch.Tensor, k: torch.Tensor, rope: RopeTables, q_pos: torch.Tensor, size: int, sinks: int,
+                 base: float, scale: float) -> torch.Tensor:
+    """The additive bias that turns a window-with-sinks pass at original positions into StreamingLLM's positions
+    within the cache. A query at position i whose window has slid past the sinks (i ≥ s + w) sits at cache position
+    s + w − 1 and sees sink j at distance s + w − 1 − j instead of i − j; its window keys keep their distances. RoPE's
+    score depends only on the distance, so only the sink columns change:
+
+        bias_ij = scale · (R(s + w − 1) q_i − R(i) q_i) · R(j) k_j      j < s,  i ≥ s + w;  0 elsewhere
+
+    q (H, n, d) and k (G, n, d) before RoPE, a full pass (positions 0 … n − 1); rope: its tables; → (H, n, n)."""
+    H, n, d = q.shape
+    g_of_h = torch.arange(H, device=q.device) // (H // k.shape[0])  # (H,): query head h's K/V head
+    k_sinks = rope.at(slice(0, sinks)).apply(k[:, :sinks]).index_select(0, g_of_h)  # (H, s, d), at their positions
+    at_cache = q_pos.clamp(max=sinks + size - 1)  # (n,): the query's position within the cache
+    cos, sin = rope_cos_sin(at_cache, rope.rotated_dims, base=base, device=q.device, dtype=q.dtype)  # (n, d/2)
+    moved = RopeTables(cos, sin, rope.pairing).apply(q) - rope.apply(q)  # (H, n, d): 0 where nothing slid
+    bias = torch.zeros(H, n, n, dtype=q.dtype, device=q.device)
+    bias[:, :, :sinks] = scale * (moved @ k_sinks.transpose(-1, -2))  # (H, n, s)
+    return bias
+
+
 def cache_bytes(c: LlamaConfig, positions: int, *, kv_heads: int | None = None, bytes_per_value: int = 4) -> int:
     """Bytes of this model's KV cache holding ``positions`` tokens (``core.kv_cache_bytes``; float32 here)."""
     return kv_cache_bytes(layers=c.n_layers, n_kv_heads=c.n_kv_heads if kv_heads is None else kv_heads, d_head=c.d_head,
@@ -139,9 +164,16 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | 
     if size is None or (size >= past + n and not mech.sinks):  # nothing hidden: causal
         step = attend_with_cache(q, k, v, cache, tables=rope, scale=c.scale, check_finite=False)
         return step.weights, step.output, step.q, step.cache
-    mask = window_mask(torch.arange(past, past + n, device=q.device), past + n, size, mech.sinks)  # (n, c + n)
+    q_pos = torch.arange(past, past + n, device=q.device)  # (n,)
+    mask = window_mask(q_pos, past + n, size, mech.sinks)  # (n, c + n)
+    bias = None
+    if mech.reindex and mech.sinks and mech.window is not None:
+        if cache is not None:
+            raise ValueError("positions within the cache (reindex) are computed for a whole pass, not a cached step")
+        scale = c.scale if c.scale is not None else q.shape[-1] ** -0.5
+        bias = reindex_bias(q, k, rope, q_pos, size, mech.sinks, c.base_of(layer), scale)  # (H, n, n)
     q, k, v, heads = grouped_query_attention(q, k, v, past=None if cache is None else (cache.k, cache.v), rope=rope,
-                                             mask=mask, scale=c.scale, check_finite=False)  # weights (H, n, c + n)
+                                             mask=mask, bias=bias, scale=c.scale, check_finite=False)  # (H, n, c + n)
     return heads.weights, heads.output, q, KVCache(k=k, v=v)
 
 
