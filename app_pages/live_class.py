@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 URL_CLASS, URL_KEY = "class", "key"
 ROW_MAX_KEYS = 12  # a "spread 1.0" question asks one number per key: at most this many on a phone
 BLUE, ORANGE = "#2563eb", "#f97316"  # the class, the model (colour-vision safe; each also named in the legend)
+DARK_ORANGE = "#9a3412"  # the model's mark in text: 7:1 on white
 
 
 def say(kind: str, key: str, **values) -> None:
@@ -157,7 +158,6 @@ def on_ask(code: str, record: dict) -> None:
         return refused(err)
     except ValueError as err:  # the scenario core cannot compute
         return say("error", "err.compute", detail=str(err))
-    change(code, follow={"page": "live_class"})  # students come to the class page to answer
 
 
 @safely
@@ -190,7 +190,7 @@ def pacing(code: str, record: dict) -> None:
         numbered = {ex.id: n for n, ex in enumerate(tutorial.lesson(target).exercises, 1)}
         st.selectbox(t("live.follow.exercise"), [None, *numbered], key=KEYS.exercise,
                      format_func=lambda x: t("live.follow.exercise_n", n=numbered[x]) if x else t("live.follow.whole"))
-    st.button(t("live.follow.go"), key=KEYS.follow, on_click=on_follow, args=(code,))
+    st.button(t("live.follow.go"), key=KEYS.follow, on_click=on_follow, args=(code,), width="stretch")
     st.caption(t("live.follow.now", where=where(record["follow"], lang)))
 
 
@@ -215,10 +215,15 @@ def asking(code: str, record: dict) -> None:
     if st.session_state.get(KEYS.kind) == "alpha":
         st.selectbox(t("live.ask.key"), range(len(k_labels)), key=KEYS.key, format_func=lambda i: k_labels[i])
     st.caption(t("live.ask.from", tokens=md(" ".join(shown["k_tokens"]))))
-    c1, c2 = st.columns(2)
-    c1.button(t("live.ask.go"), key=KEYS.ask, on_click=on_ask, args=(code, record), type="primary")
-    c2.button(t("live.reveal"), key=KEYS.reveal, on_click=change, args=(code,), kwargs={"revealed": True},
-              disabled=record["question"] is None or record["revealed"])
+    st.button(t("live.ask.go"), key=KEYS.ask, on_click=on_ask, args=(code, record), type="primary", width="stretch")
+
+
+@safely
+def on_reveal(code: str) -> None:
+    try:
+        classes.reveal(live.store(), code, now())
+    except classes.Refused as err:
+        refused(err)
 
 
 def closing(code: str) -> None:
@@ -228,9 +233,10 @@ def closing(code: str) -> None:
         s = compute.class_store()
         return classes.export_csv(s.record(code) or {}, s.students(code), s.answers(code), lang)
 
-    st.download_button(t("live.export"), data=csv, file_name=f"class-{code}.csv", mime="text/csv", key=KEYS.export)
+    st.download_button(t("live.export"), data=csv, file_name=f"class-{code}.csv", mime="text/csv", key=KEYS.export,
+                       width="stretch")
     sure = st.checkbox(t("live.end.sure"), key=KEYS.end_sure)
-    st.button(t("live.end"), key=KEYS.end, on_click=on_end, args=(code,), disabled=not sure)
+    st.button(t("live.end"), key=KEYS.end, on_click=on_end, args=(code,), disabled=not sure, width="stretch")
 
 
 def dashboard(code: str, key: str) -> None:
@@ -249,7 +255,7 @@ def dashboard(code: str, key: str) -> None:
     with left:
         join_panel(code)
     with right:
-        results(record, students, rows)
+        results(code, record, students, rows)
         shown_work(code, record, teacher=True)
     c1, c2, c3 = st.columns(3, gap="medium")
     with c1.expander(t("live.pacing"), expanded=True):
@@ -268,24 +274,28 @@ def prompt(q: dict) -> str:
     return t(f"live.q.{q['kind']}", q=md(q["q_token"]), k=md(q["k_tokens"][q["key"]]))
 
 
-def results(record: dict, students: dict, rows: list[dict]) -> None:
+def results(code: str, record: dict, students: dict, rows: list[dict]) -> None:
     """The question on screen with the class's answers (and, once revealed, the model's); every student by name
-    (or anonymised) with where they are on it."""
+    (or anonymised) with where they are on it. At 1280×720 the model's line and the ✓/✗ list sit above the chart,
+    in view without scrolling; the Reveal button sits with the question it reveals."""
     names = classes.names(students, record["anonymous"], current_lang())
     q = record["question"]
     st.metric(t("live.students"), len(students))
     if q is None:
-        st.info(t("live.no_question"))
+        st.info(t("live.no_question", panel=t("live.ask")))
     else:
         tally = classes.tally(q, rows)
         st.markdown(f"**{prompt(q)}**")
         st.caption(t("live.answered", n=tally["n"], of=len(students)))
-        chart(q, tally, record["revealed"])
         if record["revealed"]:
             st.success(truth(q) + " " + t("live.right_count", n=tally["right"], of=tally["n"]))
+        else:
+            st.button(t("live.reveal"), key=KEYS.reveal, on_click=on_reveal, args=(code,), type="primary")
     mine = {r["sid"]: r for r in rows if q is not None and r["qid"] == q["id"]}
     marks = [f"{md(names[s])}" + (f" {mark(mine.get(s), record['revealed'])}" if q else "") for s in names]
     st.markdown(" · ".join(marks) if marks else t("live.nobody_joined"))
+    if q is not None:
+        chart(q, tally, record["revealed"])
 
 
 def mark(row: dict | None, revealed: bool) -> str:
@@ -296,10 +306,16 @@ def mark(row: dict | None, revealed: bool) -> str:
     return t("live.mark.right") if row["right"] else t("live.mark.wrong")
 
 
+def best_keys(q: dict) -> str:
+    """The key(s) of the largest weight, as a sentence names them: "나는", "나는 and 먹었다", "a, b and c"."""
+    said = [md(q["k_tokens"][i]) for i in q["top"]]
+    return said[0] if len(said) == 1 else t("live.truth.and", rest=", ".join(said[:-1]), last=said[-1])
+
+
 def truth(q: dict) -> str:
-    """The right answer, as core computed it when the question was asked."""
+    """The right answer, as core computed it when the question was asked; a tie is named as one, with every key."""
     if q["kind"] == "top":
-        return t("live.truth.top", k=md(", ".join(q["k_tokens"][i] for i in q["top"])), w=f"{q['row'][q['top'][0]]:.3f}")
+        return t("live.truth.tie" if len(q["top"]) > 1 else "live.truth.top", k=best_keys(q), w=f"{q['row'][q['top'][0]]:.3f}")
     if q["kind"] == "alpha":
         return t("live.truth.alpha", a=f"{q['alpha']:.3f}", tol=classes.ALPHA_TOLERANCE)
     return t("live.truth.row", row=", ".join(f"{md(k)} {w:.2f}" for k, w in zip(q["k_tokens"], q["row"], strict=True)),
@@ -310,14 +326,17 @@ def chart(q: dict, tally: dict, revealed: bool) -> None:
     """The class's answers (blue) — and, once revealed, the model's (orange) — with the numbers in words."""
     keys = token_labels(q["k_tokens"])
     if q["kind"] == "top":
-        data = [{"type": "bar", "x": keys, "y": tally["counts"], "name": t("live.chart.class"), "marker": {"color": BLUE}}]
+        right = set(q["top"]) if revealed else set()
+        data = [class_bars(keys, tally["counts"], right)]
         words = ", ".join(f"{k} {n}" for k, n in zip(keys, tally["counts"], strict=True))
     elif q["kind"] == "alpha":
         bins = [f"{b / 10:.1f}–{(b + 1) / 10:.1f}" for b in range(10)]
-        data = [{"type": "bar", "x": bins, "y": tally["bins"], "name": t("live.chart.class"), "marker": {"color": BLUE}}]
+        right = {min(int(q["alpha"] * 10), 9)} if revealed else set()
+        data = [class_bars(bins, tally["bins"], right)]
         words = t("live.chart.alpha_words", **{k: f"{tally[k]:.2f}" for k in ("mean", "median", "least", "most")}) \
             if tally["n"] else t("live.nobody")
     else:
+        right = set()
         data = [{"type": "bar", "x": keys, "y": tally["mean_row"] or [0] * len(keys), "name": t("live.chart.class"),
                  "marker": {"color": BLUE}}]
         if revealed:
@@ -325,10 +344,31 @@ def chart(q: dict, tally: dict, revealed: bool) -> None:
                          "pattern": {"shape": "/"}}})
         words = ", ".join(f"{k} {w:.2f}" for k, w in zip(keys, tally["mean_row"], strict=True)) \
             if tally["mean_row"] else t("live.nobody")
+    if revealed and q["kind"] != "row":  # the marked bar, in words (the row's model bars are a trace of their own)
+        words += " " + t("live.chart.right", k=best_keys(q) if q["kind"] == "top" else f"α = {q['alpha']:.3f}")
     counts = {"rangemode": "tozero", "dtick": 1, "tickformat": "d"} if q["kind"] != "row" else {"range": [0, 1]}
-    fig = line_figure(data, {"barmode": "group", "yaxis": counts}, height=260)
+    fig = line_figure(data, {"barmode": "group", "yaxis": counts, "margin": {"l": 10, "r": 10, "t": 40, "b": 10}}
+                      | right_marks(right), height=260)
     show_chart(fig, key=state.item(KEYS.answer, "chart"), title=prompt(q), alt=t("live.chart.alt", words=words))
     st.caption(words)
+
+
+def class_bars(x: list[str], y: list[int], right: set[int]) -> dict:
+    """The class's counts as blue bars; the bars of the right answer (once revealed) orange and hatched."""
+    return {"type": "bar", "x": x, "y": y, "name": t("live.chart.class"),
+            "marker": {"color": [ORANGE if i in right else BLUE for i in range(len(x))],
+                       "pattern": {"shape": ["/" if i in right else "" for i in range(len(x))]}}}
+
+
+def right_marks(right: set[int]) -> dict:
+    """The right answer's columns framed in orange and labelled "✓ model" above them (seen even where nobody chose
+    it: a bar of height 0)."""
+    mark = t("live.chart.right.mark")
+    return {"shapes": [{"type": "rect", "xref": "x", "yref": "paper", "x0": i - 0.45, "x1": i + 0.45, "y0": 0, "y1": 1,
+                        "line": {"color": ORANGE, "width": 3}, "fillcolor": ORANGE, "opacity": 0.12, "layer": "below"}
+                       for i in sorted(right)],
+            "annotations": [{"x": i, "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom", "showarrow": False,
+                             "text": f"✓ {mark}", "font": {"color": DARK_ORANGE, "size": 14}} for i in sorted(right)]}
 
 
 def exercises(record: dict, students: dict, rows: list[dict]) -> None:
@@ -463,7 +503,8 @@ def question_view(code: str, sid: str) -> None:
     if record["revealed"]:
         st.success(truth(q))
         if mine is not None:
-            (st.success if mine["right"] else st.warning)(t("live.yours." + ("right" if mine["right"] else "wrong")))
+            verdict = "right" if mine["right"] else "wrong.top" if q["kind"] == "top" else "wrong"
+            (st.success if mine["right"] else st.warning)(t("live.yours." + verdict, k=best_keys(q)))
         return
     answer_form(code, sid, q)
     if mine is not None:

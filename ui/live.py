@@ -106,21 +106,23 @@ def seen(code: str, *, teacher: bool = False) -> None:
 
 def frame() -> bool:
     """On every page, before it draws: the seat kept; for a seated student, the class's state → True when the
-    teacher paused the class (the page is not drawn). A new place to follow takes the student there."""
-    keeper()
-    seat = current()
-    if seat is None:
-        return False
+    teacher paused the class (the page is not drawn). A new place to follow takes the student there. A class that
+    has ended is forgotten in this run, by the browser too (the keeper is drawn after the class was read)."""
+    seat, record = current(), None
     try:
-        seen(seat[0])
-        record = classes.live_record(store(), seat[0], now())
+        if seat is not None:
+            seen(seat[0])
+            record = classes.live_record(store(), seat[0], now())
     except classes.Refused:
         leave()
+        keeper()
         st.info(t("live.err.no_class"))
         return False
     except Exception:  # noqa: BLE001 — the store away for a moment: the page draws, the class waits
         log.warning("class store unreachable", exc_info=True)
         st.warning(t("live.err.store"))
+    keeper()
+    if seat is None or record is None:
         return False
     watch(seat[0], STUDENT_POLL_S)
     with st.sidebar:

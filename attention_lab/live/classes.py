@@ -183,12 +183,27 @@ def question(qid: str, kind: str, lt, query: int, key: int = 0) -> dict:
             "alpha": row[key]}
 
 
+def to_the_question(now: float) -> dict:
+    """Follow me to the class page, new at ``now``: every student's page that is elsewhere goes there at its next
+    check (a place equal to the last one would take nobody anywhere)."""
+    return {"page": "live_class", "at": now}
+
+
 def ask(store, code: str, q: dict, now: float) -> None:
-    """Put a question on every student's screen (the previous one closes)."""
+    """Put a question on every student's screen (the previous one closes), and take every student to it."""
     record = live_record(store, code, now)
     record["asked"] = ([a for a in record["asked"] if a["id"] != q["id"]] + [q | {"at": now}])[-MAX_QUESTIONS:]
-    record.update(question=q | {"at": now}, revealed=False)
+    record.update(question=q | {"at": now}, revealed=False, follow=to_the_question(now))
     store.put_record(code, record)
+
+
+def reveal(store, code: str, now: float) -> None:
+    """Reveal the answer to the question on screen: the same one write of the record a question is, taking every
+    student to it the same way. Refused ``closed`` with no question."""
+    record = live_record(store, code, now)
+    if record["question"] is None:
+        raise Refused("closed")
+    store.put_record(code, record | {"revealed": True, "follow": to_the_question(now)})
 
 
 def grade(q: dict, value) -> tuple[object, bool]:

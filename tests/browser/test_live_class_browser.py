@@ -34,7 +34,7 @@ def _context(chromium, width: int, height: int):
     return ctx, ctx.new_page()
 
 
-def _text(page, text: str, timeout: int = LIVE_WAIT) -> None:
+def shows(page, text: str, timeout: int = LIVE_WAIT) -> None:
     """Wait until the page shows ``text`` (it arrives by itself: nobody reloads)."""
     expect(page.get_by_text(text, exact=False).first).to_be_visible(timeout=timeout)
 
@@ -55,7 +55,7 @@ def _choose(page, key: str, option: str, attempts: int = 3) -> None:
                 raise
 
 
-def _in_expander(page, label: str, act, attempts: int = 3) -> None:
+def in_expander(page, label: str, act, attempts: int = 3) -> None:
     """Do ``act(timeout_ms)`` (a click or a wait) inside the expander ``label``, opening it first when it is folded.
     The dashboard runs again whenever the class changes, and a run may draw the expander anew, folded; a teacher
     would open it again: so does this."""
@@ -78,7 +78,7 @@ def _click(page, target: str):
     return lambda timeout: page.locator(target).click(timeout=timeout)
 
 
-def _join(chromium, server_url: str, code: str, name: str, lang: str = "en"):
+def join(chromium, server_url: str, code: str, name: str, lang: str = "en"):
     ctx, page = _context(chromium, 390, 844)
     page.goto(f"{server_url}/Class?class={code}&lang={lang}")
     wait_idle(page)
@@ -86,11 +86,11 @@ def _join(chromium, server_url: str, code: str, name: str, lang: str = "en"):
     page.locator(css(KEYS.nick) + " input").press("Enter")
     settled(page)
     page.locator(css(KEYS.send) + " button").click()
-    _text(page, _plain(translate("live.you", lang, code=code, name=name)))
+    shows(page, plain(translate("live.you", lang, code=code, name=name)))
     return ctx, page
 
 
-def _start(chromium, server_url: str, lang: str, contexts: list):
+def start(chromium, server_url: str, lang: str, contexts: list):
     """The teacher on the projector (1280×720) starts a class → (the teacher's page, the join code)."""
     ctx, teacher = _context(chromium, 1280, 720)
     contexts.append(ctx)
@@ -103,7 +103,7 @@ def _start(chromium, server_url: str, lang: str, contexts: list):
     return teacher, code
 
 
-def _plain(text: str) -> str:
+def plain(text: str) -> str:
     """A string as the page shows it: its Markdown bold marks gone."""
     return text.replace("**", "")
 
@@ -111,13 +111,13 @@ def _plain(text: str) -> str:
 def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
     contexts = []
     try:
-        teacher, code = _start(chromium, server_url, "en", contexts)
+        teacher, code = start(chromium, server_url, "en", contexts)
         students = []
         for name in NAMES:
-            ctx, page = _join(chromium, server_url, code, name)
+            ctx, page = join(chromium, server_url, code, name)
             contexts.append(ctx)
             students.append(page)
-        _text(teacher, "<i>Xyphor</i>")  # the dashboard lists them as they join (as text, never as markup)
+        shows(teacher, "<i>Xyphor</i>")  # the dashboard lists them as they join (as text, never as markup)
         assert teacher.locator("i", has_text="Xyphor").count() == 0
 
         # follow me: every phone goes to the Playground, then the question brings them back
@@ -129,12 +129,12 @@ def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
         teacher.locator(css(KEYS.ask) + " button").click()
         for i, page in enumerate(students):
             page.wait_for_url("**/Class**", timeout=LIVE_WAIT)
-            _text(page, "Which key gets the most weight from the query")
+            shows(page, "Which key gets the most weight from the query")
             settled(page)
             page.locator(css(state.item(KEYS.answer, "q1")) + " [data-testid=stRadioOption]").nth(i % 2).click()
             page.get_by_role("button", name="Send").click()
-            _text(page, "Your answer is in.")
-        _text(teacher, "3 of 3 students answered.")
+            shows(page, "Your answer is in.")
+        shows(teacher, "3 of 3 students answered.")
         for page in (teacher, students[0]):  # WCAG 2.2 AA: the projector's dashboard and a phone with a question
             settled(page)
             own, streamlit = audit(page)
@@ -144,11 +144,11 @@ def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
 
         teacher.locator(css(KEYS.reveal) + " button").click()
         for page in students:
-            _text(page, "The model:")
-        _text(teacher, "answers were right.")
+            shows(page, "The model:")
+        shows(teacher, "answers were right.")
 
         teacher.locator(css(KEYS.anonymous) + " label").click()
-        _text(teacher, "Student 3")
+        shows(teacher, "Student 3")
         settled(teacher)
         projector = teacher.content()
         assert not any(name in projector for name in ("Zorvath", "Quilbex", "Xyphor"))
@@ -163,13 +163,13 @@ def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
         assert rows[0] == ["Student", "Question", "Time (UTC)", "Answer", "Right"]
         assert sorted(r[0] for r in rows[1:]) == sorted(NAMES)  # the teacher's own export keeps the names
 
-        _in_expander(teacher, "Export and end", _click(teacher, css(KEYS.end_sure) + " label"))
-        _in_expander(teacher, "Export and end", _click(teacher, css(KEYS.end) + " button"))
-        _text(teacher, "The class has ended.")
+        in_expander(teacher, "Export and end", _click(teacher, css(KEYS.end_sure) + " label"))
+        in_expander(teacher, "Export and end", _click(teacher, css(KEYS.end) + " button"))
+        shows(teacher, "The class has ended.")
         store = open_store()  # the server's store: the app folder's data/classes.sqlite3 (no ATTN_LAB_STORE here)
         assert [store.count(part, code) for part in ("classes", "students", "answers")] == [0, 0, 0]
         for page in students:
-            _text(page, "There is no class with this code now")
+            shows(page, "There is no class with this code now")
     finally:
         for i, ctx in enumerate(contexts):  # each screen as it was at the end (or at a failure)
             for page in ctx.pages:
@@ -184,8 +184,8 @@ def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium,
     exercise = tutorial.lesson(lesson).exercises[ex_n - 1].id
     contexts = []
     try:
-        teacher, code = _start(chromium, server_url, lang, contexts)
-        sctx, phone = _join(chromium, server_url, code, "Zorvath", lang)
+        teacher, code = start(chromium, server_url, lang, contexts)
+        sctx, phone = join(chromium, server_url, code, "Zorvath", lang)
         contexts.append(sctx)
 
         # follow me to exercise 4 of a lesson: the phone's lesson opens there, says so, and has the focus on it
@@ -194,7 +194,7 @@ def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium,
         teacher.locator(css(KEYS.follow) + " button").click()
         phone.wait_for_url("**/Tutorial**", timeout=LIVE_WAIT)
         box = css(state.item(state.TUTORIAL.panel, "exercise", exercise))
-        expect(phone.locator(box).get_by_text(_plain(translate("live.follow.asks", lang, n=ex_n)))).to_be_visible(
+        expect(phone.locator(box).get_by_text(plain(translate("live.follow.asks", lang, n=ex_n)))).to_be_visible(
             timeout=LIVE_WAIT)
         phone.wait_for_function("(sel) => !!document.activeElement && document.activeElement.matches(sel)", arg=box,
                                 timeout=LIVE_WAIT)
@@ -212,11 +212,11 @@ def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium,
         tokens.press("Enter")
         settled(phone)
         panel = css(state.item(KEYS.look, "map"))  # the picked student's map, drawn once a student has work
-        _in_expander(teacher, translate("live.work", lang),  # the tokens the student typed, not the teacher's
+        in_expander(teacher, translate("live.work", lang),  # the tokens the student typed, not the teacher's
                      lambda timeout: expect(teacher.locator(panel).get_by_text("Quilbexxxxx").first).to_be_attached(
                          timeout=timeout))
-        _in_expander(teacher, translate("live.work", lang), _click(teacher, css(KEYS.show) + " button"))
-        _text(teacher, translate("live.work.shown", lang))
+        in_expander(teacher, translate("live.work", lang), _click(teacher, css(KEYS.show) + " button"))
+        shows(teacher, translate("live.work.shown", lang))
         settled(teacher)
         assert teacher.evaluate(BUTTONS_OVER_LABELS) == []  # long tokens stand their labels upright, clear of SVG/PNG
         own, streamlit = audit(teacher)  # WCAG 2.2 AA: the dashboard with a work shown
@@ -230,10 +230,10 @@ def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium,
 
         _choose(teacher, KEYS.target, translate("live.follow.free", lang))  # free: the phone may open the class page
         teacher.locator(css(KEYS.follow) + " button").click()
-        _text(teacher, translate("live.follow.now", lang, where=translate("live.follow.free", lang)))
+        shows(teacher, translate("live.follow.now", lang, where=translate("live.follow.free", lang)))
         phone.goto(f"{server_url}/Class?class={code}&lang={lang}")  # the same student (the browser keeps the seat)
-        _text(phone, translate("live.work.shown", lang))
-        _text(phone, "Quilbexxxxx sees Xyphor")
+        shows(phone, translate("live.work.shown", lang))
+        shows(phone, "Quilbexxxxx sees Xyphor")
         settled(phone)
         own, streamlit = audit(phone)
         assert not own and not grown(streamlit), (own, grown(streamlit))
@@ -243,9 +243,9 @@ def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium,
         assert "Zorvath" not in shown.inner_text()  # the copy carries no name
         teacher.locator(css(KEYS.hide) + " button").click()
         expect(phone.get_by_text(translate("live.work.shown", lang), exact=True)).to_have_count(0, timeout=LIVE_WAIT)
-        _in_expander(teacher, translate("live.closing", lang), _click(teacher, css(KEYS.end_sure) + " label"))
-        _in_expander(teacher, translate("live.closing", lang), _click(teacher, css(KEYS.end) + " button"))
-        _text(teacher, _plain(translate("live.ended.teacher", lang)))
+        in_expander(teacher, translate("live.closing", lang), _click(teacher, css(KEYS.end_sure) + " label"))
+        in_expander(teacher, translate("live.closing", lang), _click(teacher, css(KEYS.end) + " button"))
+        shows(teacher, plain(translate("live.ended.teacher", lang)))
         store = open_store()
         assert [store.count(part, code) for part in ("classes", "students", "answers")] == [0, 0, 0]
     finally:
