@@ -22,6 +22,7 @@ from ui.concept_panels import (
     delta_state,
     head_maps,
     head_sizes,
+    kept_chart,
     kv_cache_maps,
     kv_new_row,
     mla_latent_maps,
@@ -49,7 +50,9 @@ PANEL_WIDGETS = {tut.MH_D_MODEL: state.item(KEYS.panel, "d_model"), tut.MH_HEADS
                  tut.PS_D_KEY: state.item(KEYS.panel, "d"), tut.PS_PERM: state.item(KEYS.panel, "perm")}
 MAPS = ("pipeline", "inspector", "weights")  # the panels that show weights (hidden while a prediction is open)
 LESSON_SEED = 0  # the decoder lessons' panels draw what their exercises grade: one fixed seed (as the RoPE panel's)
-OWN = ("multihead", "position", "rope", "cache", "model", "latent", "state")  # panels drawn apart from the scenario's maps
+KEPT_BYTES = 2  # the 2026 chart in bfloat16 (2 bytes a value), the KV-sharing page's default
+# OWN: the panels drawn apart from the scenario's maps
+OWN = ("multihead", "position", "rope", "cache", "model", "latent", "state", "kept")
 
 
 # ---------------------------------------------------------------------------- progress and the URL
@@ -579,6 +582,16 @@ def own_panel(problems: list, lesson: tut.Lesson, dec: int) -> None:
         latent_panel(problems, tokens, dec)
     elif lesson.panel == "state":
         state_panel(problems, tokens, dec)
+    elif lesson.panel == "kept":
+        kept_panel(problems)
+
+
+def kept_panel(problems: list) -> None:
+    """The KV-sharing page's chart of what a 2026 model keeps (ui.concept_panels, one renderer), at bfloat16."""
+    r = page.guarded(problems, lambda: compute.kept_curves(KEPT_BYTES))
+    page.show_problems(problems)
+    if r is not None:
+        kept_chart(r, key=state.item(KEYS.panel, "kept"), dtype=t("kvs.dtype.bf16"))
 
 
 # ---------------------------------------------------------------------------- the page

@@ -68,6 +68,7 @@ def text_colour(rgb: np.ndarray, masked: np.ndarray | bool = False) -> np.ndarra
     return np.where(masked, MASKED_FG, np.where(black, DARK, LIGHT))
 
 
-# eight line colours told apart with each colour-vision deficiency (Okabe & Ito, "Color Universal Design", 2008);
-# the charts also give every line its own marker and dash, so colour is never the only cue
-OKABE_ITO = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+# eight line colours told apart with each colour-vision deficiency: Okabe & Ito's ("Color Universal Design", 2008)
+# with its yellow (1.2 : 1 on white) replaced by a grey; every line also has its own marker and dash, so colour is
+# never the only cue
+OKABE_ITO = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#6B6B6B", "#0072B2", "#D55E00", "#CC79A7")

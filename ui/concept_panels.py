@@ -174,8 +174,8 @@ def kept_figure(r: dict):
              "name": f"{row['name']} · {t('kept.mech.' + row['mechanism'])}",
              "line": {"color": colours.OKABE_ITO[i], "dash": KEPT_DASHES[i]},
              "marker": {"symbol": KEPT_SYMBOLS[i], "size": 7}} for i, row in enumerate(r["rows"])]
-    return line_figure(data, {"xaxis": {"title": {"text": t("kept.x")}, "type": "log"},
-                              "yaxis": {"title": {"text": t("kept.y")}, "type": "log"},
+    return line_figure(data, {"xaxis": {"title": {"text": t("kept.x")}, "type": "log", "dtick": 1},
+                              "yaxis": {"title": {"text": t("kept.y")}, "type": "log", "dtick": 1},
                               "legend": {"orientation": "h", "y": -0.3}}, height=460)
 
 

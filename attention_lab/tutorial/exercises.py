@@ -35,7 +35,9 @@ KINDS = ("number", "predict", "choice", "make_it_so")
 #   model     a real model's heads (SmolLM2 on the lesson's prompt): every head at once, one head's map
 #   latent    MLA: the cached latent and rotary key beside every head's explicit keys
 #   state     the delta rule: the state matrix written and erased token by token
-PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position", "rope", "cache", "model", "latent", "state")
+#   kept      what a 2026 model keeps per token: the KV-sharing page's chart (issue 55)
+PANELS = ("weights", "pipeline", "inspector", "masks", "multihead", "position", "rope", "cache", "model", "latent", "state",
+          "kept")
 TEMPERATURE_GRID = _scenario.TEMPERATURES  # the Playground's slider: 0.1 … 5.0
 _TIE = tolerances.ANSWER_TIE  # weights closer than this count as tied (core.tolerances)
 # What a lesson's state may carry besides the scenario: the multi-head panel's d_model and H, the position

@@ -20,7 +20,9 @@ from core.mechanism.multihead import kv_head_map, multi_head_attention
 from core.playground.experiments import scaling_experiment
 from core.playground.lab import gap_text, permutation_check, within_rounding
 from core.playground.pitfalls import head_layouts, mask_after_softmax
+from core.shapes import MODELS
 from core.tolerances import DECIMALS_1, DECIMALS_2, DECIMALS_3, HALF_UNIT, PERCENT_POINTS, READ_OFF, WHOLE
+from core.variants import kept_chart
 from core.variants.delta import QWEN3_NEXT_HYBRID, gated_delta_rule
 from core.variants.mla import PUBLISHED as PUBLISHED_MLA
 from core.variants.mla import mla, mla_cache_values
@@ -747,6 +749,37 @@ def _l14_special():
     return ("linear" if within_rounding(gap) else "softmax"), {"gap": gap_text(gap)}
 
 
+# ---- 15. what a 2026 model keeps (issue 55): the chart of core.variants.kept_chart ----------------------------
+L15 = {"causal": True}  # the masks panel's scenario; the lesson draws the chart instead (panel "kept")
+KEPT_V4, KEPT_GDN = MODELS["deepseek-v4-flash"], MODELS["qwen3.5-27b"]  # core.shapes records (transformers' configs)
+KEPT_CHOICES = ("mamba2", "qwen3.5-27b", "deepseek-v4-flash", "kimi-linear-48b-a3b")  # which stays flat?
+
+
+def _l15_csa():
+    """Numbers one CSA layer of DeepSeek-V4-Flash adds per token beyond its window (core.kept, read off two counts):
+    a pooled entry of d every m tokens and the indexer's key of d_I, d/m + d_I/m."""
+    p = KEPT_V4
+    vals = {"model": p.name, "d": p.d_head, "d_I": p.index_head_dim, "m": p.csa_rate, "w": p.window}
+    return kept_chart.growth_per_layer(p, "csa"), vals, {
+        "no_index": p.d_head / p.csa_rate, "hca": kept_chart.growth_per_layer(p, "hca"), "whole": float(p.d_head)}
+
+
+def _l15_flat():
+    """The one model among the choices whose count at 2M tokens equals its count at 1M (core.kept)."""
+    flat = [k for k in KEPT_CHOICES if kept_chart.curve(k, "").flat]
+    assert len(flat) == 1, flat  # the question has one right answer
+    return flat[0], {"name": MODELS[flat[0]].name}
+
+
+def _l15_head_state():
+    """One value head's state in a Gated DeltaNet layer of Qwen3.5-27B: d_k × d_v numbers."""
+    p = KEPT_GDN
+    vals = {"model": p.name, "d_k": p.linear_key_dim, "d_v": p.linear_value_dim, "V": p.linear_value_heads}
+    return float(kept_chart.head_state(p)), vals, {
+        "sum": float(p.linear_key_dim + p.linear_value_dim),
+        "all_heads": float(p.linear_value_heads * kept_chart.head_state(p))}
+
+
 # --------------------------------------------------------------------------- the registry
 # What each lesson's text teaches, in the tutorial's order; exercises declare what they need.
 CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
@@ -764,6 +797,7 @@ CONCEPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "model-writing": ("next_token", "attention_sink"),
     "mla-cache": ("latent_cache", "kv_cache"),
     "delta-rule": ("delta_rule", "linear_attention"),
+    "kept-per-token": ("kept_per_token", "kv_cache", "latent_cache", "delta_rule"),
 })
 
 
@@ -784,6 +818,7 @@ CURRICULUM: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "model-writing": ("C11", "C20"),
     "mla-cache": ("C20", "C21"),
     "delta-rule": ("C4", "C28"),
+    "kept-per-token": ("C20", "C21", "C28"),
 })
 
 
@@ -953,6 +988,17 @@ def _build() -> tuple[Lesson, ...]:
                "linear_attention"),
             N_(number_ex("delta-rule.erase", _l14_erase, tolerance=DECIMALS_2, lo=-100.0, hi=100.0, decimals=2,
                        diagnoses=("before", "add"), prompt_values=_pv(token=C18[ONEUL], t=ONEUL, tol=DECIMALS_2)), "delta_rule"),
+        ]),
+        _lesson("kept-per-token", "kept", L15, [
+            N_(number_ex("kept-per-token.csa", _l15_csa, tolerance=WHOLE, lo=0, hi=1e6, decimals=0,
+                         diagnoses=("no_index", "hca", "whole"),
+                         prompt_values=_pv(model=KEPT_V4.name, d=KEPT_V4.d_head, d_I=KEPT_V4.index_head_dim,
+                                           m=KEPT_V4.csa_rate, w=KEPT_V4.window)), "kept_per_token", "latent_cache"),
+            N_(choice_ex("kept-per-token.flat", KEPT_CHOICES, _l15_flat), "kept_per_token", "delta_rule"),
+            N_(number_ex("kept-per-token.head-state", _l15_head_state, tolerance=WHOLE, lo=1, hi=1e9, integer=True, decimals=0,
+                         diagnoses=("sum", "all_heads"),
+                         prompt_values=_pv(model=KEPT_GDN.name, d_k=KEPT_GDN.linear_key_dim, d_v=KEPT_GDN.linear_value_dim)),
+               "kept_per_token", "delta_rule"),
         ]),
     )
 

@@ -90,6 +90,8 @@ PROGRESS_ORDER: tuple[str, ...] = (
     # issue 56: each of the four lessons' panel has an exercise; the absorbed up-projection, whose answer the lesson
     # text gave, becomes a number (mla-cache.absorbed is RETIRED and keeps its place)
     "kv-cache.size", "mla-cache.absorbed-width", "mla-cache.panel", "delta-rule.erase",
+    # issue 55: a lesson at the end (what a 2026 model keeps per token, on the KV-sharing page's chart)
+    "kept-per-token", "kept-per-token.csa", "kept-per-token.flat", "kept-per-token.head-state",
 )
 RETIRED: frozenset[str] = frozenset({"rope.shift", "rope.length", "model-writing.sink", "mla-cache.absorbed"})
 _PROGRESS_VERSION = "1"

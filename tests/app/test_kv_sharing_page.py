@@ -127,7 +127,7 @@ def test_what_a_2026_model_keeps_equals_core_kept_over_the_registry(dtype, bpv):
         want = [core.kept(p, n).total * bpv / 2**30 for n in kept_chart.CONTEXTS]
         np.testing.assert_allclose(trace["y"], want, rtol=1e-12)
         million = core.kept(p, 1_000_000).total
-        assert f"**{p.name}**: {million * bpv / 2**30:,.2f} GiB ({million:,} numbers)" in text
+        assert f"**{p.name}**: {million * bpv / 2**30:,.2f} GiB ({million:,} numbers)." in text
     assert "adds **160** numbers per token" in text and "**4** (d/m′)" in text and "**576**" in text
     table = next(d.value for d in at.dataframe if "source of the shapes" in d.value.columns)
     assert list(table["source of the shapes"]) == [MODELS[k].source for k, _ in kept_chart.CHART_MODELS]

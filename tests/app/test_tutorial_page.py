@@ -15,6 +15,7 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
+import core
 from attention_lab import codegen, scenario
 from attention_lab import tutorial as tut
 from attention_lab.tutorial.lessons import MEOK, NANEUN, ONEUL, SAGWA  # the example sentence's tokens
@@ -98,6 +99,8 @@ NUMBERS = {
     "mla-cache.absorbed-width": 576 - 64,  # the latent's width d_c: the cache row without the rotary key
     "mla-cache.panel": 2 * (4 + 2) / (4 + 2),  # the panel's keys, H·(d_h + d_R), over d_c + d_R
     "delta-rule.erase": _delta_v1(),  # with β = 1 the delta rule leaves S₁ᵀk₁ = v₁
+    "kept-per-token.csa": 512 / 4 + 128 / 4,  # DeepSeek-V4-Flash's CSA: an entry of d = 512 and a key of d_I = 128 per 4 tokens
+    "kept-per-token.head-state": 128 * 128,  # Qwen3.5-27B: one d_k × d_v state per value head
 }
 PREDICT_ROWS = {  # (the weights row of the query asked about, the key tokens)
     "weighted-average.top": weights(X, X)[NANEUN],
@@ -120,6 +123,7 @@ CHOICES = {
     "kv-cache.group": str(5 // (8 // 2)),  # H = 8, G = 2: groups of 4 consecutive query heads
     "model-writing.temperature": "no",  # softmax(z / T) keeps the order of z for every T > 0
     "delta-rule.special": "linear",  # Sᵀk = 0 for a new orthonormal key: the update is k vᵀ
+    "kept-per-token.flat": "mamba2",  # only states in every layer; the others have global, MLA or pooled layers
 }
 EXERCISES = [(lesson, ex) for lesson in tut.LESSONS for ex in lesson.exercises]
 
@@ -569,7 +573,20 @@ def _model_installed() -> bool:
     return True
 
 
-OWN_PANELS = {"cache": _cache_panel, "latent": _latent_panel, "state": _state_panel, "model": _model_panel}
+def _kept_panel(at) -> None:
+    """The 2026 chart: every line is core.kept over the registry (bfloat16), and the CSA exercise's answer is on it."""
+    from core.shapes import MODELS
+    from core.variants import kept_chart
+
+    fig = spec(at, state.item(KEYS.panel, "kept"))
+    for trace, (key, _) in zip(fig["data"], kept_chart.CHART_MODELS, strict=True):
+        want = [core.kept(MODELS[key], n).total * 2 / 2**30 for n in kept_chart.CONTEXTS]
+        np.testing.assert_allclose(trace["y"], want, rtol=1e-12)
+    assert f"**{NUMBERS['kept-per-token.csa']:g}**" in " ".join(shown(at, "markdown"))
+
+
+OWN_PANELS = {"cache": _cache_panel, "latent": _latent_panel, "state": _state_panel, "model": _model_panel,
+              "kept": _kept_panel}
 
 
 @pytest.mark.parametrize("lesson_id", ["kv-cache", "model-writing", "mla-cache", "delta-rule"])
@@ -707,3 +724,27 @@ def test_code_panel_says_when_a_scenario_is_too_large_and_offers_the_notebook_ot
     at = open_lesson("weighted-average")
     buttons = at.get("download_button")
     assert [b.proto.label for b in buttons] == [table("en")["cx.notebook"]]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_2026_lesson_draws_the_kv_sharing_pages_chart_and_grades_against_core(lang):
+    """The last lesson's panel is the KV-sharing page's chart (one renderer), not the masks; its three exercises
+    accept core's answers and name the diagnosed mistakes."""
+    at = open_lesson("kept-per-token", lang)
+    _kept_panel(at)
+    for masks_only in (KEYS.logits, KEYS.mask_chart):
+        with pytest.raises(AssertionError):
+            spec(at, masks_only)
+    ex = {e.id: e for e in tut.lesson("kept-per-token").exercises}
+    assert ex["kept-per-token.csa"].check("160").ok and not ex["kept-per-token.csa"].check("128").ok
+    assert ex["kept-per-token.csa"].check("128").message_key == "kept-per-token.csa.no_index"
+    assert ex["kept-per-token.flat"].check("mamba2").ok and not ex["kept-per-token.flat"].check("qwen3.5-27b").ok
+    assert ex["kept-per-token.head-state"].check("16384").ok
+    assert ex["kept-per-token.head-state"].check("256").message_key == "kept-per-token.head-state.sum"
+
+
+def test_the_2026_lesson_is_appended_and_old_progress_still_decodes():
+    order = tut.PROGRESS_ORDER
+    assert order[-4:] == ("kept-per-token", "kept-per-token.csa", "kept-per-token.flat", "kept-per-token.head-state")
+    old = {"delta-rule", "delta-rule.erase", "mla-cache.panel"}
+    assert tut.decode_progress(tut.encode_progress(old)) == old

@@ -126,9 +126,10 @@ def test_progress_order_is_unchanged_by_moving_an_exercise():
 
 def test_lessons_ids_panels_and_exercise_counts():
     ids = [lesson.id for lesson in T.LESSONS]
-    assert len(ids) == len(set(ids)) == 14
+    assert len(ids) == len(set(ids)) == 15
     assert ids[0] == "weighted-average" and ids[8] == "cross-attention" and ids[9:] == ["kv-cache", "rope", "model-writing",
-                                                                                       "mla-cache", "delta-rule"]
+                                                                                       "mla-cache", "delta-rule",
+                                                                                       "kept-per-token"]
     for lesson in T.LESSONS:
         assert re.fullmatch(r"[a-z]+(-[a-z]+)*", lesson.id)
         assert lesson.panel in T.PANELS
@@ -834,9 +835,28 @@ def test_delta_rule_exercises_by_hand():
     assert check(special.id, "softmax").message_key == "delta-rule.special.why.softmax"
 
 
+def test_kept_per_token_exercises_by_hand():
+    """DeepSeek-V4-Flash's CSA beyond the window: 512/4 + 128/4 = 160 a token and layer (128 without the indexer's key,
+    4 for HCA, 512 for a whole entry); only Mamba-2 of the choices stays flat; Qwen3.5-27B's head state 128 × 128."""
+    ex = T.exercise("kept-per-token.csa")
+    assert ok(check(ex.id, "160"))
+    assert check(ex.id, "128").message_key == "kept-per-token.csa.no_index"
+    assert check(ex.id, "4").message_key == "kept-per-token.csa.hca"
+    assert check(ex.id, "512").message_key == "kept-per-token.csa.whole"
+    assert check(ex.id, "7").message_key == "kept-per-token.csa.wrong"
+    flat = T.exercise("kept-per-token.flat")
+    assert ok(check(flat.id, "mamba2")) and flat.reveal().answer == "mamba2"
+    assert check(flat.id, "qwen3.5-27b").message_key == "kept-per-token.flat.why.qwen3.5-27b"
+    head = T.exercise("kept-per-token.head-state")
+    assert ok(check(head.id, "16384"))
+    assert check(head.id, "256").message_key == "kept-per-token.head-state.sum"
+    assert check(head.id, str(16 * 2 * 128 * 128)).message_key == "kept-per-token.head-state.all_heads"  # 32 value heads
+    assert check(head.id, "7").message_key == "kept-per-token.head-state.wrong"
+
+
 LESSON_TESTS += [test_kv_cache_bytes_per_token_by_hand, test_kv_cache_group_and_keys, test_rope_exercises_against_numpy]
 LESSON_TESTS += [test_mla_cache_exercises_by_hand, test_delta_rule_exercises_by_hand, test_kv_cache_size_on_the_panel_by_hand,
-                 test_delta_rule_erase_in_numpy]
+                 test_delta_rule_erase_in_numpy, test_kept_per_token_exercises_by_hand]
 
 
 def test_every_declared_feedback_is_produced_by_some_answer():
