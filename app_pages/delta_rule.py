@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core.playground.lab import gap_text, within_rounding
-from ui import compute, link, page, settings, state
+from ui import compute, concept_panels, link, page, settings, state
 from ui.concept_panels import delta_state
 from ui.i18n import t
 from ui.inputs import numbers_panel
@@ -35,7 +35,9 @@ HYBRID_NS = (4096, 32768, 262144)
 KEPT = (link.Kept(KEYS.rule, "rule", link.one_of(RULES), "gated"),
         link.Kept(KEYS.beta, "beta", link.number(0.0, 1.0), BETA_DEFAULT),
         link.Kept(KEYS.g, "g", link.number(G_MIN, 0.0), G_DEFAULT),
-        link.Kept(KEYS.step, "dr_step", link.whole(1, MAX_TOKENS), 1))
+        link.Kept(KEYS.step, "dr_step", link.whole(1, MAX_TOKENS), 1),
+        link.Kept(state.item(KEYS.beta, "max"), "beta_max", link.one_of(compute.LAYER_BETA_MAXES), 1.0))
+BETA_MAX = state.item(KEYS.beta, "max")  # the whole layer's β range: (0, 1) or (0, 2)
 
 
 def number(key: str, lo: float, hi: float, default: float, message: str, problems: page.Problems) -> float:
@@ -100,6 +102,85 @@ def special_cases(rs: dict, labels: list[str], dec: int) -> None:
     st.caption(t("dr.cases.caption"))
 
 
+# ---------------------------------------------------------------------------- the whole layers of 2026 (issue 55)
+def beta_max_control(problems: page.Problems) -> float:
+    """β's range for the whole GDN layer: (0, 1), or (0, 2) with negative eigenvalues; anything else is named."""
+    options = compute.LAYER_BETA_MAXES
+    if st.session_state.setdefault(BETA_MAX, options[0]) not in options:
+        problems.append(("error", t("dr2.beta_max.bad", value=str(st.session_state[BETA_MAX])[:40])))
+        st.session_state[BETA_MAX] = options[0]
+    st.radio(t("dr2.beta_max"), options, key=BETA_MAX, horizontal=True, help=t("dr2.beta_max.help"),
+             format_func=lambda b: t("dr2.beta_max." + str(int(b))))
+    return float(st.session_state[BETA_MAX])
+
+
+def small_map(z, x: list[str], y: list[str], titles: tuple[str, str], key: str, dec: int, *, seq: bool = False) -> None:
+    show_heatmap(heatmap(z, x_labels=x, y_labels=y, x_title=titles[0], y_title=titles[1], sequential=seq,
+                         decimals=dec, compact=True), key=key)
+
+
+def gdn_layer(r: dict, labels: list[str], dec: int) -> None:
+    """The conv's taps, β and α per value head, and the cache the layer keeps (numbers from core)."""
+    s = r["sizes"]
+    st.markdown(t("dr2.gdn", hk=s.key_heads, hv=s.value_heads, d=s.d, kappa=s.kappa))
+    st.latex(r"\begin{gathered}[q|k|v]_t = \mathrm{SiLU}\big(\textstyle\sum_{j<\kappa} w_j \odot (xW)_{t-j}\big),\quad "
+             r"\beta_t = \beta_{\max}\,\sigma(x_t W_b),\quad \alpha_t = e^{-e^{A}\,\mathrm{softplus}(x_t W_a + b)}\\"
+             r"y_t = \mathrm{RMSNorm}(o_t) \odot \mathrm{SiLU}(x_t W_z)\end{gathered}")
+    channels = [f"{n}{i}" for n, w in (("q", s.key_heads * s.d), ("k", s.key_heads * s.d), ("v", s.value_heads * s.d))
+                for i in range(w)]
+    heads = [t("dr2.head", h=h) for h in range(s.value_heads)]
+    c1, c2, c3 = st.columns([2, 3, 3])
+    with c1:
+        st.markdown(f"**{t('dr2.taps')}**")
+        small_map(r["taps"], dim_labels(s.kappa, "w"), channels,
+                  (t("dr2.axis.tap"), t("dr2.axis.channel")), state.item(KEYS.outputs, "taps"), dec)
+    with c2:
+        st.markdown("**" + t("dr2.beta", max=f"{r['beta_max']:g}") + "**")
+        small_map(r["beta"], labels, heads, (t("axis.key"), t("dr2.axis.head")), state.item(KEYS.outputs, "beta"), dec,
+                  seq=True)
+    with c3:
+        st.markdown(f"**{t('dr2.alpha')}**")
+        small_map(r["alpha"], labels, heads, (t("axis.key"), t("dr2.axis.head")), state.item(KEYS.outputs, "alpha"), dec,
+                  seq=True)
+    state_n, conv_n = r["cache"]["gdn"]
+    st.markdown(t("dr2.cache", state=state_n, conv=conv_n, hv=s.value_heads, d=s.d, kappa=s.kappa))
+
+
+def fades_and_mamba(r: dict, labels: list[str], dec: int) -> None:
+    """KDA's fade per key channel beside GDN's one per head; Mamba-2's q = C, k = B, v = x for head 0."""
+    d = r["sizes"].d
+    st.markdown(t("dr2.fades"))
+    c1, c2 = st.columns([1, 3])
+    with c1:
+        small_map(r["gdn_fade"][:, None], [t("dr2.all_channels")], labels, (t("dr2.gdn_fade"), t("axis.key")),
+                  state.item(KEYS.outputs, "gdn_fade"), dec, seq=True)
+    with c2:
+        small_map(r["kda_fade"], dim_labels(d, "k"), labels, (t("dr2.kda_fade"), t("axis.key")),
+                  state.item(KEYS.outputs, "kda_fade"), dec, seq=True)
+    st.markdown(t("dr2.mamba"))
+    st.latex(r"h_t = e^{\Delta_t A}\, h_{t-1} + \Delta_t\, B_t\, x_t^\top,\qquad y_t = h_t^\top C_t + D\,x_t"
+             r"\qquad\Longleftrightarrow\qquad q = C,\; k = B,\; v = x,\; \alpha = e^{\Delta A},\; \beta = \Delta")
+    cols = st.columns(3)
+    for col, (name, role) in zip(cols, (("C", "q"), ("B", "k"), ("x", "v")), strict=True):
+        with col:
+            st.markdown(f"**{name} = {role}**")
+            small_map(r[name], dim_labels(d, role), labels, (t("axis.dim"), t("axis.key")),
+                      state.item(KEYS.outputs, "m2", name), dec)
+
+
+def whole_layers(tokens: list[str], labels: list[str], dec: int, seed: int) -> None:
+    st.subheader(t("dr2.title"))
+    problems: page.Problems = []
+    beta_max = beta_max_control(problems)
+    r = page.guarded(problems, lambda: compute.layers_2026(tuple(tokens), beta_max, seed))
+    page.show_problems(problems)
+    if r is None:
+        return
+    st.caption(t("dr2.untrained"))
+    gdn_layer(r, labels, dec)
+    fades_and_mamba(r, labels, dec)
+
+
 def hybrid() -> None:
     """A 3:1 hybrid's memory per sequence beside the same model with attention in every layer."""
     h = compute.HYBRID
@@ -133,7 +214,9 @@ def main() -> None:
     this_step(rs[rule], rule, step, labels, dec)
     forms_check(rs[rule])
     special_cases(rs, labels, dec)
+    whole_layers(tokens, labels, dec, seed)
     hybrid()
+    concept_panels.kept_link()
 
 
 main()

@@ -128,3 +128,52 @@ def test_rule_beta_g_and_step_come_back_from_the_link():
     no_errors(again)
     assert "**Token t = 2**" in texts(again)
     close(heat(again, KEYS.state), by_hand(0.35, 0.0)[0][2], tol=3e-6)
+
+
+# ---------------------------------------------------------------- the whole layers of 2026 (issue 55)
+C18_TOKENS = list(tokens.C18_TOKENS)
+
+
+def _out(name: str, *parts) -> str:
+    return state.item(KEYS.outputs, name, *parts)
+
+
+@pytest.mark.parametrize("beta_max", [1.0, 2.0])
+def test_the_whole_layers_maps_equal_core_layer_demos(beta_max):
+    """The taps, β, α, the fades and Mamba-2's C, B, x on screen are core.variants.layer_demos' on the same tokens."""
+    from core.variants import layer_demos as L
+
+    at = page(PAGE, run=False)
+    at.session_state[state.item(KEYS.beta, "max")] = beta_max
+    at.run()
+    no_errors(at)
+    g = L.gdn_demo(C18_TOKENS, 0, beta_max)
+    k, m = L.kda_demo(C18_TOKENS, 0), L.mamba2_demo(C18_TOKENS, 0)
+    close(heat(at, _out("taps")), g.taps.numpy(), tol=2e-6)
+    close(heat(at, _out("beta")), g.beta[0].numpy(), tol=2e-6)
+    close(heat(at, _out("alpha")), g.decay[0].numpy(), tol=2e-6)
+    close(heat(at, _out("kda_fade")), torch.exp(k.log_decay[0, 0]).numpy(), tol=2e-6)
+    close(heat(at, _out("gdn_fade"))[:, 0], g.decay[0, 0].numpy(), tol=2e-6)
+    for name, want in (("C", m.scan.q), ("B", m.scan.k), ("x", m.scan.v)):
+        close(heat(at, _out("m2", name)), want[0, 0].numpy(), tol=2e-6)
+    assert heat(at, _out("beta")).max() < beta_max
+    state_n, conv_n = L.cache_values(g)
+    assert f"**{state_n}** numbers of state" in texts(at) and f"**{conv_n}** conv inputs" in texts(at)
+    assert "Untrained layers" in texts(at) and "#kept-2026" in texts(at)
+
+
+@pytest.mark.parametrize("value", [3.0, "two", -1])
+def test_a_beta_range_out_of_range_is_named_not_a_traceback(value):
+    at = page(PAGE, run=False)
+    at.session_state[state.item(KEYS.beta, "max")] = value
+    at.run()
+    assert not at.exception
+    assert any("is not a β range this page offers" in e.value for e in at.error), [e.value for e in at.error]
+    assert heat(at, _out("beta")).max() < 1  # drawn with β in (0, 1)
+
+
+def test_a_tampered_beta_range_in_the_link_is_refused_in_korean():
+    at = page(PAGE, query={"beta_max": "7", "lang": "ko"})
+    assert not at.exception
+    assert any("beta_max" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert "학습되지 않은 층" in texts(at)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 import core
-from core.variants import kept_chart, readouts
+from core.variants import kept_chart, layer_demos, readouts
 
 from .. import memo
 from .common import HOUR
@@ -233,3 +233,24 @@ def kept_curves(bytes_per_value: int) -> dict:
     return {"contexts": list(kc.CONTEXTS), "rows": rows, "million": kc.MILLION,
             "csa": kc.growth_per_layer(v4, "csa"), "hca": kc.growth_per_layer(v4, "hca"),
             "mla": kc.growth_per_layer(v3, "mla"), "window": v4.window}
+
+
+LAYER_BETA_MAXES = layer_demos.BETA_MAXES  # the delta-rule page's β range: (0, 1) or (0, 2)
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def layers_2026(tokens: tuple[str, ...], beta_max: float, seed: int) -> dict:
+    """The whole Gated DeltaNet layer, Kimi Delta Attention and Mamba-2 on seeded untrained weights
+    (core.variants.layer_demos): the conv's taps (C, κ), β and α per value head (H_v, n), head 0's fades (GDN and
+    Mamba-2 one per token, KDA one per key channel), Mamba-2's q = C, k = B, v = x for head 0, the final states of
+    head 0 and every cache's numbers (states, conv inputs)."""
+    g = layer_demos.gdn_demo(tokens, seed, beta_max)
+    k, m = layer_demos.kda_demo(tokens, seed), layer_demos.mamba2_demo(tokens, seed)
+    f = layer_demos.fades(g, k, m)
+    return {"taps": g.taps.numpy(), "beta": g.beta[0].numpy(), "alpha": g.decay[0].numpy(),
+            "gdn_fade": f.gdn.numpy(), "kda_fade": f.kda.numpy(), "m2_fade": f.mamba2.numpy(),
+            "C": m.scan.q[0, 0].numpy(), "B": m.scan.k[0, 0].numpy(), "x": m.scan.v[0, 0].numpy(),
+            "gdn_state": g.cache.state[0, 0].numpy(), "kda_state": k.cache.state[0, 0].numpy(),
+            "m2_state": m.cache.state[0, 0].numpy(),
+            "cache": {name: layer_demos.cache_values(tr) for name, tr in (("gdn", g), ("kda", k), ("mamba2", m))},
+            "sizes": layer_demos.DEMO, "beta_max": beta_max}
