@@ -158,8 +158,8 @@ def fades_and_mamba(r: dict, labels: list[str], dec: int) -> None:
         small_map(r["kda_fade"], dim_labels(d, "k"), labels, (t("dr2.kda_fade"), t("axis.key")),
                   state.item(KEYS.outputs, "kda_fade"), dec, seq=True)
     st.markdown(t("dr2.mamba"))
-    st.latex(r"h_t = e^{\Delta_t A}\, h_{t-1} + \Delta_t\, B_t\, x_t^\top,\qquad y_t = h_t^\top C_t + D\,x_t"
-             r"\qquad\Longleftrightarrow\qquad q = C,\; k = B,\; v = x,\; \alpha = e^{\Delta A},\; \beta = \Delta")
+    st.latex(r"\begin{gathered}h_t = e^{\Delta_t A}\, h_{t-1} + \Delta_t\, B_t\, x_t^\top,\quad y_t = h_t^\top C_t + D\,x_t\\"
+             r"q = C,\; k = B,\; v = x,\; \alpha = e^{\Delta A},\; \beta = \Delta\end{gathered}")
     cols = st.columns(3)
     for col, (name, role) in zip(cols, (("C", "q"), ("B", "k"), ("x", "v")), strict=True):
         with col:

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import core
+from attention_lab import colours
 from ui import compute, concept_panels, link, page, settings, state
 from ui.i18n import current_lang, t
 from ui.inputs import numbers_panel
@@ -32,7 +33,10 @@ KEPT = (
     link.Kept(KEYS.tokens, "ctx", link.whole(1, TOKENS_MAX), 8192),
     link.Kept(KEYS.batch, "batch", link.whole(1, BATCH_MAX), 1),
     link.Kept(KEYS.dtype, "dtype", link.one_of(tuple(DTYPES)), "bf16"),
+    link.Kept(state.item(KEYS.chart, "shared"), "shared", link.whole(0, compute.GEMMA4_LAYERS - 1), 0),
 )
+SHARED = state.item(KEYS.chart, "shared")  # Gemma 4's shared layers (issue 55); 0 as transformers' defaults give it
+MODE_COLOURS = {"own": colours.OKABE_ITO[5], "store": colours.OKABE_ITO[6], "reuse": colours.OKABE_ITO[4]}
 
 
 def heads_controls(problems: page.Problems) -> tuple[int, int]:
@@ -158,7 +162,54 @@ def main() -> None:
     page.show_problems(cache_problems)
     if rows:
         cache_table(rows, n, batch, dtype)
+    sharing_section(n, dtype)
     kept_section(dtype)
+
+
+def shared_control(problems: page.Problems) -> int:
+    """How many of Gemma 4's last layers read an earlier layer's K and V; a value outside 0 … L − 1 is named."""
+    last = compute.GEMMA4_LAYERS - 1
+    v = st.session_state.setdefault(SHARED, 0)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= last:
+        problems.append(("error", t("gs.n.bad", value=str(v)[:40], max=last)))
+        st.session_state[SHARED] = v = 0
+    st.slider(t("gs.n"), 0, last, key=SHARED, help=t("gs.n.help"))
+    return int(v)
+
+
+def stack_chart(r: dict) -> None:
+    """One bar per layer: the GiB it keeps (0 for a layer that reads another's), coloured and named by its mode."""
+    modes = [m or "own" for m in r["modes"]]
+    labels = [t("gs.layer", l=i, kind=t("gs.kind." + k)) for i, k in enumerate(r["kinds"])]
+    text = [t("gs.reads", s=s) if m == "reuse" else "" for m, s in zip(modes, r["source"], strict=True)]
+    data = [{"type": "bar", "orientation": "h", "name": t("gs.mode." + mode), "x": [g if m == mode else None for m, g in
+             zip(modes, r["gib"], strict=True)], "y": labels, "marker": {"color": MODE_COLOURS[mode]},
+             "text": [x if m == mode else "" for m, x in zip(modes, text, strict=True)], "textposition": "outside"}
+            for mode in ("own", "store", "reuse")]
+    fig = line_figure(data, {"barmode": "overlay", "yaxis": {"autorange": "reversed", "automargin": True},
+                             "xaxis": {"title": {"text": t("gs.x")}}, "legend": {"orientation": "h", "y": -0.12}},
+                      height=24 * r["layers"] + 120)
+    show_chart(fig, key=state.item(KEYS.chart, "stack"), title=t("gs.title"),
+               alt=t("gs.alt", layers=r["layers"], cached=r["cached"], shared=r["layers"] - r["cached"]))
+
+
+def sharing_section(n_tokens: int, dtype: str) -> None:
+    """Gemma 4's sharing (issue 55): the layer stack, which layer each reads, and a meter of the cache it keeps."""
+    st.subheader(t("gs.title"))
+    st.markdown(t("gs.intro"))
+    problems: page.Problems = []
+    n = shared_control(problems)
+    r = page.guarded([], lambda: compute.gemma4_sharing(n, n_tokens, DTYPES[dtype]))
+    if r is None:
+        problems.append(("error", t("gs.plan.bad", n=n, layers=compute.GEMMA4_LAYERS)))
+    page.show_problems(problems)
+    if r is None:
+        return
+    st.progress(min(1.0, r["fraction"]), text=t("gs.meter", shared=f"{r['shared_gib']:,.3f}", alone=f"{r['alone_gib']:,.3f}",
+                                               pct=f"{r['fraction']:.0%}", n=f"{r['tokens']:,}", cached=r["cached"],
+                                               layers=r["layers"]))
+    stack_chart(r)
+    st.caption(t("gs.caption", model=r["name"]))
 
 
 def kept_section(dtype: str) -> None:

@@ -9,10 +9,11 @@ states) are full, read off two counts of :func:`kept`; :func:`head_state` is one
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.shapes import MODELS, Published
 from core.variants.kept import kept
+from core.variants.kv_sharing import SharingPlan, sharing_plan
 
 # the chart's models and the mechanism each stands for (issue 55: MHA, GQA, MLA, CSA + HCA, windows, GDN, KDA, Mamba-2)
 CHART_MODELS: tuple[tuple[str, str], ...] = (
@@ -48,7 +49,12 @@ class KeptCurve:
         return tuple(v * bytes_per_value for v in self.values)
 
     def gib(self, values: int, bytes_per_value: int) -> float:
-        return values * bytes_per_value / 2 ** 30
+        return gib(values, bytes_per_value)
+
+
+def gib(values: int, bytes_per_value: int) -> float:
+    """``values`` numbers of ``bytes_per_value`` bytes each, in GiB (2³⁰ bytes)."""
+    return values * bytes_per_value / 2 ** 30
 
 
 def curve(key: str, mechanism: str, contexts: tuple[int, ...] = CONTEXTS) -> KeptCurve:
@@ -86,3 +92,39 @@ def head_state(p: Published) -> int:
     if not p.linear_key_dim or not p.linear_value_dim:
         raise ValueError(f"{p.name} has no linear or state-space layer")
     return p.linear_key_dim * p.linear_value_dim
+
+
+# ------------------------------------------------------------------ Gemma 4's shared caches (issue 55, point 4)
+GEMMA4 = "gemma-4-e2b"  # the registry's Gemma 4 record (transformers' Gemma4TextConfig defaults)
+_SHARING_KINDS = {"window": "sliding_attention", "global": "full_attention"}  # the registry's kinds, transformers' names
+
+
+@dataclass(frozen=True)
+class SharingMeter:
+    """Gemma 4's stack with its last ``n_shared`` layers reading an earlier layer's K and V (:func:`sharing_plan`):
+    per layer its kind, mode and source, and the values it keeps at ``tokens`` (0 for a reuse layer, from
+    :func:`kept`); the whole cache with the sharing and without it, and their ratio."""
+
+    name: str
+    tokens: int
+    plan: SharingPlan
+    per_layer: tuple[int, ...]
+    shared: int
+    alone: int
+
+    @property
+    def fraction(self) -> float:
+        return self.shared / self.alone
+
+
+def sharing_meter(n_shared: int, tokens: int, key: str = GEMMA4) -> SharingMeter:
+    """The stack and cache meter of the registry's ``key`` with ``n_shared`` shared layers (ValueError, from
+    :func:`sharing_plan`, for a count with no earlier layer to read, and from :func:`kept` for bad tokens)."""
+    p = MODELS[key]
+    kinds = tuple(p.layer_pattern[i % len(p.layer_pattern)] for i in range(p.layers))
+    plan = sharing_plan(tuple(_SHARING_KINDS[k] for k in kinds), n_shared)
+    with_sharing, alone = kept(replace(p, kv_shared_layers=n_shared), tokens), kept(replace(p, kv_shared_layers=0), tokens)
+    one = {kind: v // n for kind, (n, v) in alone.by_kind.items()}  # every layer of a kind keeps the same
+    per_layer = tuple(0 if m == "reuse" else one[k] for k, m in zip(kinds, plan.modes, strict=True))
+    assert sum(per_layer) == with_sharing.total  # the stack adds up to core.kept's count
+    return SharingMeter(p.name, with_sharing.tokens, plan, per_layer, with_sharing.total, alone.total)

@@ -153,3 +153,45 @@ def test_the_chart_in_korean_names_every_model():
     text = " ".join(m.value for m in at.markdown)
     assert "2026년 모델이 토큰마다 보관하는 것" in " ".join(h.value for h in at.subheader)
     assert "숫자 **160**개" in text and "DeepSeek-V4-Flash" in text
+
+
+@pytest.mark.parametrize("n_shared", [0, 10])
+def test_gemma4_stack_and_meter_equal_core(n_shared):
+    """Every layer's bar is core.kept's count for it (0 for a reuse layer, which names the layer it reads from
+    core.sharing_plan); the meter's GiB are core.kept with and without the sharing."""
+    import dataclasses
+
+    from core.shapes import MODELS
+
+    at = page(PAGE, run=False)
+    at.session_state[state.item(KEYS.chart, "shared")] = n_shared
+    at.run()
+    no_errors(at)
+    g4 = MODELS["gemma-4-e2b"]
+    kinds = ["sliding_attention" if k == "window" else "full_attention" for k in (g4.layer_pattern * 5)[:30]]
+    plan = core.sharing_plan(kinds, n_shared)
+    fig = spec(at, state.item(KEYS.chart, "stack"))
+    shown_gib = [next(tr["x"][i] for tr in fig["data"] if tr["x"][i] is not None) for i in range(30)]
+    assert shown_gib[30 - n_shared:] == [0.0] * n_shared
+    reads = [x for tr in fig["data"] for x in tr["text"] if x]
+    assert reads == [f"reads L{s}" for s in plan.source[30 - n_shared:]]
+    total = core.kept(dataclasses.replace(g4, kv_shared_layers=n_shared), 8192).total
+    alone = core.kept(dataclasses.replace(g4, kv_shared_layers=0), 8192).total
+    np.testing.assert_allclose(sum(shown_gib), total * 2 / 2**30, rtol=1e-12)
+    meter = " ".join(str(p.proto.text) for p in at.get("progress"))
+    assert f"{total * 2 / 2**30:,.3f} GiB of {alone * 2 / 2**30:,.3f} GiB" in meter
+
+
+@pytest.mark.parametrize(("value", "message"), [(40, "is not a number of shared layers"), ("x", "is not a number of shared"),
+                                                (29, "would have no earlier layer of its kind")])
+def test_a_shared_layer_that_does_not_exist_is_named(value, message):
+    at = page(PAGE, run=False)
+    at.session_state[state.item(KEYS.chart, "shared")] = value
+    at.run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_a_tampered_shared_count_in_the_link_is_refused():
+    at = page(PAGE, query={"shared": "99"})
+    assert not at.exception and any("shared" in w.value for w in at.warning)

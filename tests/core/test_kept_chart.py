@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import core
@@ -46,3 +48,18 @@ def test_head_state_is_dk_by_dv_and_refused_without_a_linear_layer():
         kc.head_state(MODELS["gpt2"])
     with pytest.raises(ValueError, match="no published shapes"):
         kc.curve("nope", "mha")
+
+
+def test_gemma4_sharing_meter_by_hand():
+    """Gemma 4 E2B (30 layers, 5 window : 1 global): with the last 10 shared, the first 20 keep a cache; at 8,192
+    tokens a window layer keeps 2·4·256·512 and a global layer 2·4·512·8192; reuse layers read the last earlier one."""
+    m = kc.sharing_meter(10, 8192)
+    window, glob = 2 * 4 * 256 * 512, 2 * 4 * 512 * 8192
+    assert m.plan.cached_layers == 20 and m.per_layer[20:] == (0,) * 10
+    assert m.per_layer[:6] == (window,) * 5 + (glob,)
+    assert m.shared == 17 * window + 3 * glob and m.alone == 25 * window + 5 * glob
+    assert m.plan.source[-1] == 17 and m.plan.source[-2] == 19  # the last global layer before 20 is 17; window 19
+    assert m.shared == core.kept(dataclasses.replace(MODELS["gemma-4-e2b"], kv_shared_layers=10), 8192).total
+    assert kc.sharing_meter(0, 8192).fraction == 1
+    with pytest.raises(ValueError, match="needs an earlier layer"):
+        kc.sharing_meter(30, 8192)

@@ -254,3 +254,18 @@ def layers_2026(tokens: tuple[str, ...], beta_max: float, seed: int) -> dict:
             "m2_state": m.cache.state[0, 0].numpy(),
             "cache": {name: layer_demos.cache_values(tr) for name, tr in (("gdn", g), ("kda", k), ("mamba2", m))},
             "sizes": layer_demos.DEMO, "beta_max": beta_max}
+
+
+GEMMA4_LAYERS = core.shapes.MODELS[kept_chart.GEMMA4].layers  # the stack the KV-sharing page draws
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def gemma4_sharing(n_shared: int, tokens: int, bytes_per_value: int) -> dict:
+    """Gemma 4's layer stack with the last n_shared layers reusing an earlier layer's K and V (core.variants.kept_chart
+    .sharing_meter over core.sharing_plan and core.kept): per layer kind, mode, source and GiB; the meter."""
+    m = kept_chart.sharing_meter(n_shared, tokens)
+    gib = [kept_chart.gib(v, bytes_per_value) for v in m.per_layer]
+    return {"name": m.name, "kinds": list(m.plan.layer_types), "modes": list(m.plan.modes), "source": list(m.plan.source),
+            "gib": gib, "shared_gib": kept_chart.gib(m.shared, bytes_per_value),
+            "alone_gib": kept_chart.gib(m.alone, bytes_per_value),
+            "fraction": m.fraction, "cached": m.plan.cached_layers, "layers": len(m.per_layer), "tokens": m.tokens}
