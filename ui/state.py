@@ -125,7 +125,8 @@ TILED_ATTENTION = _room("tiled_attention", "n block_q block_k step step_prev ste
 LINEAR_ATTENTION = _room("linear_attention", "causal quadratic associative softmax linear cost")
 LANGUAGE_MODEL = _room("language_model", "prompt text preset temperature top_k top_p seed n_new max_new one run reset keys "
                        "layer head grid heatmap pipeline heads sort open_top clicks gen_layer gen_maps bars_model "
-                       "bars_sampled off_heads off_layers window sinks bars_before bars_after measure lens running tab tab_id")
+                       "bars_sampled off_heads off_layers window sinks bars_before bars_after measure lens running tab tab_id "
+                       "model local_window local_block local_maps qk_maps blocks")
 MLA = _room("mla", "d_model heads d_c d_r latent rope_key explicit absorbed table last")
 SINKS_GATES = _room("sinks_gates", "query sink cap rows logits cap_chart gate")
 SPARSE = _room("sparse", "top_k chooser head index logits sparse full cost")

