@@ -7,12 +7,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from attention_lab import colours
 from core.playground.lab import gap_text, within_rounding
-from ui import compute, link, page, settings, state
+from ui import compute, concept_panels, link, page, settings, state
 from ui.concept_panels import mla_latent_maps
 from ui.i18n import t
 from ui.inputs import numbers_panel
 from ui.text import shorts
+from ui.widgets.figures import line_figure, show_chart
 from ui.widgets.heatmap import heatmap, show_heatmap
 from ui.widgets.layout import dim_labels, token_labels
 
@@ -30,7 +32,13 @@ MAX_DRAWN_TOKENS = 64  # tokens this page draws (every map has one row per token
 KEPT = (link.Kept(KEYS.d_model, "mla_d", link.one_of(D_MODELS), DEFAULTS[KEYS.d_model]),
         link.Kept(KEYS.heads, "mla_h", link.one_of(HEADS), DEFAULTS[KEYS.heads]),
         link.Kept(KEYS.d_c, "mla_c", link.whole(1, D_C_MAX), DEFAULTS[KEYS.d_c]),
-        link.Kept(KEYS.d_r, "mla_r", link.one_of(D_RS), DEFAULTS[KEYS.d_r]))
+        link.Kept(KEYS.d_r, "mla_r", link.one_of(D_RS), DEFAULTS[KEYS.d_r]),
+        link.Kept(state.item(KEYS.table, "v4_n"), "v4_n", link.one_of(compute.V4_CONTEXTS), 65536),
+        link.Kept(state.item(KEYS.table, "csa_m"), "csa_m", link.whole(1, 1 << 20), compute.V4.csa_rate),
+        link.Kept(state.item(KEYS.table, "hca_m"), "hca_m", link.whole(1, 1 << 20), compute.V4.hca_rate))
+V4_N, CSA_M, HCA_M = (state.item(KEYS.table, k) for k in ("v4_n", "csa_m", "hca_m"))  # DeepSeek-V4's strips (issue 55)
+STRIP_STYLE = {"window": (colours.OKABE_ITO[0], "circle"), "csa": (colours.OKABE_ITO[3], "diamond"),
+               "hca": (colours.OKABE_ITO[6], "square")}
 
 
 def usable(key: str, options, problems: page.Problems) -> None:
@@ -145,6 +153,57 @@ def main() -> None:
         forms(kept["r"], labels, dec)
         cache_now(kept["r"], kept["H"])
     published()
+    strips()
+    concept_panels.kept_link()
+
+
+# ---------------------------------------------------------------------------- DeepSeek-V4's three strips (issue 55)
+def pool(key: str, default: int, problems: page.Problems) -> int:
+    """A pool of 1 or more tokens per entry from session state; 0 or anything else is named and the record's used."""
+    v = st.session_state.setdefault(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1 << 20:
+        problems.append(("error", t("v4.pool.bad", value=str(v)[:40], default=default)))
+        st.session_state[key] = v = default
+    return v
+
+
+def strip_controls(problems: page.Problems) -> tuple[int, int, int]:
+    v4 = compute.V4
+    m, m2 = pool(CSA_M, v4.csa_rate, problems), pool(HCA_M, v4.hca_rate, problems)
+    if st.session_state.setdefault(V4_N, 65536) not in compute.V4_CONTEXTS:
+        problems.append(("error", t("v4.n.bad", value=str(st.session_state[V4_N])[:40])))
+        st.session_state[V4_N] = 65536
+    st.select_slider(t("v4.n"), compute.V4_CONTEXTS, key=V4_N, format_func=lambda n: f"{n:,}")
+    c1, c2 = st.columns(2)
+    with c1:
+        st.number_input(t("v4.csa_m"), min_value=1, max_value=1 << 20, step=1, key=CSA_M)
+    with c2:
+        st.number_input(t("v4.hca_m"), min_value=1, max_value=1 << 20, step=1, key=HCA_M)
+    return int(st.session_state[V4_N]), m, m2
+
+
+def strips() -> None:
+    """The window, the CSA entries and the HCA entries a DeepSeek-V4 layer keeps, against the context length."""
+    v4 = compute.V4
+    st.subheader(t("v4.title"))
+    st.markdown(t("v4.intro", model=v4.name, w=v4.window, m=v4.csa_rate, m2=v4.hca_rate, d=v4.d_head,
+                  d_i=v4.index_head_dim))
+    problems: page.Problems = []
+    n, m, m2 = strip_controls(problems)
+    r = page.guarded(problems, lambda: compute.v4_strips(n, m, m2))
+    page.show_problems(problems)
+    if r is None:
+        return
+    a = r["at"]
+    st.markdown(t("v4.now", n=f"{a.tokens:,}", window=f"{a.window:,}", csa=f"{a.csa:,}", hca=f"{a.hca:,}",
+                  csa_layer=f"{a.csa_layer:,}", hca_layer=f"{a.hca_layer:,}", m=m, m2=m2))
+    data = [{"type": "scatter", "mode": "lines+markers", "name": t("v4.strip." + k), "x": r["contexts"], "y": r[k],
+             "line": {"color": STRIP_STYLE[k][0]}, "marker": {"symbol": STRIP_STYLE[k][1]}} for k in ("window", "csa", "hca")]
+    fig = line_figure(data, {"xaxis": {"title": {"text": t("kept.x")}, "type": "log", "dtick": 1},
+                             "yaxis": {"title": {"text": t("v4.y")}, "type": "log", "dtick": 1}}, height=340)
+    show_chart(fig, key=state.item(KEYS.table, "strips"), title=t("v4.title"),
+               alt=t("v4.alt", n=f"{a.tokens:,}", window=f"{a.window:,}", csa=f"{a.csa:,}", hca=f"{a.hca:,}"))
+    st.caption(t("v4.caption", model=v4.name))
 
 
 main()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from core.checks import int_at_least
 from core.shapes import MODELS, Published
 from core.variants.kept import kept
 from core.variants.kv_sharing import SharingPlan, sharing_plan
@@ -128,3 +129,39 @@ def sharing_meter(n_shared: int, tokens: int, key: str = GEMMA4) -> SharingMeter
     per_layer = tuple(0 if m == "reuse" else one[k] for k, m in zip(kinds, plan.modes, strict=True))
     assert sum(per_layer) == with_sharing.total  # the stack adds up to core.kept's count
     return SharingMeter(p.name, with_sharing.tokens, plan, per_layer, with_sharing.total, alone.total)
+
+
+# ------------------------------------------------------------------ DeepSeek-V4's three cache strips (issue 55, point 4)
+DEEPSEEK_V4 = "deepseek-v4-flash"
+
+
+@dataclass(frozen=True)
+class CacheStrips:
+    """One CSA layer and one HCA layer of DeepSeek-V4 at ``tokens`` tokens: the window's entries (min(t, w), both
+    layers), the CSA entries (⌊t/m⌋, each with the indexer's key) and the HCA entries (⌊t/m′⌋); values = what
+    :func:`kept` counts for each layer, split by strip (the strips add up to it)."""
+
+    tokens: int
+    window: int
+    csa: int
+    hca: int
+    csa_layer: int
+    hca_layer: int
+    d: int
+    d_index: int
+
+
+def cache_strips(tokens: int, csa_rate: int | None = None, hca_rate: int | None = None,
+                 key: str = DEEPSEEK_V4) -> CacheStrips:
+    """The three strips at ``tokens`` with the record's pools or ``csa_rate`` / ``hca_rate`` tokens per entry
+    (ValueError for a pool under 1 token or a count under 1)."""
+    p = MODELS[key]
+    m = int_at_least("csa_rate", p.csa_rate if csa_rate is None else csa_rate)
+    m2 = int_at_least("hca_rate", p.hca_rate if hca_rate is None else hca_rate)
+    t = int_at_least("tokens", tokens)
+    q = replace(p, csa_rate=m, hca_rate=m2)
+    by_kind = kept(q, t).by_kind
+    window, csa, hca = min(t, p.window), t // m, t // m2
+    csa_layer, hca_layer = (by_kind[k][1] // by_kind[k][0] for k in ("csa", "hca"))
+    assert csa_layer == p.d_head * (window + csa) + p.index_head_dim * csa and hca_layer == p.d_head * (window + hca)
+    return CacheStrips(t, window, csa, hca, csa_layer, hca_layer, p.d_head, p.index_head_dim)

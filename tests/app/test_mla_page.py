@@ -11,7 +11,7 @@ import core
 from core import tokens
 from ui import state
 
-from .helpers import close, heat, no_errors, page, texts
+from .helpers import close, heat, no_errors, page, spec, texts
 
 PAGE = "app_pages/mla.py"
 KEYS = state.MLA
@@ -130,3 +130,45 @@ def test_the_no_saving_message_holds_whatever_h_is(lang):
             assert "H를 늘려도 달라지는 것이 없습니다" in said and "H를 늘리거나" not in said
     at = run(d_model=8, heads=2, d_c=4, d_r=2)  # d_c + d_R < 2·d_model: the latent saves
     assert "raising H" not in texts(at) and "fewer than multi-head attention" in texts(at)
+
+
+# ---------------------------------------------------------------- DeepSeek-V4's three strips (issue 55)
+def _strips_key(name: str) -> str:
+    return state.item(state.MLA.table, name)
+
+
+@pytest.mark.parametrize(("n", "m", "m2"), [(65536, 4, 128), (1_048_576, 16, 256)])
+def test_v4_strips_equal_core(n, m, m2):
+    from core.variants import kept_chart
+
+    at = page(PAGE, run=False)
+    at.session_state[_strips_key("v4_n")] = n
+    at.session_state[_strips_key("csa_m")] = m
+    at.session_state[_strips_key("hca_m")] = m2
+    at.run()
+    no_errors(at)
+    s = kept_chart.cache_strips(n, m, m2)
+    text = " ".join(x.value for x in at.markdown)
+    assert (f"window **{s.window:,}** entries, CSA **{s.csa:,}** entries (m = {m}), HCA **{s.hca:,}** entries"
+            in text), text
+    assert f"**{s.csa_layer:,}**" in text and f"**{s.hca_layer:,}**" in text
+    fig = spec(at, _strips_key("strips"))
+    for trace, k in zip(fig["data"], ("window", "csa", "hca"), strict=True):
+        assert trace["y"] == [getattr(kept_chart.cache_strips(c, m, m2), k) for c in kept_chart.CONTEXTS]
+    assert "#kept-2026" in text
+
+
+@pytest.mark.parametrize("key", ["csa_m", "hca_m"])
+@pytest.mark.parametrize("value", [0, -4, "four"])
+def test_a_pool_of_zero_is_named_not_a_traceback(key, value):
+    at = page(PAGE, run=False)
+    at.session_state[_strips_key(key)] = value
+    at.run()
+    assert not at.exception
+    assert any("is not a pool size" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_a_tampered_pool_in_the_link_is_refused_in_korean():
+    at = page(PAGE, query={"csa_m": "0", "lang": "ko"})
+    assert not at.exception and any("csa_m" in w.value for w in at.warning)
+    assert any("캐시의 세 띠" in h.value for h in at.subheader)

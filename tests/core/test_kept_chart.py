@@ -63,3 +63,13 @@ def test_gemma4_sharing_meter_by_hand():
     assert kc.sharing_meter(0, 8192).fraction == 1
     with pytest.raises(ValueError, match="needs an earlier layer"):
         kc.sharing_meter(30, 8192)
+
+
+def test_deepseek_v4_strips_by_hand():
+    s = kc.cache_strips(1_000_000)
+    assert (s.window, s.csa, s.hca) == (128, 1_000_000 // 4, 1_000_000 // 128)
+    assert s.csa_layer == 512 * (128 + 250_000) + 128 * 250_000 and s.hca_layer == 512 * (128 + 7812)
+    small = kc.cache_strips(100, 8, 64)
+    assert (small.window, small.csa, small.hca) == (100, 12, 1)
+    with pytest.raises(ValueError, match="csa_rate"):
+        kc.cache_strips(1000, 0)

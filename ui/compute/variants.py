@@ -269,3 +269,17 @@ def gemma4_sharing(n_shared: int, tokens: int, bytes_per_value: int) -> dict:
             "gib": gib, "shared_gib": kept_chart.gib(m.shared, bytes_per_value),
             "alone_gib": kept_chart.gib(m.alone, bytes_per_value),
             "fraction": m.fraction, "cached": m.plan.cached_layers, "layers": len(m.per_layer), "tokens": m.tokens}
+
+
+V4 = core.shapes.MODELS[kept_chart.DEEPSEEK_V4]  # DeepSeek-V4-Flash's record (window, pools; transformers' defaults)
+V4_CONTEXTS = kept_chart.CONTEXTS
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def v4_strips(tokens: int, csa_rate: int, hca_rate: int) -> dict:
+    """DeepSeek-V4's three cache strips (core.variants.kept_chart.cache_strips): entries of the window, CSA and HCA at
+    every context of the chart and at ``tokens``, with one CSA and one HCA layer's values."""
+    curve = [kept_chart.cache_strips(n, csa_rate, hca_rate) for n in V4_CONTEXTS]
+    at = kept_chart.cache_strips(tokens, csa_rate, hca_rate)
+    return {"contexts": list(V4_CONTEXTS), "window": [s.window for s in curve], "csa": [s.csa for s in curve],
+            "hca": [s.hca for s in curve], "at": at}
