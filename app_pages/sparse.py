@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from core.playground.lab import gap_text, within_rounding
-from ui import compute, link, page, settings, state
+from ui import compute, concept_panels, link, page, settings, state
 from ui.i18n import labeller, t
 from ui.inputs import numbers_panel
 from ui.text import shorts
@@ -28,10 +28,15 @@ TOP_K_DEFAULT = 2
 COST_NS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)  # tokens on the cost chart (V3.2's context: 128K)
 COST_TOP_K = 2048  # DeepSeek-V3.2-Exp's index_topk
 MAX_DRAWN_TOKENS = 64
+BLOCK_MAX = 8  # tokens per block on the blocks section
 
 KEPT = (link.Kept(KEYS.top_k, "topk", link.whole(1, TOP_K_MAX), TOP_K_DEFAULT),
         link.Kept(KEYS.chooser, "chooser", link.one_of(compute.SPARSE_CHOOSERS), "indexer"),
-        link.Kept(KEYS.head, "sp_h", link.whole(0, compute.SPARSE_HEADS - 1), 0))
+        link.Kept(KEYS.head, "sp_h", link.whole(0, compute.SPARSE_HEADS - 1), 0),
+        link.Kept(state.item(KEYS.index, "block"), "blk_c", link.whole(1, BLOCK_MAX), 2),
+        link.Kept(state.item(KEYS.index, "keep"), "blk_k", link.whole(1, MAX_DRAWN_TOKENS), 1),
+        link.Kept(state.item(KEYS.index, "pattern"), "blk_p", link.one_of(compute.BLOCK_PATTERNS), "FSSF"))
+BLOCK, KEEP, PATTERN = (state.item(KEYS.index, k) for k in ("block", "keep", "pattern"))  # blocks, shared (issue 55)
 
 
 def controls(n: int, problems: page.Problems) -> tuple[int, str, int]:
@@ -130,7 +135,57 @@ def main() -> None:
     if r is not None:
         maps(r, labels, h, dec)
         measured(r, k, labels, h, dec)
+    shared_blocks(tokens, labels, seed)
     costs()
+    concept_panels.kept_link()
+
+
+# ---------------------------------------------------------------------------- blocks and a shared choice (issue 55)
+def whole_at_least(key: str, default: int, hi: int, problems: page.Problems, message: str, **values) -> int:
+    v = st.session_state.setdefault(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+        problems.append(("error", t(message, value=str(v)[:40], default=default, **values)))
+        st.session_state[key] = v = default
+    return v
+
+
+def block_controls(n: int, problems: page.Problems) -> tuple[int, int, str]:
+    """Block size c, blocks kept (at most the blocks n tokens close) and the layer stack's pattern."""
+    c = whole_at_least(BLOCK, 2, BLOCK_MAX, problems, "blk.c.bad", max=BLOCK_MAX)
+    n_blocks = compute.closed_blocks(n, c)
+    k = whole_at_least(KEEP, 1, n_blocks, problems, "blk.k.bad", n=n, c=c, blocks=n_blocks)
+    if st.session_state.setdefault(PATTERN, "FSSF") not in compute.BLOCK_PATTERNS:
+        problems.append(("error", t("blk.p.bad", value=str(st.session_state[PATTERN])[:40])))
+        st.session_state[PATTERN] = "FSSF"
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        st.number_input(t("blk.c"), min_value=1, max_value=BLOCK_MAX, step=1, key=BLOCK)
+    with c2:
+        st.number_input(t("blk.k"), min_value=1, max_value=n_blocks, step=1, key=KEEP, help=t("blk.k.help", blocks=n_blocks))
+    with c3:
+        st.selectbox(t("blk.p"), compute.BLOCK_PATTERNS, key=PATTERN, format_func=lambda p: " ".join(p),
+                     help=t("blk.p.help"))
+    return c, k, st.session_state[PATTERN]
+
+
+def shared_blocks(tokens: list[str], labels: list[str], seed: int) -> None:
+    """Each layer's chosen tokens (1) per query; a shared layer's map is titled with the layer it copies."""
+    st.subheader(t("blk.title"))
+    st.markdown(t("blk.intro"))
+    problems: page.Problems = []
+    c, k, pattern = block_controls(len(tokens), problems)
+    r = page.guarded(problems, lambda: compute.shared_blocks(tuple(tokens), c, k, pattern, seed))
+    page.show_problems(problems)
+    if r is None:
+        return
+    cols = st.columns(2)
+    for layer, (src, chosen) in enumerate(zip(r["source"], r["chosen"], strict=True)):
+        with cols[layer % 2]:
+            own = src == layer
+            st.markdown("**" + t("blk.own" if own else "blk.copies", l=layer, s=src) + "**")
+            show_heatmap(heatmap(chosen, x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
+                                 sequential=True, decimals=0, compact=True), key=state.item(KEYS.index, "layer", layer))
+    st.caption(t("blk.caption", blocks=r["n_blocks"], c=c, k=k))
 
 
 main()

@@ -5,8 +5,8 @@ Delta Attention layer and one Mamba-2 mixer over the same embeddings, each throu
 
 Sizes (:data:`DEMO`): d_model 8, 1 key head and 2 value heads of d_k = d_v = 4 for GDN (fewer key heads than value
 heads); 2 heads of d = 4 for KDA; 2 heads of P = 4 with one group of N = 4 for Mamba-2; conv kernel κ = 4.
-Weights: N(0, 1/d_in) matrices (:func:`core.playground.tokens.projection`) and N(0, 1) vectors
-(:func:`core.seeded.seeded_normal`), named by salt, so a seed gives the same layer on every machine.
+Weights: N(0, 1/d_in) matrices and N(0, 1) vectors and embeddings (one per distinct token), all
+:func:`core.seeded.seeded_normal` named by salt, so a seed gives the same layer on every machine.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import torch
 
-from core.playground.tokens import embed, projection
+from core.mechanism.positional import rope_tables
 from core.seeded import seeded_normal
+from core.variants.block_index import block_index, shared_choice
 from core.variants.gated_deltanet import GatedDeltaNetTrace, KimiDeltaTrace, gated_deltanet, kimi_delta_attention
 from core.variants.mamba2 import Mamba2Trace, mamba2
 
@@ -35,8 +36,12 @@ BETA_MAXES = (1.0, 2.0)  # β in (0, 1), or (0, 2) with negative eigenvalues (OL
 A_LOG_CENTRE = -1.5  # the untrained layers' log rate: fades of a few tokens' memory, readable on a map
 
 
-def _w(d_in: int, d_out: int, seed: int, name: str) -> torch.Tensor:
-    return projection(d_in, d_out, seed=seed, name=f"demo.{name}", dtype=torch.float64)
+def weight(d_in: int, d_out: int, seed: int, name: str) -> torch.Tensor:
+    """The seeded N(0, 1/d_in) matrix (d_in, d_out) named ``name`` (float64)."""
+    return seeded_normal((d_in, d_out), seed=seed, salt=f"demo.{name}", std=d_in ** -0.5, dtype=torch.float64)
+
+
+_w = weight
 
 
 def _v(shape, seed: int, name: str) -> torch.Tensor:
@@ -49,8 +54,10 @@ def _a_log(n: int, seed: int, name: str) -> torch.Tensor:
 
 
 def demo_x(tokens, seed: int) -> torch.Tensor:
-    """The tokens' seeded embeddings as a batch of one, (1, n, d_model), float64."""
-    return embed(list(tokens), DEMO.d_model, seed=seed, dtype=torch.float64)[None]
+    """The tokens' seeded embeddings as a batch of one, (1, n, d_model), float64: a token's row depends on the token
+    and the seed only."""
+    rows = [seeded_normal((DEMO.d_model,), seed=seed, salt=f"demo.x.{tok}", dtype=torch.float64) for tok in tokens]
+    return torch.stack(rows)[None]
 
 
 def gdn_demo(tokens, seed: int, beta_max: float = 1.0) -> GatedDeltaNetTrace:
@@ -109,3 +116,49 @@ def fades(gdn: GatedDeltaNetTrace, kda: KimiDeltaTrace, m2: Mamba2Trace, head: i
 def cache_values(trace: GatedDeltaNetTrace | KimiDeltaTrace | Mamba2Trace) -> tuple[int, int]:
     """The layer's cache for one sequence: (numbers in its states, numbers in the conv's last κ − 1 inputs)."""
     return int(trace.cache.state[0].numel()), int(trace.cache.conv[0].numel())
+
+
+# ------------------------------------------------------------------ blocks and a shared choice (the sparse page)
+INDEXER_PATTERNS = ("FSSF", "FSFS", "FFFF", "FSSS")  # F: a layer with its own indexer, S: it reads the last F's choice
+INDEX_HEADS, INDEX_D, INDEX_ROPE_BASE = 2, 4, 10000.0  # the untrained indexers' sizes
+
+
+@dataclass(frozen=True)
+class SharedBlocks:
+    """Untrained block indexers on a stack of layers (``pattern``: F runs its own, S copies the last F's choice,
+    :func:`core.variants.block_index.shared_choice`): chosen_blocks[l] (n, n_blocks) and chosen[l] (n, n) of layer
+    l, scores[l] (n, n_blocks) of the layer whose choice it reads; source[l] that layer."""
+
+    source: tuple[int, ...]
+    scores: tuple[torch.Tensor, ...]
+    chosen_blocks: tuple[torch.Tensor, ...]
+    chosen: tuple[torch.Tensor, ...]
+    block: int
+    n_blocks: int
+
+
+def shared_blocks_demo(tokens, seed: int, block: int, keep_blocks: int, pattern: str) -> SharedBlocks:
+    """Each F layer's block indexer (c = ``block`` tokens, the top ``keep_blocks`` closed blocks) on the tokens; each S
+    layer reads the choice of the last F before it. ValueError for an unknown pattern, a first layer that is S (no
+    choice to read), or more blocks than the sequence closes."""
+    if not pattern or set(pattern) - {"F", "S"}:
+        raise ValueError(f"a layer pattern is F and S letters, got {pattern!r}")
+    plan = shared_choice(["full" if k == "F" else "shared" for k in pattern])
+    x = demo_x(tokens, seed)
+    n, n_blocks = x.shape[1], x.shape[1] // max(1, block)
+    if not 1 <= keep_blocks <= n_blocks:
+        raise ValueError(f"top-k of {keep_blocks} blocks, but {n} tokens close {n_blocks} blocks of {block}")
+    rope = rope_tables(n, INDEX_D, base=INDEX_ROPE_BASE, dtype=torch.float64)
+    own = {layer: block_index(x, W_q=_w(DEMO.d_model, INDEX_HEADS * INDEX_D, seed, f"bi.{layer}.W_q"),
+                              W_k=_w(DEMO.d_model, INDEX_D, seed, f"bi.{layer}.W_k"),
+                              q_norm=torch.ones(INDEX_D, dtype=torch.float64), k_norm=torch.ones(INDEX_D, dtype=torch.float64),
+                              n_heads=INDEX_HEADS, block=block, budget=keep_blocks * block, rope=rope)
+           for layer in sorted(set(plan.source))}
+    return SharedBlocks(plan.source, tuple(own[s].scores[0] for s in plan.source),
+                        tuple(own[s].chosen_blocks[0] for s in plan.source), tuple(own[s].chosen[0] for s in plan.source),
+                        block, n_blocks)
+
+
+def closed_blocks(n: int, block: int) -> int:
+    """How many whole blocks of ``block`` tokens n tokens close (at least 1 for the controls' bound)."""
+    return max(1, n // max(1, block))

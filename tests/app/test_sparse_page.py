@@ -129,3 +129,47 @@ def test_the_indexer_grows_at_the_same_rate_so_the_saving_tends_to_a_limit():
     assert "at a smaller rate" not in said
     assert "H_I·d_I = 8,192 multiply-adds against H·(d_k + d_v) = 40,960" in said
     assert "at most 5× cheaper than full attention, and the ratio tends to 5" in said
+
+
+# ---------------------------------------------------------------- blocks and a shared choice (issue 55)
+def _blk(name: str, *parts) -> str:
+    return state.item(state.SPARSE.index, name, *parts)
+
+
+@pytest.mark.parametrize(("c", "k", "pattern"), [(2, 1, "FSSF"), (1, 2, "FSFS")])
+def test_each_layers_choice_equals_core_and_shared_layers_copy_it(c, k, pattern):
+    from core.variants import layer_demos
+
+    at = page(PAGE, run=False)
+    at.session_state[_blk("block")] = c
+    at.session_state[_blk("keep")] = k
+    at.session_state[_blk("pattern")] = pattern
+    at.run()
+    no_errors(at)
+    r = layer_demos.shared_blocks_demo(list(tokens.C18_TOKENS), 0, c, k, pattern)
+    text = " ".join(m.value for m in at.markdown)
+    for layer, src in enumerate(r.source):
+        np.testing.assert_array_equal(heat(at, _blk("layer", layer)), r.chosen[layer].numpy().astype(float))
+        assert (f"layer {layer} · its own indexer" if src == layer else f"layer {layer} · shared: copies layer {src}'s") in text
+        if src != layer:
+            np.testing.assert_array_equal(heat(at, _blk("layer", layer)), heat(at, _blk("layer", src)))
+    assert "#kept-2026" in text
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("keep", 9, "is more than 4 tokens close"),  # top-k over the number of blocks (4 tokens, c = 2: 2 blocks)
+    ("block", 0, "is not a block size"),
+    ("pattern", "SFFF", "is not a layer stack this page offers"),  # a shared layer with no full layer before it
+])
+def test_bad_block_settings_are_named_not_a_traceback(name, value, message):
+    at = page(PAGE, run=False)
+    at.session_state[_blk(name)] = value
+    at.run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    heat(at, _blk("layer", 0))  # still drawn with the defaults
+
+
+def test_a_tampered_block_pattern_in_the_link_is_refused():
+    at = page(PAGE, query={"blk_p": "SSSS", "lang": "ko"})
+    assert not at.exception and any("blk_p" in w.value for w in at.warning)

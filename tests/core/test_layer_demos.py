@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.playground.tokens import projection
 from core.seeded import seeded_normal
 from core.variants import layer_demos as L
 from core.variants.gated_deltanet import causal_conv
@@ -40,7 +39,7 @@ def test_mamba2_scan_is_gated_linear_attention_with_q_c_k_b_v_x():
     s, seed = L.DEMO, 0
     m = L.mamba2_demo(TOKENS, seed)
     inner, C = s.value_heads * s.d, s.value_heads * s.d + 2 * s.d
-    W = projection(s.d_model, C, seed=seed, name="demo.m2.W_xBC", dtype=torch.float64)
+    W = L.weight(s.d_model, C, seed, "m2.W_xBC")
     taps = seeded_normal((C, s.kappa), seed=seed, salt="demo.m2.taps", dtype=torch.float64) / s.kappa
     xs, B, Cm = causal_conv(L.demo_x(TOKENS, seed) @ W, taps)[0].split([inner, s.d, s.d], dim=-1)
     for h in range(s.value_heads):
@@ -57,3 +56,17 @@ def test_cache_values_are_states_and_the_convs_last_inputs():
     assert L.cache_values(g) == (s.value_heads * s.d * s.d, (s.kappa - 1) * (2 * s.key_heads * s.d + s.value_heads * s.d))
     m = L.mamba2_demo(TOKENS, 0)
     assert L.cache_values(m) == (s.value_heads * s.d * s.d, (s.kappa - 1) * (s.value_heads * s.d + 2 * s.d))
+
+
+def test_shared_layers_copy_the_choice_of_the_last_full_layer():
+    toks = ("나는", "오늘", "사과를", "먹었다", "그리고", "잤다", "아주", "잘")
+    r = L.shared_blocks_demo(toks, 0, 2, 1, "FSSF")
+    assert r.source == (0, 0, 0, 3) and r.n_blocks == 4
+    for layer in (1, 2):
+        assert torch.equal(r.chosen[layer], r.chosen[0]) and torch.equal(r.chosen_blocks[layer], r.chosen_blocks[0])
+    assert (r.chosen_blocks[0].sum(-1) <= 1).all()  # one block kept per query (fewer before a block closes)
+    other = L.shared_blocks_demo(toks, 0, 2, 1, "FFFF")  # layer 1 with its own indexer chooses on its own
+    assert torch.equal(other.chosen[0], r.chosen[0])
+    for bad, match in (((2, 5, "FSSF"), "top-k of 5 blocks"), ((2, 1, "SF"), "first 'full'"), ((2, 1, "FX"), "F and S")):
+        with pytest.raises(ValueError, match=match):
+            L.shared_blocks_demo(toks, 0, *bad)

@@ -283,3 +283,16 @@ def v4_strips(tokens: int, csa_rate: int, hca_rate: int) -> dict:
     at = kept_chart.cache_strips(tokens, csa_rate, hca_rate)
     return {"contexts": list(V4_CONTEXTS), "window": [s.window for s in curve], "csa": [s.csa for s in curve],
             "hca": [s.hca for s in curve], "at": at}
+
+
+BLOCK_PATTERNS = layer_demos.INDEXER_PATTERNS  # the sparse page's layer stacks (F own indexer, S shared)
+closed_blocks = layer_demos.closed_blocks  # whole blocks n tokens close (the top-k control's bound)
+
+
+@memo.cached(max_entries=32, ttl=HOUR)
+def shared_blocks(tokens: tuple[str, ...], block: int, keep_blocks: int, pattern: str, seed: int) -> dict:
+    """Untrained block indexers over a stack of layers (core.variants.layer_demos.shared_blocks_demo): per layer the
+    tokens each query attends (n, n; 1 = chosen) and the layer whose choice it reads."""
+    r = layer_demos.shared_blocks_demo(tokens, seed, block, keep_blocks, pattern)
+    return {"source": list(r.source), "chosen": [c.to(torch.float64).numpy() for c in r.chosen],
+            "blocks": [b.to(torch.float64).numpy() for b in r.chosen_blocks], "n_blocks": r.n_blocks, "pattern": pattern}
