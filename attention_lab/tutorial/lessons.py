@@ -759,7 +759,7 @@ def _l15_csa():
     """Numbers one CSA layer of DeepSeek-V4-Flash adds per token beyond its window (core.kept, read off two counts):
     a pooled entry of d every m tokens and the indexer's key of d_I, d/m + d_I/m."""
     p = KEPT_V4
-    vals = {"model": p.name, "d": p.d_head, "d_I": p.index_head_dim, "m": p.csa_rate, "w": p.window}
+    vals = {"model": p.name, "d": p.d_head, "d_I": p.index_head_dim, "m": p.csa_rate, "w": p.window, "m2": p.hca_rate}
     return kept_chart.growth_per_layer(p, "csa"), vals, {
         "no_index": p.d_head / p.csa_rate, "hca": kept_chart.growth_per_layer(p, "hca"), "whole": float(p.d_head)}
 
