@@ -481,7 +481,8 @@ def local_maps(text: str, tr: dict, block: int, w: int) -> None:
             spec = heatmap(x["attentions"][block, head], x_labels=labels, y_labels=labels, x_title=t("axis.key"),
                            y_title=t("axis.query"), decimals=2, sequential=True, neg_inf=~x["seen"][block])
             panels.append({"key": state.item(KEYS.local_maps, head, name), "title": f"{t('lm.head.n', h=head)} · {title}",
-                           "mathml": "", "shape": "", "map": spec, "before": "", "after": "", "warning": ""})
+                           "mathml": "", "shape": " × ".join(map(str, x["seen"][block].shape)), "map": spec,
+                           "before": "", "after": "", "warning": ""})
     st.caption(t("lm.local_window.map", l=block, h="0–3", w=w))
     show_maps(panels, key=KEYS.local_maps, per_row=2)
 
