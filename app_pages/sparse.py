@@ -178,13 +178,13 @@ def shared_blocks(tokens: list[str], labels: list[str], seed: int) -> None:
     page.show_problems(problems)
     if r is None:
         return
-    cols = st.columns(2)
     for layer, (src, chosen) in enumerate(zip(r["source"], r["chosen"], strict=True)):
+        if layer % 2 == 0:  # a row of two layers, so a narrow screen reads them in order
+            cols = st.columns(2)
         with cols[layer % 2]:
-            own = src == layer
-            st.markdown("**" + t("blk.own" if own else "blk.copies", l=layer, s=src) + "**")
+            st.markdown("**" + t("blk.own" if src == layer else "blk.copies", l=layer, s=src) + "**")
             show_heatmap(heatmap(chosen, x_labels=labels, y_labels=labels, x_title=t("axis.key"), y_title=t("axis.query"),
-                                 sequential=True, decimals=0, compact=True), key=state.item(KEYS.index, "layer", layer))
+                                 sequential=True, decimals=0), key=state.item(KEYS.index, "layer", layer))
     st.caption(t("blk.caption", blocks=r["n_blocks"], c=c, k=k))
 
 
