@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import compute, live, nav, page, settings, state, uploads
+from ui import compute, live, nav, page, presenter, settings, state, uploads
 from ui.i18n import t, this_run
 from ui.widgets import a11y
 from ui.widgets.guard import connection_guard, forget_button, memory
@@ -55,6 +55,7 @@ def frame(refused: list[str]) -> None:
         forget_button()
     if refused:
         st.warning(t("err.url_settings", names=", ".join(refused)))
+    presenter.frame(current.url_path)  # ?present=1: no sidebar, larger type, maps to the screen (every page and lesson)
     st.title(current.title)  # (a material icon in a heading is fetched from Google: none here)
     remember(current)
     page.boundary(lambda: live.frame() or current.run())  # a seated student follows the class; paused: no page

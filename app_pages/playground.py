@@ -10,7 +10,7 @@ import streamlit as st
 
 import core
 from attention_lab import scenario
-from ui import compute, export, link, live, page, settings, state, view
+from ui import compute, export, link, live, page, presenter, settings, state, view
 from ui import scenario_state as ss
 from ui.code_export import code_panel
 from ui.i18n import labeller, t
@@ -77,6 +77,10 @@ def current_view(problems: list) -> view.View:
         st.session_state[KEYS.view] = v
         if refused:
             problems.append(("warning", t("err.url_view", names=", ".join(refused))))
+    v = st.session_state.get(KEYS.view) or view.View()
+    if v.present != presenter.on():  # the frame's presenter view (any page's link, or its way out) decides
+        set_view(present=presenter.on())
+        st.session_state[KEYS.present] = presenter.on()  # the toggle, drawn later in this run, shows it
     return st.session_state.get(KEYS.view) or view.View()
 
 
@@ -90,21 +94,13 @@ def on_step_key(direction: str) -> None:
         set_view(step=min(view.STEP_COUNT, v.step + 1) if direction == "next" else max(1, v.step - 1))
 
 
-def presenter_css(v: view.View) -> None:
-    """Presenter view: no sidebar, compact header, larger type (the maps enlarge themselves)."""
-    if v.present:
-        st.markdown("<style>section[data-testid=stSidebar], [data-testid=stSidebarCollapsedControl] {display: none;}"
-                    " .stMainBlockContainer {padding-top: 1rem; font-size: 1.15rem;} h1 {font-size: 1.8rem;}</style>",
-                    unsafe_allow_html=True)
-
-
 def view_controls(v: view.View) -> None:
     """Presenter toggle, and the step-through: ◀ / ▶ (or the arrow keys) reveal one step at a time.
     A student's lesson link shows none of them (the teacher's controls)."""
     if v.student:
         return
     st.toggle(t("pg.present"), value=v.present, key=KEYS.present, help=t("pg.present.help"),
-              on_change=lambda: set_view(present=bool(st.session_state[KEYS.present])))
+              on_change=lambda: presenter.put(bool(st.session_state[KEYS.present])))  # the frame's view: every page
     if v.step == 0:
         st.button(t("pg.steps.start"), key=KEYS.step_start, on_click=set_view, kwargs={"step": 1}, help=t("pg.steps.help"),
                   width="stretch")
@@ -313,7 +309,6 @@ def body() -> None:
     ss.start(problems)
     drain_clicks()
     v = current_view(problems)
-    presenter_css(v)
     left, right = st.columns([4, 8], gap="small")
     with left:
         with st.expander(t("pg.about")):  # folded: the pipeline starts high on a projector screen

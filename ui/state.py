@@ -44,7 +44,7 @@ def setting_widget(name: str) -> str:
 # ------------------------------------------------------------------ the frame (app.py): every page
 # a11y: the document-wide accessibility element (ui/widgets/a11y.py)
 FRAME = _room("frame", "a11y session_id guard cpu_spent link link_alone link_own kept kept_loaded resume memory forget "
-              "forget_button")
+              "forget_button present present_loaded present_leave present_map")
 
 # ------------------------------------------------------------------ the scenario every page shares
 SCENARIO_NAMES = ("tokens source mode embedding d_model qkv d_k d_v score d_a scale temperature causal pad blocked "

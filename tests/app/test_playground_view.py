@@ -28,7 +28,8 @@ def test_presenter_view_from_the_link_enlarges_the_maps_and_hides_the_sidebar():
     no_errors(at)
     assert at.toggle(key=KEYS.present).value is True
     assert spec(at, PG_WEIGHTS)["present"] is True
-    assert any("stSidebar" in m.value and "display: none" in m.value for m in at.markdown)
+    # the frame's presenter view (ui/presenter.py): its style, out of the page's flow
+    assert any("stSidebar" in m.proto.body and "display: none" in m.proto.body for m in at.get("html"))
     at.toggle(key=KEYS.present).set_value(False).run()
     assert spec(at, PG_WEIGHTS)["present"] is False
     assert "present" not in address(at)

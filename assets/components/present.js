@@ -1,0 +1,40 @@
+// Presenter view (ui/presenter.py): the page's main map brought to the top of the first screen, once per page
+// shown: the first map drawn in the page (a heatmap, the pipeline's maps, a model's heads, the inspector, a chart),
+// when it starts below the fold. A rerun of the same page leaves the page where the presenter scrolled it.
+const MAPS = ".alhm, .almaps, .alhv, .almv, .alinspector";
+
+export default function (component) {
+  const { data, parentElement } = component;
+  silentMount(parentElement, true); // silent_lib.js: no room taken, the "has run" marker
+  const root = document.documentElement;
+  if (!data.token || (root.dataset.alPresented || "") === data.token) return;
+  root.dataset.alPresented = data.token;
+  const first = () => {
+    for (const el of document.querySelectorAll(
+      "[data-testid=stMain] [data-testid=stBidiComponentIsolated], [data-testid=stMain] .js-plotly-plot")) {
+      const map = el.classList.contains("js-plotly-plot") ? el : el.shadowRoot && el.shadowRoot.querySelector(MAPS);
+      if (map && map.getBoundingClientRect().height > 40) return el;
+    }
+    return null;
+  };
+  // the page has drawn: its run ended and every component holds what it draws (a map's code may load later)
+  const drawn = () => !!document.querySelector('[data-testid=stApp][data-test-script-state=notRunning]')
+    && [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')].every(
+      (h) => !h.dataset.alLoading && (!h.shadowRoot || !!h.shadowRoot.querySelector('[class^=al], [class*=" al"]')));
+  let tries = 0;
+  const look = () => {
+    const el = drawn() ? first() : null;
+    if (!el) {
+      if (++tries < 100) setTimeout(look, 100); // the maps draw after the script: look for 10 s
+      else root.dataset.alPresentedAt = data.token; // a page without a map: its first screen is as drawn
+      return;
+    }
+    const box = el.getBoundingClientRect();
+    if (box.top < 0 || box.top > window.innerHeight * 0.45) {
+      el.style.scrollMarginTop = "96px"; // its heading and caption above it stay in view
+      el.scrollIntoView({ block: "start" });
+    }
+    root.dataset.alPresentedAt = data.token; // the tests' fact: the first screen is laid out
+  };
+  look();
+}

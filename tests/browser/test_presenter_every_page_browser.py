@@ -1,0 +1,86 @@
+"""Real browser: the presenter view (``?present=1``, from the frame: ui/presenter.py) on every page and every lesson
+of the tutorial, in both languages, at 1280×720: no sidebar, larger type, nothing cut off (no sideways overflow of
+the page), the page's main map (its first map, where it has one) on the first screen, and axe finds nothing serious
+or critical. One browser context per language, the pages one after the other."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from attention_lab import tutorial
+from ui import nav, presenter
+
+from .a11y_audit import audit, grown
+from .conftest import ARTIFACTS
+
+SIZES = {1280: 720}
+MAPS = ".alhm, .almaps, .alhv, .almv, .alinspector"  # assets/components/present.js
+# the page as the room sees it: the sidebar, the root type size, the page's width against the window's, and the
+# first map's box (None: the page has no map)
+MEASURE = """(maps) => {
+  const sb = document.querySelector('section[data-testid=stSidebar]');
+  const main = document.querySelector('[data-testid=stMain]');
+  const doc = document.scrollingElement;
+  let map = null;
+  for (const el of document.querySelectorAll(
+    '[data-testid=stMain] [data-testid=stBidiComponentIsolated], [data-testid=stMain] .js-plotly-plot')) {
+    const m = el.classList.contains('js-plotly-plot') ? el : el.shadowRoot && el.shadowRoot.querySelector(maps);
+    if (m && m.getBoundingClientRect().height > 40) { const r = el.getBoundingClientRect(); map = [r.top, r.bottom]; break; }
+  }
+  return {sidebar: !!(sb && sb.offsetWidth), font: parseFloat(getComputedStyle(document.documentElement).fontSize),
+          wide: [doc.scrollWidth - doc.clientWidth, main.scrollWidth - main.clientWidth], map};
+}"""
+
+
+# the page has drawn in presenter view: its language set by the frame, its run ended, its title there, nothing loading
+# or stale, every component drawn, and present.js done with the first screen (conftest's wait_idle waits for the
+# first markdown to be visible: in presenter view that is the hidden sidebar's)
+DRAWN = """(lang) => document.documentElement.dataset.alFrame === lang && document.documentElement.lang === lang
+  && !!document.querySelector('[data-testid=stApp][data-test-script-state=notRunning]')
+  && !!document.querySelector('[data-testid=stMain] h1')
+  && !document.querySelector('[data-testid=stMain] [data-testid=stSkeleton]') && !document.querySelector('[data-stale=true]')
+  && [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')].every((h) => !h.shadowRoot
+       || !!h.shadowRoot.querySelector('[class^=al], [class*=" al"]'))
+  && !!document.documentElement.dataset.alPresentedAt"""
+
+
+def views(base: str, lang: str) -> list[tuple[str, str]]:
+    pages = [(p.name, f"{base}/{p.url}?present=1&lang={lang}") for p in nav.PAGES]
+    return pages + [(f"lesson {x.id}", f"{base}/Tutorial?lesson={x.id}&present=1&lang={lang}") for x in tutorial.LESSONS]
+
+
+@pytest.mark.parametrize("width", list(SIZES))
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_presenter_view_on_every_page_and_lesson(server_url, chromium, lang, width):
+    height = SIZES[width]
+    ctx = chromium.new_context(viewport={"width": width, "height": height}, locale="ko-KR" if lang == "ko" else "en-US")
+    shots = Path(os.environ.get("ATTN_LAB_SHOTS") or ARTIFACTS)
+    shots.mkdir(parents=True, exist_ok=True)
+    bad: dict[str, list] = {}
+    try:
+        page = ctx.new_page()
+        for name, url in views(server_url, lang):
+            page.goto(url)
+            page.wait_for_function(DRAWN, arg=lang, timeout=120_000)
+            m = page.evaluate(MEASURE, MAPS)
+            wrong = []
+            if m["sidebar"]:
+                wrong.append("sidebar shown")
+            if m["font"] < presenter.ROOT_PX:
+                wrong.append(f"type {m['font']} px")
+            if max(m["wide"]) > 1:
+                wrong.append(f"cut off: wider than the window by {m['wide']} px")
+            if m["map"] is not None and not (0 <= m["map"][0] < height / 2):
+                wrong.append(f"main map at {m['map']} px, not on the first screen")
+            own, streamlit = audit(page)
+            wrong += own + [f"Streamlit's own: {grown(streamlit)}"] * bool(grown(streamlit))
+            if wrong:
+                bad[name] = wrong
+            if name in ("masks", "kv_cache", "lesson weighted-average"):
+                page.screenshot(path=str(shots / f"presenter-{lang}-{name.replace(' ', '-')}-{width}.png"))
+    finally:
+        ctx.close()
+    assert not bad, "\n".join(f"[{k}] {v}" for k, v in bad.items())
