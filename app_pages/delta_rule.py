@@ -123,8 +123,8 @@ def gdn_layer(r: dict, labels: list[str], dec: int) -> None:
     """The conv's taps, β and α per value head, and the cache the layer keeps (numbers from core)."""
     s = r["sizes"]
     st.markdown(t("dr2.gdn", hk=s.key_heads, hv=s.value_heads, d=s.d, kappa=s.kappa))
-    st.latex(r"\begin{gathered}[q|k|v]_t = \mathrm{SiLU}\big(\textstyle\sum_{j<\kappa} w_j \odot (xW)_{t-j}\big),\quad "
-             r"\beta_t = \beta_{\max}\,\sigma(x_t W_b),\quad \alpha_t = e^{-e^{A}\,\mathrm{softplus}(x_t W_a + b)}\\"
+    st.latex(r"\begin{gathered}[q|k|v]_t = \mathrm{SiLU}\big(\textstyle\sum_{j<\kappa} w_j \odot (xW)_{t-j}\big)\\"
+             r"\beta_t = \beta_{\max}\,\sigma(x_t W_b)\\ \alpha_t = e^{-e^{A}\,\mathrm{softplus}(x_t W_a + b)}\\"
              r"y_t = \mathrm{RMSNorm}(o_t) \odot \mathrm{SiLU}(x_t W_z)\end{gathered}")
     channels = [f"{n}{i}" for n, w in (("q", s.key_heads * s.d), ("k", s.key_heads * s.d), ("v", s.value_heads * s.d))
                 for i in range(w)]

@@ -180,6 +180,8 @@ def shared_control(problems: page.Problems) -> int:
 def stack_chart(r: dict) -> None:
     """One bar per layer: the GiB it keeps (0 for a layer that reads another's), coloured and named by its mode."""
     modes = [m or "own" for m in r["modes"]]
+    if "reuse" not in modes:  # nothing shared: a "store" layer keeps its K and V for no one but itself
+        modes = ["own"] * len(modes)
     labels = [t("gs.layer", l=i, kind=t("gs.kind." + k)) for i, k in enumerate(r["kinds"])]
     text = [t("gs.reads", s=s) if m == "reuse" else "" for m, s in zip(modes, r["source"], strict=True)]
     data = [{"type": "bar", "orientation": "h", "name": t("gs.mode." + mode), "x": [g if m == mode else None for m, g in
