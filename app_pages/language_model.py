@@ -19,7 +19,7 @@ from ui.i18n import count, current_lang, labeller, t
 from ui.pipeline import pipeline
 from ui.text import md, shorts
 from ui.widgets.bars import show_bars, weight_bars
-from ui.widgets.heatmap import heatmap, show_maps
+from ui.widgets.heatmap import heatmap, show_heatmap, show_maps
 from ui.widgets.keys import arrow_keys
 from ui.widgets.layout import shape_badge, token_labels
 from ui.widgets.model_views import model_view, show_model_view
@@ -495,11 +495,13 @@ def qk_norm_view(text: str, layer: int, head: int) -> None:
     st.markdown(t("lm.qk.text", d=d))
     tokens = compute.lm_trace(text, settings.get("device"), chosen_model())["tokens"]
     rows, cols = shorts(token_labels(tokens)), [str(i) for i in range(d)]
-    panels = [{"key": state.item(KEYS.qk_maps, name), "title": t(f"lm.qk.{name}"), "mathml": "", "shape": f"{n} × {d}",
-               "map": heatmap(v[name], x_labels=cols, y_labels=rows, x_title=t("lm.axis.number"),
-                              y_title=t("axis.query") if name.startswith("q") else t("axis.key"), decimals=2),
-               "before": "", "after": "", "warning": ""} for name in ("q", "q_normed", "k", "k_normed")]
-    show_maps(panels, key=KEYS.qk_maps, per_row=2)
+    for pair in (("q", "q_normed"), ("k", "k_normed")):  # wider than a panel's canvas: one map element each
+        for name, col in zip(pair, st.columns(2), strict=True):
+            with col:
+                st.markdown(f"**{t(f'lm.qk.{name}')}** ({n} × {d})")
+                show_heatmap(heatmap(v[name], x_labels=cols, y_labels=rows, x_title=t("lm.axis.number"),
+                                     y_title=t("axis.query") if name.startswith("q") else t("axis.key"), decimals=2),
+                             key=state.item(KEYS.qk_maps, name))
 
 
 def _open_top(layer: int, head: int) -> None:
