@@ -1,7 +1,7 @@
 // Presenter view (ui/presenter.py): the page's main map brought to the top of the first screen, once per page
-// shown: the first map drawn in the page (a heatmap, the pipeline's maps, a model's heads, the inspector, a chart),
+// shown: the first map drawn in the page (a heatmap, the pipeline's maps, a model's heads, the inspector, bars, a chart),
 // when it starts below the fold. A rerun of the same page leaves the page where the presenter scrolled it.
-const MAPS = ".alhm, .almaps, .alhv, .almv, .alinspector";
+const MAPS = ".alhm, .almaps, .alhv, .almv, .alinspector, .albars";
 
 export default function (component) {
   const { data, parentElement } = component;
@@ -17,14 +17,23 @@ export default function (component) {
     }
     return null;
   };
-  // the page has drawn: its run ended and every component holds what it draws (a map's code may load later)
+  // the presenter acts first (a click, a key: a step-through, a scroll): the page stays where they take it
+  let touched = false;
+  const touch = () => { touched = true; };
+  for (const kind of ["pointerdown", "keydown", "wheel"]) window.addEventListener(kind, touch, { once: true, capture: true });
+  // the page has drawn: its run ended, fonts and images loaded, every component holds what it draws
   const drawn = () => !!document.querySelector('[data-testid=stApp][data-test-script-state=notRunning]')
+    && document.fonts.status === "loaded" && [...document.images].every((img) => img.complete)
     && [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')].every(
       (h) => !h.dataset.alLoading && (!h.shadowRoot || !!h.shadowRoot.querySelector('[class^=al], [class*=" al"]')));
-  let tries = 0;
+  let tries = 0, last = null;
   const look = () => {
+    if (touched) { root.dataset.alPresentedAt = data.token; return; }
     const el = drawn() ? first() : null;
-    if (!el) {
+    const at = el ? el.getBoundingClientRect().top : null;
+    const still = el !== null && at === last; // laid out: the same place twice in a row
+    last = at;
+    if (!still) {
       if (++tries < 100) setTimeout(look, 100); // the maps draw after the script: look for 10 s
       else root.dataset.alPresentedAt = data.token; // a page without a map: its first screen is as drawn
       return;

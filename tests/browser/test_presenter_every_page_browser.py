@@ -17,7 +17,7 @@ from .a11y_audit import audit, grown
 from .conftest import ARTIFACTS
 
 SIZES = {1280: 720}
-MAPS = ".alhm, .almaps, .alhv, .almv, .alinspector"  # assets/components/present.js
+MAPS = ".alhm, .almaps, .alhv, .almv, .alinspector, .albars"  # assets/components/present.js
 # the page as the room sees it: the sidebar, the root type size, the page's width against the window's, and the
 # first map's box (None: the page has no map)
 MEASURE = """(maps) => {
