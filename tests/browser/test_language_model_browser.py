@@ -120,5 +120,13 @@ def test_each_model_in_both_languages_on_a_laptop_and_a_phone(server_url, chromi
             assert page.locator('[data-testid="stException"]').count() == 0
             own, _ = audit(page)
             assert not own, "\n".join(own)
+        if model == "gemma3":  # the heads tab: QK-norm's q and k of the open head, drawn
+            page.get_by_role("tab", name=table(lang)["lm.tab.heads"]).click()
+            qk = page.locator(css(state.item(KEYS.qk_maps, "k_normed")))
+            expect(qk.locator("[data-testid=stPlotlyChart]")).to_be_visible(timeout=180_000)
+            settle(page, lang, timeout=180_000)  # the tab's run has ended: the map is not redrawn under the scroll
+            qk.scroll_into_view_if_needed()
+            page.screenshot(path=str(SHOTS / f"lm-{model}-{lang}-390x844-qk.png"))
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= 390 + 1
     finally:
         ctx.close()
