@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import link, state, view
+from . import link, nav, state, view
 from .i18n import t
 from .widgets.assets import ASSETS, SILENT_LIB
 
 PARAM = view.URL["present"]
 ROOT_PX = 20  # the root font size in presenter view (Streamlit's own: 16 px): type 1.25× larger
+ROOT = f"<style>html {{font-size: {ROOT_PX}px;}}</style>"  # not on the Playground: its step-through fits its own sizes
 CSS = ("<style>section[data-testid=stSidebar], [data-testid=stSidebarCollapsedControl], [data-testid=stExpandSidebarButton],"
        " header[data-testid=stHeader] {display: none;}"
-       f" html {{font-size: {ROOT_PX}px;}}"
        " .stMainBlockContainer {padding: 0.5rem 1.5rem 2rem 1.5rem; max-width: 100%;}"
        " .stMainBlockContainer h1 {font-size: 1.9rem; padding: 0.25rem 0 0.5rem 0;}"
        # a code block's function names (Streamlit's #1c83e1: 3.8:1, under 4.5:1 at this size) darker: 6.5:1
@@ -55,7 +55,8 @@ def frame(page: str) -> None:
             link.add({PARAM: None})
         return
     link.add({PARAM: "1"})
-    st.html(CSS)  # style only: Streamlit puts it out of the flow (a markdown element would be the first, invisible)
+    # style only: Streamlit puts it out of the flow (a markdown element would be the first, invisible)
+    st.html(CSS if page == nav.PAGE_BY_NAME["playground"].url else CSS + ROOT)
     st.button(t("present.leave"), key=state.FRAME.present_leave, on_click=put, args=(False,), type="tertiary",
               help=t("present.leave.help"))
     lesson = st.query_params.get("lesson") or ""  # a lesson of the tutorial is a page of its own here
