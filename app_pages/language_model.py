@@ -604,11 +604,12 @@ def streaming_llm() -> None:
     dev, model = settings.get("device"), chosen_model()
     full = compute.lm_text_loss(None, 0, dev, model)
     rows = [{t("lm.col.cache"): t("lm.cache.full"), t("lm.col.loss"): full["loss"], t("lm.col.ppl"): full["ppl"]}]
+    kinds = (("lm.cache.window", 0, False), ("lm.cache.window_sinks", compute.LM_SINKS, False),
+             ("lm.cache.window_sinks_reindexed", compute.LM_SINKS, True))  # StreamingLLM's own numbering last
     for w in compute.LM_WINDOWS:
-        for s in (0, compute.LM_SINKS):
-            r = compute.lm_text_loss(w, s, dev, model)
-            name = t("lm.cache.window_sinks", w=w, s=s) if s else t("lm.cache.window", w=w)
-            rows.append({t("lm.col.cache"): name, t("lm.col.loss"): r["loss"], t("lm.col.ppl"): r["ppl"]})
+        for key, s, reindex in kinds:
+            r = compute.lm_text_loss(w, s, dev, model, reindex)
+            rows.append({t("lm.col.cache"): t(key, w=w, s=s), t("lm.col.loss"): r["loss"], t("lm.col.ppl"): r["ppl"]})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=KEYS.lens,
                  column_config={t("lm.col.loss"): st.column_config.NumberColumn(format="%.3f"),
                                 t("lm.col.ppl"): st.column_config.NumberColumn(format="%.1f")})

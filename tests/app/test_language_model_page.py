@@ -265,11 +265,16 @@ def test_the_streaming_measurement_sits_between_the_changed_mechanism_and_the_le
     no_errors(at)
     en = table("en")
     losses, lens = at.dataframe[1].value, at.dataframe[2].value
-    assert len(losses) == 1 + 2 * len(compute.LM_WINDOWS) and len(lens) == model.config.n_layers + 1
+    assert len(losses) == 1 + 3 * len(compute.LM_WINDOWS) and len(lens) == model.config.n_layers + 1
     text = (Path(__file__).resolve().parents[2] / "assets" / "texts" / "alice.en.txt").read_text(encoding="utf-8")
     full = decoder.text_loss(model, text, decoder.Mechanism())
     assert losses.iloc[0][en["lm.col.cache"]] == en["lm.cache.full"]
     assert abs(losses.iloc[0][en["lm.col.loss"]] - full.loss) < 1e-5
+    w, s = compute.LM_WINDOWS[0], compute.LM_SINKS  # StreamingLLM's numbering (issue 56), beside the original one
+    ours = decoder.text_loss(model, text, decoder.Mechanism(window=w, sinks=s, reindex=True))
+    row = losses.iloc[3]
+    assert row[en["lm.col.cache"]] == en["lm.cache.window_sinks_reindexed"].format(w=w, s=s)
+    assert abs(row[en["lm.col.loss"]] - ours.loss) < 1e-5 and abs(losses.iloc[2][en["lm.col.loss"]] - ours.loss) > 1e-4
 
 
 # ------------------------------------------------------------------ Gemma 3 270M (issue 54): the Korean page's model

@@ -213,13 +213,14 @@ def lm_induction(device: str, model: str = "smollm2") -> dict:
 
 
 @memo.cached(max_entries=7 * len(LM_MODELS))  # no ttl: one text; the full cache + 3 windows × (no sinks, sinks) a model
-def lm_text_loss(window: int | None, sinks: int, device: str, model: str = "smollm2") -> dict:
+def lm_text_loss(window: int | None, sinks: int, device: str, model: str = "smollm2", reindex: bool = False) -> dict:
     """The next-token loss of the shipped text (Alice, ch. 1) with a KV window of the last ``window`` keys
-    (and the first ``sinks``), or the full cache (window None)."""
+    (and the first ``sinks``; ``reindex``: at positions within the cache, as StreamingLLM), or the full cache."""
     from core.models import decoder
 
     text = (ASSETS_TEXTS / "alice.en.txt").read_text(encoding="utf-8")
-    r = decoder.text_loss(language_model(model), text, decoder.Mechanism(window=window, sinks=sinks), device=device)
+    mech = decoder.Mechanism(window=window, sinks=sinks, reindex=reindex)
+    r = decoder.text_loss(language_model(model), text, mech, device=device)
     return {"loss": r.loss, "ppl": r.perplexity, "tokens": int(r.per_token.numel()) + 1}
 
 
