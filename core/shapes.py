@@ -3,7 +3,8 @@ r"""The one registry of published model shapes: every number a page, lesson or t
 Each model is one :class:`Published` with the source of its numbers: ``source`` for the fields it names (a config
 in transformers or on the model's card), and ``field_sources`` for a field that comes from elsewhere (a paper, a
 report). ``tests/core/test_shapes.py`` compares the registry with transformers' config classes where their
-defaults are the model named here.
+defaults are the model named here. "XConfig() (docstring: repo)" reads: the class's defaults, which its docstring
+calls a configuration similar to that repository's model.
 
 Nothing here computes: ``core.mechanism.kv_cache.ModelShape``, the MLA cache sizes, the layer schedules and the
 hybrid's state are built from these records where they are computed.
@@ -156,42 +157,40 @@ MODELS: Mapping[str, Published] = MappingProxyType({
         "Qwen3.5-27B", layers=32, n_heads=16, n_kv_heads=4, d_head=256, d_model=4096,
         layer_pattern=("linear", "linear", "linear", "global"), linear_value_heads=32, linear_key_heads=16,
         linear_key_dim=128, linear_value_dim=128, conv_kernel=4,
-        source="transformers 5.25 Qwen3_5TextConfig defaults (its docstring: a configuration similar to Qwen/Qwen3.5-27B): "
-               "num_hidden_layers 32, hidden 4096, num_attention_heads 16, num_key_value_heads 4, head_dim 256, "
-               "linear_num_value_heads 32, linear_num_key_heads 16, linear key/value head dims 128, conv kernel 4, "
+        source="transformers 5.25 Qwen3_5TextConfig() (docstring: Qwen/Qwen3.5-27B): num_hidden_layers 32, hidden_size 4096, "
+               "num_attention_heads 16, num_key_value_heads 4, head_dim 256, linear_num_value_heads 32, "
+               "linear_num_key_heads 16, linear_key_head_dim 128, linear_value_head_dim 128, linear_conv_kernel_dim 4, "
                "layer_types 3 linear_attention : 1 full_attention"),
     "deepseek-v4-flash": Published(
         "DeepSeek-V4-Flash", layers=43, n_heads=64, n_kv_heads=1, d_head=512, d_model=4096, context=1048576, window=128,
         rope_dim=64, layer_pattern=("hca", "hca", "hca") + ("csa", "hca") * 20, csa_rate=4, hca_rate=128, index_topk=512,
         index_head_dim=128,
-        source="transformers 5.25 DeepseekV4Config defaults (its docstring: a configuration similar to "
-               "deepseek-ai/DeepSeek-V4-Flash-Base): num_hidden_layers 43, hidden 4096, num_attention_heads 64, one "
-               "K = V head of head_dim 512, sliding_window 128, compress_rates CSA 4 / HCA 128, index_topk 512, "
-               "index_head_dim 128, qk_rope_head_dim 64, max_position_embeddings 1048576, layer_types HHH then CSA/HCA "
-               "alternating"),
+        source="transformers 5.25 DeepseekV4Config() (docstring: deepseek-ai/DeepSeek-V4-Flash-Base): num_hidden_layers 43, "
+               "hidden_size 4096, num_attention_heads 64, num_key_value_heads 1 (K = V), head_dim 512, sliding_window 128, "
+               "compress_rates 4 (CSA) / 128 (HCA), index_topk 512, index_head_dim 128, qk_rope_head_dim 64, "
+               "max_position_embeddings 1048576, layer_types HHH + CSA/HCA"),
     "kimi-linear-48b-a3b": Published(
         "Kimi-Linear-48B-A3B", layers=27, n_heads=32, n_kv_heads=32, d_head=128, d_model=2304, context=1048576,
         layer_pattern=("linear",) * 4 + ("mla",) + (("linear",) * 3 + ("mla",)) * 5 + ("linear", "linear"),
         kv_rank=512, rope_dim=64, nope_dim=128, linear_value_heads=32, linear_key_heads=32, linear_key_dim=128,
         linear_value_dim=128, conv_kernel=4,
-        source="transformers 5.25 KimiLinearConfig defaults (its docstring: a configuration similar to "
-               "moonshotai/Kimi-Linear-48B-A3B-Instruct): num_hidden_layers 27 (21 Kimi Delta Attention, 6 MLA), "
-               "hidden 2304, linear_num_heads 32 of linear_head_dim 128, conv kernel 4, MLA kv_lora_rank 512, "
-               "qk_rope_head_dim 64, qk_nope_head_dim 128, 32 heads, max_position_embeddings 1048576"),
+        source="transformers 5.25 KimiLinearConfig() (docstring: moonshotai/Kimi-Linear-48B-A3B-Instruct): num_hidden_layers 27 "
+               "(21 linear_attention, 6 full_attention = MLA), hidden_size 2304, linear_num_heads 32, linear_head_dim 128, "
+               "linear_conv_kernel_dim 4, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, "
+               "num_attention_heads 32, max_position_embeddings 1048576"),
     "gemma-4-e2b": Published(
         "Gemma 4 E2B", layers=30, n_heads=8, n_kv_heads=4, d_head=256, d_model=2304, context=131072, window=512,
         layer_pattern=("window",) * 5 + ("global",), global_d_head=512, global_kv_heads=4, kv_shared_layers=0,
-        source="transformers 5.25 Gemma4TextConfig defaults (its docstring: a configuration similar to "
-               "google/gemma-4-e2b-it): num_hidden_layers 30, hidden 2304, num_attention_heads 8, 4 KV heads, "
-               "sliding layers head_dim 256 with sliding_window 512, global layers head_dim 512, 5 sliding : 1 full, "
-               "num_kv_shared_layers 0, max_position_embeddings 131072"),
+        source="transformers 5.25 Gemma4TextConfig() (docstring: google/gemma-4-e2b-it): num_hidden_layers 30, hidden_size 2304, "
+               "num_attention_heads 8, num_key_value_heads 4, sliding_attention head_dim 256 (sliding_window 512), "
+               "full_attention head_dim 512, layer_types 5 sliding_attention : 1 full_attention, num_kv_shared_layers 0, "
+               "max_position_embeddings 131072"),
     "mamba2": Published(
         "Mamba-2 (Mamba2Config)", layers=64, n_heads=128, n_kv_heads=128, d_head=64, d_model=4096,
         layer_pattern=("mamba",), linear_value_heads=128, linear_key_heads=8, linear_key_dim=128, linear_value_dim=64,
         conv_kernel=4,
-        source="transformers 5.25 Mamba2Config defaults (its docstring: a configuration similar to "
-               "state-spaces/mamba2-2.8b): num_hidden_layers 64, hidden 4096, num_heads 128 of head_dim 64, "
-               "state_size 128, n_groups 8, conv_kernel 4, expand 2"),
+        source="transformers 5.25 Mamba2Config() (docstring: state-spaces/mamba2-2.8b): num_hidden_layers 64, hidden_size 4096, "
+               "num_heads 128, head_dim 64, state_size 128, n_groups 8, conv_kernel 4, expand 2"),
 })
 
 
