@@ -1,7 +1,7 @@
 """Presenter view on every page and lesson, from the frame (app.py), not page by page: a link with ``present=1``
 opens it (``present=0`` closes it); it then stays for the session's page switches, and every link written keeps
 it. No sidebar, no header bar, larger type (the root size: everything in rem grows), the maps enlarged to the
-screen (:mod:`ui.widgets.heatmap` asks :func:`on`) and the page's main map on the first screen, and a button
+screen (:mod:`ui.widgets.heatmap` asks :func:`ui.settings.presenting`) and the page's main map on the first screen, and a button
 to leave it. The Playground's own view (:mod:`ui.view`) follows it, and its presenter toggle sets it. The pages'
 step-throughs stay as they are."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import link, nav, state, view
+from . import link, nav, settings, state, view
 from .i18n import t
 from .widgets.assets import ASSETS, SILENT_LIB
 
@@ -26,9 +26,7 @@ _MAP_FIRST = st.components.v2.component("attention_lab_present",
                                         js=SILENT_LIB + (ASSETS / "present.js").read_text(encoding="utf-8"))
 
 
-def on() -> bool:
-    """Whether this session shows the presenter view."""
-    return bool(st.session_state.get(state.FRAME.present))
+on = settings.presenting  # whether this session shows the presenter view (kept in ui.settings, which the maps read)
 
 
 def put(value: bool) -> None:

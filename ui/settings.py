@@ -100,3 +100,6 @@ def query() -> dict[str, str]:
     return {URL_KEYS[n]: str(get(n)) for n in DEFAULTS if n != "contrast" or get(n)}
 
 
+def presenting() -> bool:
+    """Whether this session shows the presenter view (:mod:`ui.presenter` opens and closes it; the maps ask here)."""
+    return bool(st.session_state.get(state.FRAME.present))

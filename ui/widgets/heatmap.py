@@ -14,7 +14,7 @@ from attention_lab import colours
 # the display spec of a map is built without Streamlit (shared with the notebook views)
 from attention_lab.heatmap_spec import CELL_TEXT_LIMIT, SUMMARY_TOP, TABLE_LIMIT, heatmap, map_csv  # noqa: F401
 
-from .. import presenter, settings, state
+from .. import settings, state
 from ..i18n import t
 from .assets import ASSETS, served_js
 from .figures import PrebuiltFigure, show_chart
@@ -74,7 +74,7 @@ def show_heatmap(spec: dict, *, key: str, click_queue: str | None = None) -> Non
     # PNG / SVG buttons under the map: a picture for slides with its title, labels and values
     spec["export"] = export_spec(key)
     accessible(spec, key)
-    spec["present"] = bool(spec.get("present")) or presenter.on()  # presenter view: the map fills the screen
+    spec["present"] = bool(spec.get("present")) or settings.presenting()  # presenter view: the map fills the screen
     if max(n_rows, n_cols) <= TABLE_LIMIT:
         _HEATMAP_COMPONENT(data=spec, key=key, on_cell_change=_queue_cell(key, key, click_queue, (n_rows, n_cols)))
         return
@@ -156,6 +156,6 @@ def show_maps(panels: list[dict], *, key: str, per_row: int, click_queue: str | 
             st.session_state.setdefault(click_queue, []).append((keys[int(cell[0])], (int(cell[1]), int(cell[2]))))
 
     high_contrast = bool(settings.get("contrast"))
-    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large or presenter.on(), "hc": high_contrast,
+    _MAPS_COMPONENT(data={"panels": panels, "per_row": per_row, "present": large or settings.presenting(), "hc": high_contrast,
                           "focus": focus}, key=key,
                     on_cell_change=clicked)
