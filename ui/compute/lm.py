@@ -203,7 +203,7 @@ def lm_next(text: str, heads_off: tuple[tuple[int, int], ...], layers_off: tuple
     return {"tokens": nt.top_tokens, "probs": nt.top_probs.numpy(), "ids": nt.top_ids.tolist(), "all": nt.probs.numpy()}
 
 
-@memo.cached(max_entries=len(LM_MODELS))  # no ttl: measured once per server and model
+@memo.cached(max_entries=2)  # no ttl: measured once per server and model (LM_MODELS: two)
 def lm_induction(device: str, model: str = "smollm2") -> dict:
     """Every head's induction score (30, 9) on INDUCTION_LENGTH random tokens written twice (seed 0), and the two losses."""
     from core.models import decoder
@@ -212,7 +212,7 @@ def lm_induction(device: str, model: str = "smollm2") -> dict:
     return {"scores": ind.scores.cpu().numpy(), "first": ind.loss_first, "second": ind.loss_second}
 
 
-@memo.cached(max_entries=7 * len(LM_MODELS))  # no ttl: one text; the full cache + 3 windows × (no sinks, sinks) a model
+@memo.cached(max_entries=20)  # no ttl: one text; a model's full cache + 3 windows × 3 (alone, sinks, sinks re-indexed): 10
 def lm_text_loss(window: int | None, sinks: int, device: str, model: str = "smollm2", reindex: bool = False) -> dict:
     """The next-token loss of the shipped text (Alice, ch. 1) with a KV window of the last ``window`` keys
     (and the first ``sinks``; ``reindex``: at positions within the cache, as StreamingLLM), or the full cache."""
