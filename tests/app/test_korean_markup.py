@@ -27,7 +27,8 @@ TEXT_IN_MATH = re.compile(r"\\(?:text|mathrm|textrm|operatorname)\{([^}]*)\}")
 # words a formula may keep in Korean: function names, and the axes named in the row/column notation's subscripts
 MATH_WORDS = {"softmax", "Softmax", "Attention", "MHA", "Concat", "head", "row", "column", "target", "source", "PE", "pos",
               "LayerNorm", "FFN", "ReLU", "GELU", "tanh", "exp", "cos", "sin", "max", "score", "align", "dim", "mean", "std",
-              "Var", "enc", "dec", "top", "DiffAttn", "init", "GRU", "LN", "att", "out", "in", "model", "cls", "patch", "CLS"}
+              "Var", "enc", "dec", "top", "DiffAttn", "init", "GRU", "LN", "att", "out", "in", "model", "cls", "patch", "CLS",
+              "SiLU", "softplus", "RMSNorm", "conv"}
 ENGLISH_WORD = re.compile(r"\b[A-Za-z]{3,}\b")
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 # English a widget may show as it is in Korean: names of things (code, models, formats), not UI words
