@@ -55,10 +55,11 @@ def _playground_weights(changes: dict) -> np.ndarray:
 
 
 def _lesson_weights(lesson) -> np.ndarray:
-    """The lesson's weights map as the page shows it; a lesson whose panel is the multi-head, the
-    position or the RoPE panel draws no map of its scenario's weights: there, core's numbers for the scenario
-    (tests/app/test_tutorial_page.py holds them equal to the page's snippets), rounded as shown."""
-    if lesson.panel in ("multihead", "position", "rope"):
+    """The lesson's weights map as the page shows it; a lesson whose panel is its own (multi-head, position, RoPE, and
+    the cache, model, latent, state and kept-per-token panels of the decoder lessons) draws no map of its scenario's
+    weights: there, core's numbers for the scenario (tests/app/test_tutorial_page.py holds them equal to the page's
+    snippets), rounded as shown."""
+    if lesson.panel in ("multihead", "position", "rope", "cache", "model", "latent", "state", "kept"):
         return tut.scenario_trace(lesson.scenario_dict()).weights.numpy().astype(float).round(DEC)
     at = page("app_pages/tutorial.py", query={"lesson": lesson.id}, precision=DEC)
     for ex in lesson.exercises:  # a prediction hides the weights until it is revealed
