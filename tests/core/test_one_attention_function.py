@@ -8,8 +8,6 @@ and fails here. The RoPE tables' one layout and the one rms_norm are checked bel
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 import torch
 
@@ -23,18 +21,9 @@ from core.models.decoder_load import LlamaConfig, LlamaLayer, LlamaWeights
 
 
 @pytest.fixture
-def calls(monkeypatch):
-    """The calls of the one attention function (their keyword arguments), while the test runs."""
-    real, seen = home.attention, []
-
-    def counting(*args, **kwargs):
-        seen.append(kwargs)
-        return real(*args, **kwargs)
-
-    for name, module in list(sys.modules.items()):
-        if (name == "core" or name.startswith("core.")) and getattr(module, "attention", None) is real:
-            monkeypatch.setattr(module, "attention", counting)
-    return seen
+def calls(attention_calls):
+    """The calls of the one attention function while the test runs (tests/core/conftest.py)."""
+    return attention_calls
 
 
 def _g(seed: int = 0) -> torch.Generator:

@@ -4,10 +4,7 @@ ui/nav.py's, its layout lists every module, and the order of core's sub-packages
 
 import ast
 import re
-import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -24,24 +21,6 @@ def _blocks() -> list[str]:
 def _section(title: str) -> str:
     """The README's text under a ``## title`` heading, up to the next ``## `` heading."""
     return _text().split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
-
-
-@pytest.fixture
-def attention_calls(monkeypatch):
-    """Calls of ``core.mechanism.attention.attention`` while the test runs, however a module imported the name."""
-    import core  # noqa: F401  (every core module that holds the function is loaded)
-    import core.mechanism.attention as home
-
-    real, seen = home.attention, []
-
-    def counting(*args, **kwargs):
-        seen.append(kwargs)
-        return real(*args, **kwargs)
-
-    for name, module in list(sys.modules.items()):
-        if (name == "core" or name.startswith("core.")) and getattr(module, "attention", None) is real:
-            monkeypatch.setattr(module, "attention", counting)
-    return seen
 
 
 def test_readme_python_examples_run(capsys, monkeypatch, attention_calls):
