@@ -55,7 +55,7 @@ from core.playground import experiments, lab, pitfalls, tokens
 from core.seeded import seeded_normal
 from core.variants import linear
 from core.variants.block_index import BlockIndexTrace, SharedChoice, block_index, shared_choice
-from core.variants.compressed import CompressedTrace, compressed_attention
+from core.variants.compressed import CompressedCache, CompressedTrace, compressed_attention, compressed_step
 from core.variants.delta import ChunkedDeltaTrace, DeltaRuleTrace, gated_delta_rule, gated_delta_rule_chunked
 from core.variants.gated_deltanet import DeltaNetCache, GatedDeltaNetTrace, KimiDeltaTrace, gated_deltanet, kimi_delta_attention
 from core.variants.kept import Kept, kept
@@ -115,7 +115,8 @@ __all__ += [
     "DeltaNetCache", "GatedDeltaNetTrace", "gated_deltanet", "KimiDeltaTrace", "kimi_delta_attention",
     "Mamba2Cache", "Mamba2Trace", "mamba2",
     "SharedKVTrace", "SharingPlan", "gemma4_attention", "proportional_rope", "sharing_plan",
-    "CompressedTrace", "compressed_attention", "BlockIndexTrace", "SharedChoice", "block_index", "shared_choice",
+    "CompressedCache", "CompressedTrace", "compressed_attention", "compressed_step",
+    "BlockIndexTrace", "SharedChoice", "block_index", "shared_choice",
     "Kept", "kept",
     "IndexerTrace", "SparseCost", "SparseTopKTrace", "lightning_indexer", "sparse_topk_attention", "sparse_topk_macs",
     "topk_mask",

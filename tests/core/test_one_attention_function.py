@@ -122,6 +122,26 @@ def _deepseek_v4_csa():
                                 window=3, rope=rope_tables(8, 2, base=100.0), compressor=comp, indexer=ix, top_k=2)
 
 
+def _deepseek_v4_decode():
+    """A CSA prefill of 5 tokens, then 3 single-token steps against its cache: one call each."""
+    from core.mechanism.positional import rope_tables
+    from core.variants.compressed import compressed_step
+
+    x = _w(1, 8, 8, seed=80)
+    comp = dict(W_c=_w(8, 8, seed=81), W_gate=_w(8, 8, seed=82), position_bias=_w(2, 8, seed=83),
+                norm_weight=1 + _w(4, seed=84), m=2)
+    ix = dict(W_c=_w(8, 4, seed=85), W_gate=_w(8, 4, seed=86), position_bias=_w(2, 4, seed=87),
+              norm_weight=1 + _w(2, seed=88), W_q=_w(6, 4, seed=89), W_w=_w(8, 2, seed=90), n_heads=2)
+    layer = dict(kind="csa", W_qa=_w(8, 6, seed=91), q_norm=1 + _w(6, seed=92), W_qb=_w(6, 8, seed=93),
+                 W_kv=_w(8, 4, seed=94), kv_norm=1 + _w(4, seed=95), sinks=_w(2, seed=96), W_oa=_w(2, 4, 3, seed=97),
+                 W_ob=_w(6, 8, seed=98), n_heads=2, window=3, rope=rope_tables(8, 2, base=100.0), compressor=comp,
+                 indexer=ix, top_k=2)
+    step = compressed_step(x[:, :5], **layer)
+    for i in range(5, 8):
+        step = compressed_step(x[:, i:i + 1], step.cache, **layer)
+    return step
+
+
 # each variant and how many calls it makes (L = 2 blocks for the decoder)
 VARIANTS = {
     "multi-head / grouped-query": (lambda: core.multi_head_attention(X, **_mha_weights(), rope_base=100.0), 1),
@@ -138,6 +158,7 @@ VARIANTS = {
     "ViT": (lambda: core.vit.vit_attention(torch.rand(8, 8, 3, generator=_g(1)), 4), 1),
     "Gemma 4, a layer and one that shares its K and V": (_gemma4_shared, 2),
     "DeepSeek-V4 compressed sparse attention": (_deepseek_v4_csa, 1),
+    "DeepSeek-V4 decoding: a prefill, then 3 steps against its cache": (_deepseek_v4_decode, 4),
 }
 
 
