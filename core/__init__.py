@@ -65,17 +65,29 @@ from core.variants.mamba2 import Mamba2Cache, Mamba2Trace, mamba2
 from core.variants.mla import LatentCache, MLACacheSize, MLAStep, MLATrace, mla, mla_cache_values, mla_decode
 from core.variants.paper import PaperTrace, paper_attention
 from core.variants.schedules import (
+    ALL_SCHEDULES,
+    DEEPSEEK_V4_FLASH,
+    GEMMA2_2B,
     GEMMA3_27B,
+    GEMMA4_E2B,
     GPT_OSS_120B,
+    KIMI_LINEAR,
     LLAMA4_SCOUT,
+    MAMBA2_2_8B,
+    QWEN3_5_27B,
+    QWEN3_NEXT,
     SCHEDULE_PRESETS,
     LayerKind,
     LayerSchedule,
     ScheduleReach,
     chunk_layer,
     global_layer,
+    mla_layer,
+    pooled_layer,
     repeat_pattern,
+    schedule_of,
     schedule_reach,
+    state_layer,
     window_layer,
 )
 from core.variants.sinks_gates import (
@@ -122,6 +134,8 @@ __all__ += [
     "topk_mask",
     "GEMMA3_27B", "GPT_OSS_120B", "LLAMA4_SCOUT", "SCHEDULE_PRESETS", "LayerKind", "LayerSchedule", "ScheduleReach",
     "chunk_layer", "global_layer", "repeat_pattern", "schedule_reach", "window_layer",
+    "ALL_SCHEDULES", "GEMMA2_2B", "QWEN3_NEXT", "QWEN3_5_27B", "DEEPSEEK_V4_FLASH", "GEMMA4_E2B", "KIMI_LINEAR", "MAMBA2_2_8B",
+    "mla_layer", "pooled_layer", "state_layer", "schedule_of",
     "PagedKVCache", "PagedMemory", "PagePool",
 ]
 # the one attention function's parts (issue 53)

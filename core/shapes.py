@@ -108,13 +108,15 @@ MODELS: Mapping[str, Published] = MappingProxyType({
     "qwen3-next-80b-a3b": Published(
         "Qwen3-Next-80B-A3B", layers=48, n_heads=16, n_kv_heads=2, d_head=256, d_model=2048, context=262144,
         layer_pattern=("linear", "linear", "linear", "global"), linear_value_heads=32, linear_key_heads=16,
-        linear_key_dim=128, linear_value_dim=128,
+        linear_key_dim=128, linear_value_dim=128, conv_kernel=4,
         source="Qwen/Qwen3-Next-80B-A3B-Instruct config.json: num_hidden_layers 48, num_attention_heads 16, "
                "num_key_value_heads 2, head_dim 256, hidden 2048, full_attention_interval 4, linear_num_value_heads 32, "
                "linear_num_key_heads 16, linear_key_head_dim 128, linear_value_head_dim 128, "
                "max_position_embeddings 262144",
         field_sources={"layer_pattern": "Qwen3-Next model card: 12 × (3 Gated DeltaNet + 1 gated attention); "
-                                        "config.json full_attention_interval 4"}),
+                                        "config.json full_attention_interval 4",
+                       "conv_kernel": "transformers 5.25 Qwen3NextConfig() (docstring: Qwen/Qwen3-Next-80B-A3B-Instruct): "
+                                      "linear_conv_kernel_dim 4"}),
     "gemma-2-2b": Published(
         "Gemma 2 2B", layers=26, n_heads=8, n_kv_heads=4, d_head=256, d_model=2304, context=8192, window=4096,
         rope_base=10000.0, layer_pattern=("window", "global"), softcap_attention=50.0, softcap_final=30.0,

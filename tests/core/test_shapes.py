@@ -82,8 +82,10 @@ def test_the_computing_types_read_the_registry():
         s, p = core.SCHEDULE_PRESETS[MODELS[key].name], MODELS[key]
         assert (len(s.layers), s.n_kv_heads, s.d_head) == (p.layers, p.n_kv_heads, p.d_head)
     assert core.GEMMA3_27B.counts == {"window 1024": 52, "global": 10}  # 62 layers, 5 : 1, a local layer first
-    with pytest.raises(ValueError, match="not a schedule"):
-        core.variants.schedules.schedule_of(MODELS["qwen3-next-80b-a3b"])  # linear layers are no window or chunk
+    # the 3:1 hybrid is a schedule: 48 layers = 12 × (3 Gated DeltaNet + 1 global), its K/V shape the record's
+    q = core.variants.schedules.schedule_of(MODELS["qwen3-next-80b-a3b"])
+    assert q.counts == {"linear": 36, "global": 12} and [lay.kind for lay in q.layers[:4]] == ["linear"] * 3 + ["global"]
+    assert (len(q.layers), q.n_kv_heads, q.d_head) == (48, 2, 256) and q == core.QWEN3_NEXT
 
 
 def test_the_decoders_shapes_equal_what_the_gguf_file_says():
@@ -105,6 +107,11 @@ KIND_OF = {"linear_attention": "linear", "full_attention": "global", "sliding_at
 
 @pytest.mark.parametrize("key, cls_name, fields, extra", [
     ("qwen3.5-27b", "Qwen3_5TextConfig",
+     {"layers": "num_hidden_layers", "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
+      "d_head": "head_dim", "d_model": "hidden_size", "linear_value_heads": "linear_num_value_heads",
+      "linear_key_heads": "linear_num_key_heads", "linear_key_dim": "linear_key_head_dim",
+      "linear_value_dim": "linear_value_head_dim", "conv_kernel": "linear_conv_kernel_dim"}, {}),
+    ("qwen3-next-80b-a3b", "Qwen3NextConfig",
      {"layers": "num_hidden_layers", "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
       "d_head": "head_dim", "d_model": "hidden_size", "linear_value_heads": "linear_num_value_heads",
       "linear_key_heads": "linear_num_key_heads", "linear_key_dim": "linear_key_head_dim",
