@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -187,9 +188,11 @@ def storage(model) -> list[dict]:
     W32 = read_weights(reader, read_config(reader), torch.float32)  # the file's values
 
     def blocks_as(dtype) -> decoder.LlamaWeights:
+        def narrowed(t):  # a matrix in ``dtype``; a gain (or an absent one, None) as it is
+            return t.to(dtype) if t is not None and t.dim() == 2 else t
+
         return decoder.LlamaWeights(E=W32.E, g_final=W32.g_final, layers=tuple(type(layer)(**{
-            n: getattr(layer, n).to(dtype) if getattr(layer, n).dim() == 2 else getattr(layer, n)
-            for n in layer.__dataclass_fields__}) for layer in W32.layers))
+            n: narrowed(getattr(layer, n)) for n in layer.__dataclass_fields__}) for layer in W32.layers))
 
     def change(P) -> tuple[float, bool]:
         worst, same = 0.0, True
@@ -236,10 +239,13 @@ def print_storage(model) -> None:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description="SmolLM2-135M's load, trace, step and memory (prints Markdown)")
+    ap.add_argument("--storage", action="store_true", help="only the weight storage table")
+    args = ap.parse_args()
     torch.set_num_threads(1)
     from core import pretrained
 
-    if "--storage" in sys.argv:  # only the weight storage table
+    if args.storage:  # only the weight storage table
         return print_storage(pretrained.smollm2())
 
     print(f"\nSmolLM2-135M: {os.cpu_count()} CPUs, torch {torch.__version__}, 1 thread, "
