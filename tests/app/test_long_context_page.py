@@ -116,7 +116,8 @@ def _run(**values):
     return at.run()
 
 
-@pytest.mark.parametrize(("model", "n"), [("Gemma 3 27B", 32768), ("gpt-oss-120b", 4096), ("Llama 4 Scout", 100_000)])
+@pytest.mark.parametrize(("model", "n"), [("Gemma 3 27B", 32768), ("gpt-oss-120b", 4096), ("Llama 4 Scout", 100_000),
+                                        ("Gemma 2 2B", 8192)])
 def test_a_published_schedules_reach_and_cache_are_cores(model, n):
     """The layer counts, the reach and the cache sentence equal core.schedule_reach; the reach is checked again by a
     walk written here over the layers' first visible key (window: i − w + 1; chunk: the chunk's start; global: 0)."""

@@ -193,7 +193,7 @@ SCHEDULES = tuple(core.SCHEDULE_PRESETS)  # the published layer schedules, by na
 
 @memo.cached(max_entries=16, ttl=HOUR)
 def layer_schedule(name: str, n: int) -> dict:
-    """A published layer schedule (core.SCHEDULE_PRESETS: Gemma 3 27B, gpt-oss-120b, Llama 4 Scout) at n tokens
+    """A published layer schedule (core.SCHEDULE_PRESETS: Gemma 3 27B, gpt-oss-120b, Llama 4 Scout, Gemma 2 2B) at n tokens
     (core.schedule_reach): its layers by kind, the pattern's one period (the layers that repeat), the first layer
     count whose stack lets the last token reach token 0,
     the oldest token it reaches through all layers, and the KV cache (bfloat16, batch 1) against every layer global."""
