@@ -34,6 +34,7 @@ DELTA_RULES = ("gated", "delta", "linear")
 
 
 HYBRID = core.variants.delta.QWEN3_NEXT_HYBRID  # a 3:1 hybrid's published shapes (core.shapes.Published, with sources)
+HYBRID_SCHEDULE = core.QWEN3_NEXT  # the same model as its layer schedule (core.schedule_of: 36 linear, 12 global layers)
 
 
 @memo.cached(max_entries=32, ttl=HOUR)
@@ -120,18 +121,16 @@ def delta_rule(tokens: tuple[str, ...], beta: float, g: float, seed: int) -> dic
 
 @memo.cached(max_entries=8, ttl=HOUR)
 def hybrid_cache(ns: tuple[int, ...]) -> list[dict]:
-    """What a 3:1 hybrid (HYBRID) keeps per sequence at n tokens, in numbers: the KV cache of its attention layers
-    (core.kv_cache_bytes at one byte a value) and the fixed d_k × d_v states of its Gated DeltaNet layers, beside the
-    same model with every layer full attention."""
-    h = HYBRID
-    attn = h.count("global")
-    state = h.count("linear") * h.linear_value_heads * h.linear_key_dim * h.linear_value_dim
+    """What a 3:1 hybrid (HYBRID_SCHEDULE) keeps per sequence at n tokens, in numbers (core.LayerKind.values, the
+    count core.kept sums): the KV cache of its attention layers and the fixed d_k × d_v states of its Gated DeltaNet
+    layers (without the conv's last inputs, which the caption leaves out), beside the same model with every layer
+    full attention (core.schedule_reach's global_cache_bytes at one byte a value)."""
+    s = HYBRID_SCHEDULE
+    state = sum(layer.state_values for layer in s.layers if layer.kind == "linear")
     out = []
     for n in ns:
-        kv = core.kv_cache_bytes(layers=attn, n_kv_heads=h.n_kv_heads, d_head=h.d_head, tokens=n, batch=1,
-                                 bytes_per_value=1)
-        full = core.kv_cache_bytes(layers=h.layers, n_kv_heads=h.n_kv_heads, d_head=h.d_head, tokens=n, batch=1,
-                                   bytes_per_value=1)
+        kv = sum(v for layer, v in zip(s.layers, s.values(n), strict=True) if layer.kind == "global")
+        full = core.schedule_reach(s, n, bytes_per_value=1).global_cache_bytes
         out.append({"n": n, "kv": kv, "state": state, "hybrid": kv + state, "full": full})
     return out
 
