@@ -12,9 +12,12 @@ asks for that fragment's rerun at that interval. Phases:
    CPU (psutil), in % of one core;
 3. **follow me**: the teacher sends the class to the Playground; per student, the time until its session switched
    page (the student's page runs again only after its check sees the new version);
-4. **answer**: the teacher asks which key gets the most weight; every student's page shows the question (on its
-   own), then all answer at once through the page's form; per answer, the time from sending it until the teacher's
-   dashboard (a session of its own, checking every second) counts it.
+4. **ask**: the teacher asks which key gets the most weight (``classes.ask``, what the Ask button calls); per
+   student, the time until its page shows the question's answer form (its own check brings it);
+5. **answer**: all answer at once through the page's form; per answer, the time from sending it until the teacher's
+   dashboard (a session of its own, checking every second) counts it;
+6. **reveal**: the teacher reveals the answer (``classes.reveal``); per student, the time until its page draws the
+   model's answer ("The model: …"). Issue 57: a reveal reaches the phones as fast as a question does.
 
 Reported: the phases' medians, p95 and maxima, the idle CPU, the server's largest RSS, errors.
 """
@@ -42,6 +45,7 @@ from ui import state
 KEYS = state.LIVE
 PAGE, FOLLOW_PAGE = page_url("live_class"), page_url("playground")
 COUNTED = re.compile(r"(\d+) of (\d+) students answered")
+TRUTH = "The model:"  # how the revealed answer begins on a student's page (assets/i18n/en.live.json, live.truth.*)
 
 
 class Seat(Client):
@@ -52,6 +56,7 @@ class Seat(Client):
         super().__init__(url, timeout)
         self.auto: dict[str, float] = {}  # fragment id → interval
         self.counts: list[tuple[float, int]] = []
+        self.truth_at: float | None = None  # when the page first drew the revealed answer
         self.lock = asyncio.Lock()
 
     def _handle(self, msg) -> None:
@@ -70,6 +75,8 @@ class Seat(Client):
         el = msg.delta.new_element if msg.delta.WhichOneof("type") == "new_element" else None
         if el is not None and el.WhichOneof("type") == "markdown" and (m := COUNTED.search(el.markdown.body)):
             self.counts.append((time.monotonic(), int(m.group(1))))
+        if el is not None and el.WhichOneof("type") == "alert" and el.alert.body.startswith(TRUTH) and self.truth_at is None:
+            self.truth_at = time.monotonic()
 
     async def act(self, **kw):
         async with self.lock:
@@ -179,11 +186,14 @@ async def one_class(n: int, idle: float, timeout: float, replicas: int = 1) -> d
         store.put_record(code, record | {"follow": {"page": "playground", "query": {}}})
         follow = await arrivals(students, lambda s: s.page == FOLLOW_PAGE, t0, timeout)
         q = classes.question("q1", "top", tutorial.scenario_trace({}, seed=0), 0)
-        classes.ask(store, code, q, time.time())
-        store.put_record(code, store.record(code) | {"follow": {"page": "live_class"}})
-        await wait_for(lambda: all(s.find(state.item(KEYS.answer, "q1")) is not None for s in students), timeout)
+        t0 = time.monotonic()
+        classes.ask(store, code, q, time.time())  # takes every student to the class page too
+        asked = await arrivals(students, lambda s: s.find(state.item(KEYS.answer, "q1")) is not None, t0, timeout)
         sent = await asyncio.gather(*(answer(s, "q1", i % 4) for i, s in enumerate(students)))
         await wait_for(lambda: teacher.counts and teacher.counts[-1][1] >= n, timeout)
+        t0 = time.monotonic()
+        classes.reveal(store, code, time.time())
+        revealed = await arrivals(students, lambda s: s.truth_at is not None, t0, timeout)
         stop.set()
         await asyncio.gather(*loops)
         marks(mons, "end")
@@ -199,7 +209,7 @@ async def one_class(n: int, idle: float, timeout: float, replicas: int = 1) -> d
         seen = next((at for at, shown in teacher.counts if shown >= k and at >= t), None)
         counted.append(seen - t if seen is not None else float("nan"))
     idle_w = [mon.window("idle0", "idle1") for mon in mons]
-    return {"n": n, "replicas": replicas, "follow": follow, "counted": counted,
+    return {"n": n, "replicas": replicas, "follow": follow, "counted": counted, "asked": asked, "revealed": revealed,
             "idle_cpu": [w["server_cores"] * 100 for w in idle_w], "idle_s": idle_w[0]["seconds"],
             "rss": [mon.window("idle0", "end")["rss_peak"] for mon in mons],
             "errors": [e for s in students for e in s.errors] + [e for e in getattr(teacher, "errors", [])],
@@ -211,13 +221,21 @@ def marks(mons: list[Monitor], name: str) -> None:
         mon.mark(name)
 
 
+def spread(xs: list[float]) -> str:
+    """median / p95 / last of arrival times (a NaN, one that never came, counts as the last)."""
+    if any(x != x for x in xs):
+        return f"{statistics.median([x for x in xs if x == x]):.2f} / – / never ({sum(x != x for x in xs)})"
+    return f"{statistics.median(xs):.2f} / {pct(xs, 0.95):.2f} / {max(xs):.2f} s"
+
+
 def row(c: dict) -> str:
     f, a = c["follow"], c["counted"]
     cpu = " + ".join(f"{x:.1f}" for x in c["idle_cpu"]) + " %"
     rss = " / ".join(f"{x / 2**20:.0f}" for x in c["rss"]) + " MiB"
     store = "SQLite" if c["replicas"] == 1 else f"{c['replicas']} replicas, Redis"
     return (f"| {store} | {c['n']} | {cpu} | {statistics.median(f):.2f} / {pct(f, 0.95):.2f} / {max(f):.2f} s | "
-            f"{statistics.median(a):.2f} / {pct(a, 0.95):.2f} / {max(a):.2f} s | {rss} | "
+            f"{statistics.median(a):.2f} / {pct(a, 0.95):.2f} / {max(a):.2f} s | {spread(c['asked'])} | "
+            f"{spread(c['revealed'])} | {rss} | "
             f"{c['answers']} | {len(c['errors'])} |")
 
 
@@ -232,8 +250,9 @@ def main() -> None:
     c = asyncio.run(one_class(args.students, args.idle, args.timeout, max(1, args.replicas)))
     print(f"{platform.node()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}\n")
     print("| store | students | server CPU, idle class (each server) | follow me: median / p95 / last | "
-          "answer → dashboard: median / p95 / max | server RSS (each) | answers kept | errors |")
-    print("|---|---|---|---|---|---|---|---|")
+          "answer → dashboard: median / p95 / max | ask → phones: median / p95 / last | reveal → phones | "
+          "server RSS (each) | answers kept | errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print(row(c))
     if c["errors"]:
         print("\nerrors:", c["errors"][:10])
