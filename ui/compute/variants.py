@@ -34,7 +34,6 @@ DELTA_RULES = ("gated", "delta", "linear")
 
 
 HYBRID = core.variants.delta.QWEN3_NEXT_HYBRID  # a 3:1 hybrid's published shapes (core.shapes.Published, with sources)
-HYBRID_SCHEDULE = core.QWEN3_NEXT  # the same model as its layer schedule (core.schedule_of: 36 linear, 12 global layers)
 
 
 @memo.cached(max_entries=32, ttl=HOUR)
@@ -121,11 +120,11 @@ def delta_rule(tokens: tuple[str, ...], beta: float, g: float, seed: int) -> dic
 
 @memo.cached(max_entries=8, ttl=HOUR)
 def hybrid_cache(ns: tuple[int, ...]) -> list[dict]:
-    """What a 3:1 hybrid (HYBRID_SCHEDULE) keeps per sequence at n tokens, in numbers (core.LayerKind.values, the
-    count core.kept sums): the KV cache of its attention layers and the fixed d_k × d_v states of its Gated DeltaNet
-    layers (without the conv's last inputs, which the caption leaves out), beside the same model with every layer
-    full attention (core.schedule_reach's global_cache_bytes at one byte a value)."""
-    s = HYBRID_SCHEDULE
+    """What a 3:1 hybrid (HYBRID as its schedule, core.QWEN3_NEXT: 36 linear, 12 global layers) keeps per sequence at
+    n tokens, in numbers (core.LayerKind.values, the count core.kept sums): the KV cache of its attention layers and the
+    fixed d_k × d_v states of its Gated DeltaNet layers (without the conv's last inputs, which the caption leaves out),
+    beside the same model with every layer full attention (core.schedule_reach's global_cache_bytes, one byte a value)."""
+    s = core.QWEN3_NEXT
     state = sum(layer.state_values for layer in s.layers if layer.kind == "linear")
     out = []
     for n in ns:
