@@ -17,6 +17,10 @@ actions and think times) all along. They act for QUIET seconds before the press,
 p95 (the time of each rerun they send) in the quiet window and in the burst (sent between the press and the last
 writer's finished text) shows whether the fair share holds while the class writes.
 
+``--model smollm2|gemma3``: the model the students write with (the page's ``model=`` link parameter; SmolLM2 by
+default). ``--both``: before the press, one more student writes one token with the other model, so the server holds
+both models and both decoding processes while the class writes (issue 54's memory bound: PSS with both loaded).
+
 ``--neighbour spin|stream`` (with ``--beside M``, a diagnostic): no class writes; at the press a plain process
 takes one core for NEIGHBOUR_S seconds instead, about as long as the writing beside the Playground lasts. ``spin``
 runs the interpreter's loop in its own core's caches; ``stream`` copies through two 256 MB arrays, the memory
@@ -163,10 +167,14 @@ async def follow(c: Writer, run, texts, t0: float, timeout: float) -> tuple[int 
     return batch, texts, polls, errors
 
 
-async def student(url: str, i: int, go: asyncio.Event, ready: list, timeout: float, kind: str = "distinct") -> dict:
+MODELS = ("smollm2", "gemma3")  # the page's models (ui.compute.LM_MODELS), by the link's name
+
+
+async def student(url: str, i: int, go: asyncio.Event, ready: list, timeout: float, kind: str = "distinct",
+                  model: str = "smollm2") -> dict:
     c = Writer(url, timeout)
     await c.connect()
-    c.query_string = urlencode({"prompt": prompt(i, kind), "temp": 0, "upto": N_NEW})
+    c.query_string = urlencode({"prompt": prompt(i, kind), "temp": 0, "upto": N_NEW, "model": model})
     errors = []
     run = await c.rerun(page=PAGE)
     errors += run.errors
@@ -280,7 +288,22 @@ def dump_tasks() -> None:
         t.print_stack(limit=6, file=sys.stderr)
 
 
-async def one_class(n: int, timeout: float, beside: int = 0, hog: str | None = None, kind: str = "distinct") -> dict:
+async def other_model(url: str, model: str, timeout: float) -> None:
+    """One student writes one token with ``model``: the server loads it and starts its decoding process."""
+    c = Writer(url, timeout)
+    await c.connect()
+    c.query_string = urlencode({"prompt": "Hello", "temp": 0, "upto": 1, "model": model})
+    run = await c.rerun(page=PAGE)
+    run, texts = await c.run_and_read(widgets=[(c.find(KEYS.run), "trigger_value", True)],
+                                      fragment_id=c.find(KEYS.run).fragment_id)
+    batch, _, _, errors = await follow(c, run, texts, time.perf_counter(), timeout)
+    await c.close()
+    if batch is None or run.errors or errors:
+        raise RuntimeError(f"the {model} page did not write: {run.errors + errors}")
+
+
+async def one_class(n: int, timeout: float, beside: int = 0, hog: str | None = None, kind: str = "distinct",
+                    model: str = "smollm2", both: bool = False) -> dict:
     server = serve.start()
     side = None
     if threading.current_thread() is threading.main_thread():  # (a signal handler needs the main thread)
@@ -290,7 +313,11 @@ async def one_class(n: int, timeout: float, beside: int = 0, hog: str | None = N
         mon = Monitor(server.proc.pid, tree=True)
         mon.start()
         go, ready = asyncio.Event(), []
-        tasks = [asyncio.create_task(student(server.ws_url, i, go, ready, timeout, kind)) for i in range(n)]
+        if both:
+            other = next(m for m in MODELS if m != model)
+            await other_model(server.ws_url, other, timeout)
+            say(f"{other} loaded and written with")
+        tasks = [asyncio.create_task(student(server.ws_url, i, go, ready, timeout, kind, model)) for i in range(n)]
         deadline = time.monotonic() + timeout
         while len(ready) < n and time.monotonic() < deadline and not any(t.done() for t in tasks):
             await asyncio.sleep(0.1)
@@ -356,12 +383,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, metavar="K", help="each class size K times (a fresh server each)")
     ap.add_argument("--prompts", choices=("distinct", "repeated"), default="distinct",
                     help="distinct: each student a sentence of its own (a class); repeated: six prompts shared")
+    ap.add_argument("--model", choices=MODELS, default="smollm2", help="the model the class writes with")
+    ap.add_argument("--both", action="store_true", help="the other model loaded and written with before the press")
     ap.add_argument("--neighbour", choices=sorted(NEIGHBOURS), help="with --beside: no class writes; a process "
                     f"takes one core for {NEIGHBOUR_S:.0f} s instead (module docstring)")
     args = ap.parse_args()
     if args.neighbour and not args.beside:
         ap.error("--neighbour needs --beside")
-    print(f"machine: {len(os.sched_getaffinity(0))} CPUs, python {platform.python_version()}; prompts: {args.prompts}\n")
+    print(f"machine: {len(os.sched_getaffinity(0))} CPUs, python {platform.python_version()}; prompts: {args.prompts}; "
+          f"model: {args.model}{' (both loaded)' if args.both else ''}\n")
     print(f"| students writing {N_NEW} tokens at once | first text seen: median / last | done: median | p95 | last done "
           "| largest batch | server RSS (max) | server + decoding process, PSS (max) | server CPU, press to last done "
           "| errors |")
@@ -369,7 +399,8 @@ def main() -> None:
     classes = []
     sizes = [0] if args.neighbour else [int(x) for x in args.students.split(",")]
     for n in (n for n in sizes for _ in range(args.repeat)):
-        classes.append(asyncio.run(one_class(n, args.timeout, args.beside, args.neighbour, args.prompts)))
+        classes.append(asyncio.run(one_class(n, args.timeout, args.beside, args.neighbour, args.prompts, args.model,
+                                             args.both)))
         print(row(classes[-1]) if n else f"| (the {args.neighbour} neighbour) |", flush=True)
     if args.beside:
         print(f"\n| Playground students beside | writing | their p95: {QUIET:.0f} s before the press | during the "
