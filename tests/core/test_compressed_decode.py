@@ -20,8 +20,8 @@ from core.variants.kept import kept
 
 # tiny: the window (5) shorter than the sequence, several entries closed (m = 2 for CSA, 3 for HCA), top-k 2 of up to 6
 D, H, HD, R, Q, G, R_O, H_I, D_I = 32, 4, 16, 8, 12, 2, 6, 4, 8
-WINDOW, TOP_K, N = 5, 2, 13
-M = {"csa": 2, "hca": 3}
+WINDOW, TOP_K, LENGTH = 5, 2, 13
+RATES = {"csa": 2, "hca": 3}
 KINDS = ["sliding", "csa", "hca"]
 PREFILLS = [1, 4, 6, 7]  # CSA (m = 2): 1, 7 end inside a window, 4, 6 at a boundary; HCA (m = 3): 6 at one, the rest inside
 
@@ -33,22 +33,22 @@ def _layer(kind: str, dtype: torch.dtype, seed: int = 0) -> dict:
     def r(*shape, scale=0.3):
         return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(dtype)
 
-    rope = rope_tables(N, HD, base=100.0, pairing="adjacent", rotated_dims=R, dtype=dtype)  # (N, R/2)
+    rope = rope_tables(LENGTH, HD, base=100.0, pairing="adjacent", rotated_dims=R, dtype=dtype)  # (n, R/2)
     w = dict(kind=kind, W_qa=r(D, Q), q_norm=1 + r(Q), W_qb=r(Q, H * HD), W_kv=r(D, HD), kv_norm=1 + r(HD), sinks=r(H),
              W_oa=r(G, H * HD // G, R_O), W_ob=r(G * R_O, D), n_heads=H, window=WINDOW, rope=rope)
     if kind != "sliding":
         width = HD * (2 if kind == "csa" else 1)  # CSA: C_a and C_b side by side
-        w["compressor"] = dict(W_c=r(D, width), W_gate=r(D, width), position_bias=r(M[kind], width, scale=0.5),
-                               norm_weight=1 + r(HD), m=M[kind])
+        w["compressor"] = dict(W_c=r(D, width), W_gate=r(D, width), position_bias=r(RATES[kind], width, scale=0.5),
+                               norm_weight=1 + r(HD), m=RATES[kind])
     if kind == "csa":
-        w["indexer"] = dict(W_c=r(D, 2 * D_I), W_gate=r(D, 2 * D_I), position_bias=r(M[kind], 2 * D_I, scale=0.5),
+        w["indexer"] = dict(W_c=r(D, 2 * D_I), W_gate=r(D, 2 * D_I), position_bias=r(RATES[kind], 2 * D_I, scale=0.5),
                             norm_weight=1 + r(D_I), W_q=r(Q, H_I * D_I), W_w=r(D, H_I), n_heads=H_I)
         w["top_k"] = TOP_K
     return w
 
 
 def _x(dtype: torch.dtype, B: int = 2, seed: int = 1) -> torch.Tensor:
-    return torch.randn(B, N, D, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(dtype)
+    return torch.randn(B, LENGTH, D, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(dtype)
 
 
 def _decode(x, w, prefill: int, *, between=lambda cache: cache, step=compressed_step):
@@ -92,15 +92,15 @@ def test_a_prefill_then_steps_equals_the_full_pass_row_by_row(kind, prefill, dty
     w, x = _layer(kind, dtype), _x(dtype)
     full = compressed_attention(x, **w)
     calls = _decode(x, w, prefill)
-    T_full = full.weights.shape[-1] - N
-    output, weights = _rows(calls, N, T_full)
+    T_full = full.weights.shape[-1] - LENGTH
+    output, weights = _rows(calls, LENGTH, T_full)
     assert _rel(output, full.output) < tol
     assert float((weights - full.weights).abs().max()) < tol  # every column, the ones a step never saw at 0 in full
     last = calls[-1][1].cache
-    assert _rel(last.window_kv, full.cache.window_kv) < tol and last.length == N == full.cache.length
+    assert _rel(last.window_kv, full.cache.window_kv) < tol and last.length == LENGTH == full.cache.length
     if kind != "sliding":
-        assert _rel(last.compressor.entries, full.pooled.entries) < tol and T_full == N // M[kind]
-        assert torch.equal(last.pending, x[:, N - N % M[kind]:])  # the open window's raw inputs
+        assert _rel(last.compressor.entries, full.pooled.entries) < tol and T_full == LENGTH // RATES[kind]
+        assert torch.equal(last.pending, x[:, LENGTH - LENGTH % RATES[kind]:])  # the open window's raw inputs
     if kind == "csa":
         assert _untied(full.index.scores) and _rel(last.indexer.entries, full.index.keys) < tol
         for start, tr in calls:  # each query's top-k over the T entries closed so far
@@ -114,13 +114,13 @@ def test_steps_of_several_tokens_equal_it_too(kind):
     """The cache takes any number of new tokens: chunks of 3 and 2 that straddle the pool's windows."""
     w, x = _layer(kind, torch.float64), _x(torch.float64)
     full = compressed_attention(x, **w)
-    cuts = [0, 3, 5, 8, 11, N]
+    cuts = [0, 3, 5, 8, 11, LENGTH]
     calls, cache = [], None
     for a, b in itertools.pairwise(cuts):
         tr = compressed_step(x[:, a:b], cache, **w)
         calls.append((a, tr))
         cache = tr.cache
-    output, weights = _rows(calls, N, full.weights.shape[-1] - N)
+    output, weights = _rows(calls, LENGTH, full.weights.shape[-1] - LENGTH)
     assert _rel(output, full.output) < 1e-10 and float((weights - full.weights).abs().max()) < 1e-10
 
 
@@ -138,7 +138,7 @@ def _reference(seed: int = 0):
     cfg = transformers.DeepseekV4Config(hidden_size=D, num_attention_heads=H, head_dim=HD, qk_rope_head_dim=R,
                                         q_lora_rank=Q, o_groups=G, o_lora_rank=R_O, index_n_heads=H_I,
                                         index_head_dim=D_I, index_topk=TOP_K, sliding_window=WINDOW,
-                                        compress_rates={TYPES["csa"]: M["csa"], TYPES["hca"]: M["hca"]},
+                                        compress_rates={TYPES["csa"]: RATES["csa"], TYPES["hca"]: RATES["hca"]},
                                         layer_types=[TYPES[k] for k in KINDS], num_hidden_layers=3, vocab_size=16,
                                         intermediate_size=16, moe_intermediate_size=8, n_routed_experts=2,
                                         num_experts_per_tok=1)
@@ -200,7 +200,7 @@ def _reference_decode(cfg, layers, rot, x, prefill: int):
 @pytest.mark.parametrize("prefill", PREFILLS)
 def test_equals_deepseek_v4_attention_with_its_cache(prefill):
     cfg, layers, rot = _reference(seed=2)
-    x = torch.randn(3, N, D, generator=torch.Generator().manual_seed(prefill))
+    x = torch.randn(3, LENGTH, D, generator=torch.Generator().manual_seed(prefill))
     want, ref_cache = _reference_decode(cfg, layers, rot, x, prefill)
     with torch.no_grad():  # the modules' parameters require grad
         for i, layer in enumerate(layers):
@@ -215,7 +215,7 @@ def test_equals_deepseek_v4_attention_with_its_cache(prefill):
             if ours.compressor is None:
                 continue
             assert _rel(ours.compressor.entries, theirs.compressed_kv["compressor"]) < 1e-5
-            assert theirs.entry_count["compressor"] == ours.compressor.entries.shape[-2] == N // M[ours.kind]
+            assert theirs.entry_count["compressor"] == ours.compressor.entries.shape[-2] == LENGTH // RATES[ours.kind]
             c = w["compressor"]  # transformers buffers the open window's projections, core its raw inputs
             assert _rel(ours.pending @ c["W_c"], theirs.buffer_kv["compressor"]) < 1e-5
             if ours.kind == "csa":
@@ -255,7 +255,7 @@ def test_negative_controls_fail(mistake, kind, monkeypatch):
     patch, between = WRONG[mistake]
     if patch == "late":
         monkeypatch.setattr(compressed, "visible", _late_visible)
-    output, _ = _rows(_decode(x, w, 4, between=between), N, 0 if kind == "sliding" else N // M[kind])
+    output, _ = _rows(_decode(x, w, 4, between=between), LENGTH, 0 if kind == "sliding" else LENGTH // RATES[kind])
     assert _rel(output, full) > 0.1, f"{mistake}: {_rel(output, full):.2e}"  # measured 0.19 to 0.68
 
 
@@ -265,7 +265,7 @@ def test_the_transformers_window_of_w_minus_1_rows_is_enough():
     w, x = _layer("hca", torch.float64), _x(torch.float64)
     full = compressed_attention(x, **w).output
     trim = lambda cache: dataclasses.replace(cache, window_kv=cache.window_kv[:, -(WINDOW - 1):])  # noqa: E731
-    output, _ = _rows(_decode(x, w, 4, between=trim), N, N // M["hca"])
+    output, _ = _rows(_decode(x, w, 4, between=trim), LENGTH, LENGTH // RATES["hca"])
     assert _rel(output, full) < 1e-12
 
 
@@ -279,9 +279,9 @@ def test_the_cache_keeps_what_kept_counts(kind):
     d·min(t, w) + d·⌊t/m⌋ (+ d_I·⌊t/m⌋), measured as the cache tensors' numel and as core.variants.kept counts them
     for a one-layer model of this shape; the rest (the pending inputs, the C_a shares) stays bounded."""
     w, x = _layer(kind, torch.float64), _x(torch.float64, B=1)
-    m = M[kind]
+    m = RATES[kind]
     shape = Published("tiny", source="this test", layers=1, n_heads=H, n_kv_heads=1, d_head=HD, d_model=D, window=WINDOW,
-                      layer_pattern=(kind,), csa_rate=M["csa"], hca_rate=M["hca"], index_head_dim=D_I)
+                      layer_pattern=(kind,), csa_rate=RATES["csa"], hca_rate=RATES["hca"], index_head_dim=D_I)
     for t, (_, tr) in enumerate(_decode(x, w, 1), start=1):
         c: CompressedCache = tr.cache
         grows = c.window_kv.numel() + c.compressor.entries.numel() + (c.indexer.entries.numel() if c.indexer else 0)
