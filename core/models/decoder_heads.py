@@ -83,7 +83,7 @@ def _induction(model: _SmolLM2, length: int, seed: int, device) -> Induction:
     ids = torch.cat([torch.tensor([model.config.bos_id] * o, dtype=r.dtype), r, r])  # (o + 2T,)
     P = model.weights_on(device)
     with torch.no_grad():
-        out = forward(ids.to(P.E.device), P, model.config, keep_qkv=False)
+        out = forward(ids.to(P.device), P, model.config, keep_qkv=False)
     T = length
     j = torch.arange(T - 1)
     scores = out.attentions[:, :, o + T + j, o + j + 1].mean(-1)  # (L, H)
@@ -114,7 +114,7 @@ def logit_lens(model: _SmolLM2, trace: DecoderTrace, position: int = -1, k: int 
         raise ValueError(f"position must be in −{n} … {n - 1}, got {position}")
     P = model.weights_on(trace.hidden.device)
     h = trace.hidden[:, position]  # (L + 1, d)
-    probs = torch.softmax(norm(h, P.g_final, model.config) @ P.E.T, dim=-1)  # (L + 1, vocab); Gemma's ⊙ (1 + g)
+    probs = torch.softmax(P.logits(norm(h, P.g_final, model.config)), dim=-1)  # (L + 1, vocab); Gemma's ⊙ (1 + g)
     top = torch.topk(probs, k, dim=-1)
     final = int(probs[-1].argmax())
     return LogitLens(position=position % n, top_ids=top.indices, top_probs=top.values, final_id=final,
@@ -145,7 +145,7 @@ def text_loss(model: _SmolLM2, text: str, mech: Mechanism = PLAIN, max_tokens: i
     if len(ids) < 2:
         raise ValueError("a loss needs at least two tokens")
     P = model.weights_on(device)
-    ids_t = torch.tensor(ids, device=P.E.device)
+    ids_t = torch.tensor(ids, device=P.device)
     with torch.no_grad():
         out = forward(ids_t, P, model.config, mech=mech, keep_qkv=False)
     nll = F.cross_entropy(out.logits[:-1].float(), ids_t[1:], reduction="none")  # (n − 1,)

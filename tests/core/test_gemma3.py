@@ -80,7 +80,8 @@ def test_loaded_once_and_the_config_is_the_files(model, reference):
     assert c.query_pre_attn_scalar == hc.query_pre_attn_scalar == 256
     assert hc.attn_logit_softcapping is None and hc.final_logit_softcapping is None
     assert c.eps == hc.rms_norm_eps and c.kv_head_of == (0, 0, 0, 0)
-    assert all(t.dtype == torch.float32 for t in model.weights.tensors())  # exact: the file's values
+    assert all(t.dtype == torch.float32 for t in model.weights.tensors()[2:])  # exact: the file's values
+    assert (model.weights.E.q.dtype, model.weights.E.scale.dtype) == (torch.int8, torch.float16)  # the embedding's blocks
 
 
 @pytest.mark.slow

@@ -36,10 +36,10 @@ def test_shared_weights_give_the_same_logits_and_the_originals_are_released():
     with torch.no_grad():
         logits = forward(ids, other.weights, other.config, keep_qkv=False, logits_for="last").logits[-1]
     assert torch.equal(torch.softmax(logits.float(), dim=-1), before)
-    assert other.weights.E.data_ptr() != model.weights.E.data_ptr()  # mapped again, same numbers
+    assert other.weights.E.q.data_ptr() != model.weights.E.q.data_ptr()  # mapped again, same numbers (its Q8_0 blocks)
     assert os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:attention-lab-weights")
     assert other.weights.nbytes() <= os.fstat(fd).st_size < other.weights.nbytes() + 64 * len(layout)  # + alignment
-    assert [t.dtype for t in other.weights.tensors()] == [t.dtype for t in model.weights.tensors()]  # float16 kept
+    assert [t.dtype for t in other.weights.tensors()] == [t.dtype for t in model.weights.tensors()]  # int8 blocks kept
 
 
 def test_sharing_empties_the_tensors_it_copied_and_refuses_what_it_cannot_share():
@@ -50,6 +50,7 @@ def test_sharing_empties_the_tensors_it_copied_and_refuses_what_it_cannot_share(
     try:
         assert all(t.numel() == 0 for t in w.tensors())  # released as copied
         assert sum(t.numel() for t in shared.tensors()) == n
+        assert shared.E.q.dtype == torch.int8 and shared.E.scale.dtype == torch.float16  # the embedding's blocks travel
         again = shared_weights(fd, layout)
         assert all(torch.equal(a, b) for a, b in zip(again.tensors(), shared.tensors(), strict=True))
     finally:

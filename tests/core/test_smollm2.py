@@ -61,10 +61,11 @@ def test_loaded_once_per_process(model):
     c = model.config
     assert (c.n_layers, c.n_heads, c.n_kv_heads, c.d_model, c.d_head, c.d_ff, c.vocab_size) == (30, 9, 3, 576, 64, 1536, 49152)
     assert c.rope_base == 100000.0 and abs(c.eps - 1e-5) < 1e-9 and c.kv_head_of == (0, 0, 0, 1, 1, 1, 2, 2, 2)
-    # every weight in float32: the file's own values, exact (issue 54; float16 only when asked for by name)
+    # every weight in float32: the file's own values, exact (issue 54; float16 only when asked for by name); the
+    # embedding in its Q8_0 blocks, int8 and a float16 scale per 32 (its rows the float32 ones bit for bit: test_q8_rows)
     blocks = 30 * (576 * 576 * 2 + 576 * 192 * 2 + 3 * 576 * 1536)
-    assert model.weights.nbytes() == 4 * (49152 * 576 + 576 + 30 * 2 * 576 + blocks)
-    assert all(t.dtype == torch.float32 for t in model.weights.tensors())
+    assert model.weights.nbytes() == 4 * (576 + 30 * 2 * 576 + blocks) + 49152 * 576 * (1 + 2 / 32)
+    assert [t.dtype for t in model.weights.tensors()] == [torch.int8, torch.float16] + [torch.float32] * (1 + 30 * 9)
 
 
 @pytest.mark.slow
