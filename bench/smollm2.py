@@ -185,7 +185,7 @@ def storage(model) -> list[dict]:
     from core.models.decoder_load import read_config, read_weights
 
     reader = gguf_file.GGUFFile(decoder.gguf_path())
-    W32 = read_weights(reader, read_config(reader), torch.float32)  # the file's values
+    W32 = read_weights(reader, read_config(reader), torch.float32, embedding_blocks=False)  # the file's values, all float32
 
     def blocks_as(dtype) -> decoder.LlamaWeights:
         def narrowed(t):  # a matrix in ``dtype``; a gain (or an absent one, None) as it is
@@ -206,7 +206,7 @@ def storage(model) -> list[dict]:
         return worst, same
 
     rows = []
-    for name, P in (("float32: the file's values (now, the default)", W32),
+    for name, P in (("float32: the file's values (the embedding too; the default keeps it in its Q8_0 blocks: --embedding)", W32),
                     ("float16 block matrices, float32 embedding (before issue 54; not exact)", blocks_as(torch.float16)),
                     ("bfloat16 block matrices, float32 embedding", blocks_as(torch.bfloat16))):
         rel, top1 = change(P)
@@ -228,6 +228,69 @@ def storage(model) -> list[dict]:
     return rows
 
 
+_RSS_GEMMA_CHILD = r"""
+import json, sys, torch
+from core import pretrained
+from core.models import decoder
+from core.models.decoder_load import read_config, read_tokenizer, read_weights
+from core.models.gguf_file import GGUFFile
+blocks = sys.argv[1] == "blocks"
+reader = GGUFFile(pretrained.gemma3_path())
+config = read_config(reader)
+tokenizer, byte_of = read_tokenizer(reader)
+model = decoder.Decoder(config, read_weights(reader, config, embedding_blocks=blocks), tokenizer, byte_of)
+decoder.give_back_memory()
+model.generate("서울은 한국의", 4)
+rss = [int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmRSS:")][0]
+print(json.dumps({"rss": rss, "weights": model.weights.nbytes()}))
+"""
+
+
+def embedding_blocks(repeats: int = 7) -> None:
+    """The token embedding kept in its Q8_0 blocks (the default) against the same embedding dequantised to float32
+    (what core did before), Gemma 3 and SmolLM2, 1 thread: the weights' bytes; a cached step of one sequence alone
+    (``forward`` with its cache, last position's logits) and one decoding step of 40 sequences
+    (``decode_batch``), the two storages alternating in one run, medians; Gemma's process RSS after loading and
+    writing 4 tokens, each storage in a fresh process."""
+    from core import pretrained
+    from core.models import decoder, decoder_batch
+
+    for name, model in (("Gemma 3 270M", pretrained.gemma3()), ("SmolLM2-135M", pretrained.smollm2())):
+        P, c = model.weights, model.config
+        P32 = decoder.LlamaWeights(E=P.E.dequantised(), g_final=P.g_final, layers=P.layers)  # before: float32 E
+        ids = model.encode(PROMPT_32)[:8]  # a short prompt: the step's cost is the weights and the head, not attention
+        caches, batches = {}, {}
+        with torch.no_grad():
+            for key, W in (("blocks", P), ("float32", P32)):
+                caches[key] = decoder.forward(torch.tensor(ids), W, c, use_cache=True, keep_qkv=False,
+                                              logits_for="last").caches
+                cache = decoder_batch.BatchCache(c, n_pages=40 * 2)
+                seqs = [cache.open(len(ids) + repeats + 2) for _ in range(40)]
+                decoder_batch.extend_batch([torch.tensor(ids)] * 40, seqs, cache, W, c)
+                batches[key] = cache, seqs
+            one = {"blocks": [], "float32": []}
+            forty = {"blocks": [], "float32": []}
+            for i in range(repeats + 1):
+                for key, W in (("blocks", P), ("float32", P32)) if i % 2 else (("float32", P32), ("blocks", P)):
+                    t0 = time.perf_counter()
+                    decoder.forward(torch.tensor([100 + i]), W, c, caches=caches[key], keep_qkv=False, logits_for="last")
+                    t1 = time.perf_counter()
+                    decoder_batch.decode_batch(torch.full((40,), 100 + i), batches[key][1], batches[key][0], W, c)
+                    t2 = time.perf_counter()
+                    if i:  # the first round warms up
+                        one[key].append((t1 - t0) * 1e3)
+                        forty[key].append((t2 - t1) * 1e3)
+        print(f"\n{name}: weights {P32.nbytes():,} B (float32 E) → {P.nbytes():,} B (E in Q8_0 blocks); embedding "
+              f"{P32.E.numel() * 4:,} → {P.E.nbytes:,} B")
+        for key in ("float32", "blocks"):
+            print(f"  {key:8s} cached step alone {statistics.median(one[key]):.0f} ms, step of 40 "
+                  f"{statistics.median(forty[key]):.0f} ms (medians of {repeats}, alternating)")
+    for storage_ in ("float32", "blocks"):
+        r = _child(_RSS_GEMMA_CHILD.replace("sys.argv[1]", repr(storage_)))
+        print(f"Gemma 3 process RSS after loading and writing 4 tokens, embedding {storage_}: {r['rss'] / 2**20:.0f} MiB "
+              f"(weights {r['weights'] / 2**20:.0f} MiB)")
+
+
 def print_storage(model) -> None:
     rows = storage(model)
     print("\n| weight storage | weights | a decoding step of 1 / of 40 (1 thread) | logits vs the file's float32 values: "
@@ -241,10 +304,13 @@ def print_storage(model) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description="SmolLM2-135M's load, trace, step and memory (prints Markdown)")
     ap.add_argument("--storage", action="store_true", help="only the weight storage table")
+    ap.add_argument("--embedding", action="store_true", help="only the embedding's storage: Q8_0 blocks against float32")
     args = ap.parse_args()
     torch.set_num_threads(1)
     from core import pretrained
 
+    if args.embedding:
+        return embedding_blocks()
     if args.storage:  # only the weight storage table
         return print_storage(pretrained.smollm2())
 
