@@ -89,7 +89,7 @@ def growth(ts, counts) -> str:
     since = "" if t0 == ts[0] else f" (t ≥ {t0:,})"
     if b == 0:
         return f"constant{since}"
-    per = f"{b:,}" if b.denominator == 1 else f"{b.numerator:,}/{b.denominator}"
+    per = f"{int(b):,}" if b.denominator == 1 else f"{b.numerator:,}/{b.denominator}"
     return f"+{per} per token{since}"
 
 
@@ -210,7 +210,9 @@ def mamba2_step(key: str) -> Callable[[int], Counted]:
 
 def v4_steps(key: str, kind: str) -> Callable[[int], tuple[Fraction, Fraction]]:
     """DeepSeek-V4 CSA / HCA: core's compressed_step, one token at a time. A step pools the m tokens of a window when
-    it closes it, so the per-token cost is the mean over the m steps t − m + 1 … t (from a cache of t − m tokens)."""
+    it closes it, so the per-token cost is the mean over the m steps t − m + 1 … t: the closing step counted, and the
+    m − 1 open ones, counted at the first, a middle and the last of them (checked affine in the position: they differ
+    only in the window's keys while it fills, and in what is pending)."""
     p, w = MODELS[key], Weights(f"{key}/{kind}")
     H, d, D, r = p.n_heads, p.d_head, p.d_model, p.rope_dim
     m = p.csa_rate if kind == "csa" else p.hca_rate
@@ -226,21 +228,30 @@ def v4_steps(key: str, kind: str) -> Callable[[int], tuple[Fraction, Fraction]]:
     xs = w("x", 1, m, D)
 
     def mean(t: int) -> tuple[Fraction, Fraction]:
-        t0 = t - m  # a window boundary: nothing pending
+        t0 = t - m  # a window boundary; the steps t0 + 1 … t0 + m − 1 close no window, step t (= t0 + m) closes one
         rope = rope_tables(t, r, base=10000.0, pairing="adjacent")
-        share = (lambda width_: (w(f"sk{t}{width_}", 1, m, width_), w(f"sg{t}{width_}", 1, m, width_))) if kind == "csa" \
-            else (lambda width_: (None, None))
         T = t0 // m
-        cache = compressed.CompressedCache(
-            kind=kind, length=t0, window_kv=w(f"win{t}", 1, min(t0, p.window), d), pending=xs[:, :0],
-            compressor=compressed.PoolState(w(f"e{t}", 1, T, d), *share(d)),
-            indexer=None if index is None else compressed.PoolState(w(f"ie{t}", 1, T, dI), *share(dI)))
-        macs = products = 0
-        for i in range(m):
-            c = counted_macs(compressed.compressed_step, xs[:, i:i + 1], cache, kind=kind, **W, n_heads=H,
+
+        def share(width_):
+            return (w(f"sk{t}{width_}", 1, m, width_), w(f"sg{t}{width_}", 1, m, width_)) if kind == "csa" else (None, None)
+
+        def count(pending: int) -> tuple[int, int]:  # the step of the token at position t0 + pending
+            cache = compressed.CompressedCache(
+                kind=kind, length=t0 + pending, window_kv=w(f"win{t}", 1, min(t0 + pending, p.window), d),
+                pending=xs[:, :pending], compressor=compressed.PoolState(w(f"e{t}", 1, T, d), *share(d)),
+                indexer=None if index is None else compressed.PoolState(w(f"ie{t}", 1, T, dI), *share(dI)))
+            c = counted_macs(compressed.compressed_step, xs[:, pending:pending + 1], cache, kind=kind, **W, n_heads=H,
                              window=p.window, rope=rope, compressor=comp, indexer=index, top_k=p.index_topk)
-            macs, products, cache = macs + c.macs, products + c.products, c.result.cache
-        return Fraction(macs, m), Fraction(products, m)
+            return c.macs, c.products
+
+        mid = (m - 2) // 2
+        first, middle, last, closing = count(0), count(mid), count(m - 2), count(m - 1)
+        for f, mi, la in zip(first, middle, last, strict=True):  # the open steps grow at most by a window key a step
+            if Fraction(la - f, m - 2) * mid + f != mi:
+                raise ValueError(f"{kind} at t = {t}: the open steps count {first}, {middle}, {last}: not affine")
+        # the m − 1 open steps are affine in their position, so their sum is (m − 1)·(first + last)/2
+        return tuple(Fraction(c, m) + Fraction((m - 1) * (f + la), 2 * m) for c, f, la in zip(closing, first, last,
+                                                                                                strict=True))
     return mean
 
 
