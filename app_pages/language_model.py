@@ -187,10 +187,14 @@ def _install(model: str) -> tuple[str, int, str]:
 
 def load(text: str, model: str) -> dict | None:
     """The cached trace of the prompt, or None after a clear message (model missing, empty, too long)."""
-    from core.models.decoder import ModelNotInstalled
+    from core.models.decoder import ModelFileUnusable, ModelNotInstalled
 
     try:
         compute.language_model(model)
+    except ModelFileUnusable as err:  # there, but of another family, or truncated: reinstalling mends it
+        st.error(t(f"lm.file.{err.why}", arch=md(err.detail[:40])))
+        st.code(_install(model)[2], language="bash")
+        return None
     except ModelNotInstalled:
         package, size, hint = _install(model)
         st.error(t("lm.missing", package=package, mb=round(size / 1e6), mib=round(size / 2**20)))

@@ -30,6 +30,7 @@ only by :func:`load_decoder`.
 
 from __future__ import annotations
 
+import struct
 import threading
 from pathlib import Path
 
@@ -81,13 +82,19 @@ from core.models.decoder_traces import (
     next_token_probs,
 )
 from core.models.gguf_file import GGUFFile
-from core.models.plumbing import ModelNotInstalled, give_back_memory, package_folder  # ModelNotInstalled: core.pretrained's too
+from core.models.plumbing import (  # ModelNotInstalled: core.pretrained's too
+    ModelFileUnusable,
+    ModelNotInstalled,
+    give_back_memory,
+    package_folder,
+)
 from core.models.plumbing import weights_on as plumbing_weights_on
 
 __all__ = [  # everything importable from core.models.decoder, wherever it is defined
     "FILE", "FILE_BYTES", "INDUCTION_LENGTH", "INSTALL_HINT", "MAX_NEW_TOKENS", "MAX_TRACE_TOKENS", "MODULE", "NAME",
     "PACKAGE", "PLAIN", "QUANT", "TOP", "Decoder", "DecoderHeads", "DecoderTrace", "Generation", "Induction",
-    "LlamaConfig", "LlamaLayer", "LlamaWeights", "LogitLens", "Mechanism", "ModelNotInstalled", "NextToken", "SmolLM2",
+    "LlamaConfig", "LlamaLayer", "LlamaWeights", "LogitLens", "Mechanism", "ModelFileUnusable", "ModelNotInstalled",
+    "NextToken", "SmolLM2",
     "Step", "TextLoss", "cache_bytes", "forward", "gguf_path", "give_back_memory", "head_stats", "induction",
     "load_decoder", "load_smollm2", "logit_lens", "next_token_probs", "package_folder", "qk_norm", "QKNorm", "rms_norm",
     "swiglu", "text_loss",
@@ -319,7 +326,8 @@ def load_smollm2(path: str | Path | None = None) -> Decoder:
 
 def load_decoder(path: str | Path, install_hint: str = INSTALL_HINT) -> Decoder:
     """Read config (its family from the file's ``general.architecture``: llama or gemma3), tokenizer and weights from
-    the GGUF file at ``path``; a new :class:`Decoder`. A missing file raises ModelNotInstalled with ``install_hint``."""
+    the GGUF file at ``path``; a new :class:`Decoder`. A missing file raises ModelNotInstalled with ``install_hint``; a
+    file of another family, a truncated or damaged one ModelFileUnusable (a ModelNotInstalled: reinstalling mends it)."""
     try:
         import tokenizers  # noqa: F401
     except ImportError as exc:
@@ -329,9 +337,14 @@ def load_decoder(path: str | Path, install_hint: str = INSTALL_HINT) -> Decoder:
     p = Path(path)
     if not p.is_file():
         raise ModelNotInstalled(f"{p} does not exist; install the model with: {install_hint}")
-    reader = GGUFFile(p)
-    config = read_config(reader)
-    tokenizer, byte_of = read_tokenizer(reader)
-    model = Decoder(config, read_weights(reader, config), tokenizer, byte_of)
+    try:
+        reader = GGUFFile(p)
+        config = read_config(reader)  # ModelFileUnusable ("architecture") for a model of another family
+        tokenizer, byte_of = read_tokenizer(reader)
+        weights = read_weights(reader, config)
+    except (ValueError, KeyError, EOFError, OverflowError, struct.error, UnicodeDecodeError) as exc:  # truncated, damaged
+        raise ModelFileUnusable(f"{p} cannot be read ({exc}); reinstall the model with: {install_hint}", why="unreadable",
+                                detail=str(exc)) from None
+    model = Decoder(config, weights, tokenizer, byte_of)
     give_back_memory()  # the dequantisation's freed temporaries (measured: RSS after loading 974 → 764 MB)
     return model

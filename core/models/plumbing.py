@@ -15,6 +15,20 @@ class ModelNotInstalled(RuntimeError):
     missing. ``core.pretrained.ModelNotInstalled`` and ``core.models.decoder.ModelNotInstalled`` are this class."""
 
 
+class ModelFileUnusable(ModelNotInstalled):
+    """The model's file is there but cannot be used, so reinstalling is the way out (hence a ModelNotInstalled):
+    ``why`` "architecture" (a model of another family; ``detail`` names it, as the file's ``general.architecture``
+    says) or "unreadable" (truncated, damaged, or not a GGUF file; ``detail``: what the reader found)."""
+
+    WHYS = ("architecture", "unreadable")
+
+    def __init__(self, message: str, *, why: str, detail: str = "") -> None:
+        if why not in self.WHYS:
+            raise ValueError(f"why must be one of {self.WHYS}, got {why!r}")
+        super().__init__(message)
+        self.why, self.detail = why, detail
+
+
 def package_folder(module: str) -> Path | None:
     """The folder of the installed package ``module`` (its import name), found without importing it
     (importing some model packages prints a banner or fails on their own dependencies); None when absent."""

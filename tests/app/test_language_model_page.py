@@ -391,3 +391,46 @@ def test_missing_gemma_shows_its_install_line_and_smollm2_still_works(monkeypatc
         assert spec(at, KEYS.grid)["layers"] == 30
     finally:
         compute.language_model.clear()
+
+
+def _unusable_file(kind: str, folder: Path) -> Path:
+    """A real file the loader is handed instead of the model's: a GGUF of another family (written by the ``gguf``
+    package: a Mamba model's metadata and one tensor), SmolLM2's own file cut in half, or bytes that are no GGUF."""
+    path = folder / f"{kind}.gguf"
+    if kind == "architecture":
+        import gguf
+
+        w = gguf.GGUFWriter(str(path), "mamba")
+        w.add_block_count(1)
+        w.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+    elif kind == "truncated":
+        whole = Path(decoder.gguf_path())
+        with whole.open("rb") as f:
+            path.write_bytes(f.read(whole.stat().st_size // 2))
+    else:
+        path.write_bytes(b"<html>not a model</html>" * 100)
+    return path
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("kind", ["architecture", "truncated", "garbage"])
+def test_a_file_of_another_architecture_or_a_broken_one_gets_a_message_and_the_install_line(monkeypatch, tmp_path,
+                                                                                           lang, kind):
+    """The real loader (core.models.decoder.load_decoder) on a real file that cannot be used: a message in the
+    learner's language that says which (another family, named; or unreadable) and the one pip line, no traceback."""
+    path = _unusable_file(kind, tmp_path)
+    monkeypatch.setattr(pretrained, "smollm2", lambda: decoder.load_decoder(path))
+    compute.language_model.clear()
+    try:
+        at = page(LM, run=False)
+        _run_with(at, **{state.setting("lang"): lang, KEYS.model: "smollm2"})
+        assert not at.exception
+        why = "architecture" if kind == "architecture" else "unreadable"
+        assert [e.value for e in at.error] == [table(lang)[f"lm.file.{why}"].format(arch="mamba")]
+        assert [c.value for c in at.code] == [decoder.INSTALL_HINT]
+    finally:
+        compute.language_model.clear()
