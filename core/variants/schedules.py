@@ -24,7 +24,9 @@ The kinds of issue 55 (the registry's names, :mod:`core.shapes`):
 **Reach through the new kinds.** MLA, linear and Mamba-2 layers mix every earlier token into query i (the latent is
 attention over all tokens; a state is a sum over all of them): lo(i) = 0, like a global layer. CSA and HCA also have
 lo(i) = 0: the window holds the last w tokens and the pooled entries cover every token of a completed block of m, so
-with w ≥ m − 1 no earlier token falls between them (a layer whose window is shorter than that is refused). Reach is
+with w ≥ m − 1 no earlier token falls between them. A layer with a shorter window (a learner's choice on the Compressing
+page) leaves the oldest tokens of the open block in neither: its :meth:`LayerKind.mask` says so exactly, and its reach
+is no interval, so :meth:`LayerKind.first_key` (and :func:`schedule_reach`) refuse it by name. Reach is
 what the layer *can* draw on: an old token reaches a CSA/HCA layer only blurred into a pooled entry (and through CSA's
 indexer only if its entry is among the top k), and a state layer holds it only as far as its decay and overwrites leave it.
 
@@ -101,9 +103,6 @@ class LayerKind:
             int_at_least(f"the {k} pool rate (tokens per entry)", self.rate)
             int_at_least(f"the {k} layer's token_values (d, one K = V head)", self.token_values)
             int_at_least(f"the {k} layer's entry_values (values per pooled entry)", self.entry_values)
-            if self.size < self.rate - 1:
-                raise ValueError(f"a {k} layer's window ({self.size}) must hold the up to {self.rate - 1} tokens not yet "
-                                 "pooled (w ≥ m − 1), or some earlier token would be in neither")
         elif self.rate is not None or self.entry_values is not None:
             raise ValueError(f"only csa and hca layers pool entries; a {k} layer has no rate or entry_values")
         if k in STATE_KINDS:
@@ -132,8 +131,18 @@ class LayerKind:
         size = "" if size is None else f" {size}"
         return f"{self.kind}{size}{'' if self.rope else ' (NoPE)'}{' (reused)' if self.reused else ''}"
 
+    @property
+    def leaves_a_gap(self) -> bool:
+        """A CSA/HCA layer whose window is shorter than the m − 1 tokens of an open block: the older ones of them
+        are in neither the window nor an entry (module doc)."""
+        return self.kind in POOLED_KINDS and self.size < self.rate - 1
+
     def first_key(self, i: int) -> int:
-        """lo(i): the oldest key query i sees (it sees lo(i) … i); 0 for every kind but a window or a chunk."""
+        """lo(i): the oldest key query i sees (it sees lo(i) … i); 0 for every kind but a window or a chunk.
+        ValueError for a layer that :attr:`leaves_a_gap` (what it sees is then no interval)."""
+        if self.leaves_a_gap:
+            raise ValueError(f"a {self.kind} layer's window ({self.size}) is shorter than the up to {self.rate - 1} tokens "
+                             "not yet pooled (w < m − 1): some earlier tokens are in neither, so its reach is no interval")
         if self.kind == "window":
             return max(0, i - self.size + 1)
         if self.kind == "chunk":
@@ -150,6 +159,8 @@ class LayerKind:
             m = m & (i - j < self.size)
         elif self.kind == "chunk":
             m = m & (i // self.size == j // self.size)
+        elif self.kind in POOLED_KINDS:  # the window, or a block closed by query i (its entry made)
+            m = m & ((i - j < self.size) | (j < self.rate * ((i + 1) // self.rate)))
         return m
 
     def cached_tokens(self, tokens: int) -> int:

@@ -122,7 +122,26 @@ _new_kinds = st.one_of(
     st.just(core.mla_layer(4, 2)), st.just(core.state_layer("linear", value_heads=2, key_heads=1, key_dim=2, value_dim=2,
                                                             conv_kernel=4)),
     st.integers(1, 4).map(lambda m: core.pooled_layer("csa", window=m + 2, rate=m, d_head=2, index_dim=1)),
+    st.integers(1, 4).map(lambda m: core.pooled_layer("hca", window=m - 1 or 1, rate=m, d_head=2)),  # w = m − 1: no gap
 )
+
+
+@pytest.mark.parametrize(("w", "m"), [(1, 4), (2, 5), (3, 8)])
+def test_a_window_shorter_than_an_open_block_leaves_a_gap_the_mask_shows(w, m):
+    """w < m − 1: the mask misses exactly the open block's tokens older than the window (counted by hand), kept()
+    still counts the layer, and reach, which would claim an interval, is refused."""
+    layer = core.pooled_layer("hca", window=w, rate=m, d_head=2)
+    n = 3 * m + 1
+    M = layer.mask(n)
+    missed = 0
+    for i in range(n):
+        closed = m * ((i + 1) // m)  # tokens 0 … closed − 1 sit in entries
+        seen = {j for j in range(i + 1) if j < closed or i - j < w}
+        assert set(M[i].nonzero().flatten().tolist()) == seen
+        missed += i + 1 - len(seen)
+    assert layer.leaves_a_gap and missed > 0 and layer.values(n) == 2 * min(n, w) + 2 * (n // m)
+    with pytest.raises(ValueError, match="no interval"):
+        schedule_reach(core.LayerSchedule("gap", (layer,), n_kv_heads=1, d_head=1), n)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True)
@@ -146,7 +165,7 @@ def test_reach_through_every_kind_equals_the_masks_multiplied_out(layers, n):
     (lambda: LayerKind("mamba", state_values=8), "mamba layer's conv_values must be an integer ≥ 0"),
     (lambda: LayerKind("linear", state_values=8, conv_values=0, reused=True), "keeps a state, no tokens"),
     (lambda: LayerKind("window", 4, rate=2), "only csa and hca layers pool"),
-    (lambda: core.pooled_layer("hca", window=16, rate=128, d_head=8), r"window \(16\) must hold"),
+    (lambda: core.pooled_layer("hca", window=16, rate=128, d_head=8).first_key(200), r"window \(16\) is shorter"),
     (lambda: core.state_layer("mla", value_heads=1, key_heads=1, key_dim=1, value_dim=1, conv_kernel=1), "linear or mamba"),
     (lambda: schedule_of(dataclasses.replace(MODELS["deepseek-v4-flash"], csa_rate=None)), "csa layers need csa_rate"),
     (lambda: schedule_of(dataclasses.replace(MODELS["mamba2"], conv_kernel=None)), "mamba layers need conv_kernel"),
