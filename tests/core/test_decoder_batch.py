@@ -20,7 +20,14 @@ if importlib.util.find_spec(decoder.MODULE) is None:
     pytest.skip(f"the model package '{decoder.PACKAGE}' is not installed ({decoder.INSTALL_HINT})", allow_module_level=True)
 
 PROMPTS = ["The capital of France is", "def add(a, b):\n    return", "나는 오늘 사과를", "1, 2, 3, 4,"]
-ATOL = 1e-4
+ATOL = 1e-4  # attention rows: weights, of scale 1
+# logits: the largest gap over the largest |logit| of the sequence alone (the measure the tests against transformers use,
+# there within 2e-3). A bound on the absolute gap depended on the CPU: the BLAS picks other kernels (other summation
+# orders) for other row counts, and across 30 blocks the same sequence alone and in a batch of four came 4.4e-5 apart on
+# 12-06's machine and 1.05e-4 on 12-07's, with the embedding in float32 or in its blocks alike. Relative, they are
+# 3.8e-6 of the scale apart on the latter (its logits reach 28); 1e-5 leaves that rounding room, 200× inside the bar
+# against transformers, and the tokens must be the same at every step (argmax, in _run).
+LOGITS_REL = 1e-5
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +67,8 @@ def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps
          fill: float | None = None):
     """Decode greedily in one fragmented batch cache (pages of 4 positions): ``joins[s]`` enter at pass s, their
     prompts prefilled in the pass that decodes the others; ``leaves[s]`` leave before it. Every pass compares each
-    sequence's logits and attention row with its own Alone twin's. Returns the largest logit gap and the tokens.
+    sequence's logits and attention row with its own Alone twin's. Returns the largest logit gap (relative to the
+    alone logits' scale) and the tokens.
     ``fill``: every row of the cache holds this value before any is written."""
     cache = fragmented(model, pages)
     if fill is not None:
@@ -87,7 +95,7 @@ def _run(model, joins: dict[int, list[str]], leaves: dict[int, list[str]], steps
             batch = extend_batch(chunks, [running[n][0] for n in names], cache, P, c)
         for b, n in enumerate(names):
             alone = running[n][1]
-            gap = max(gap, float((batch.logits[b] - alone.logits).abs().max()))
+            gap = max(gap, float((batch.logits[b] - alone.logits).abs().max() / alone.logits.abs().max()))
             t = batch.positions[b]
             row = alone.out.attentions[:, :, -1, :]  # (L, H, t + 1)
             assert row.shape[-1] == t + 1
@@ -103,14 +111,14 @@ def test_a_batch_of_four_lengths_equals_each_alone(model):
     decoding step of one row took the BLAS's matrix-vector kernel alone and its matrix-matrix kernel in the batch;
     with a row computed as two (``core.models.decoder_forward.linear``) it stays at 4.4e-5 (5.7e-5 on two threads)."""
     gap, tokens = _run(model, {0: PROMPTS}, {}, steps=16)
-    assert gap < ATOL, gap
+    assert gap < LOGITS_REL, gap
     assert all(len(t) == 16 for t in tokens.values())
 
 
 def test_a_sequence_joining_mid_batch_and_one_leaving_early(model):
     """Prompts of different lengths prefilled in the passes that decode the others, one leaving before the end."""
     gap, tokens = _run(model, {0: PROMPTS[:2], 2: PROMPTS[2:3], 3: PROMPTS[3:]}, {2: PROMPTS[:1]}, steps=5)
-    assert gap < ATOL, gap
+    assert gap < LOGITS_REL, gap
     assert len(tokens[PROMPTS[0]]) == 2 and len(tokens[PROMPTS[2]]) == 3 and len(tokens[PROMPTS[3]]) == 2
 
 
@@ -119,7 +127,7 @@ def test_rows_never_written_are_never_read(model):
     writing, a batch that joins, leaves and reuses pages gives the same logits as each sequence alone. A NaN read
     anywhere, even under the mask (0 · NaN), would spread to the logits."""
     gap, _ = _run(model, {0: PROMPTS[:2], 2: PROMPTS[2:]}, {2: PROMPTS[:1]}, steps=4, pages=40, fill=float("nan"))
-    assert gap < ATOL, gap
+    assert gap < LOGITS_REL, gap
 
 
 def test_one_token_decoding_steps_equal_alone(model):
@@ -134,13 +142,13 @@ def test_one_token_decoding_steps_equal_alone(model):
         batch = decode_batch(torch.tensor(nxt), seqs, cache, P, c)
     for b, (a, t) in enumerate(zip(twins, nxt, strict=True)):
         a.step(t)
-        assert float((batch.logits[b] - a.logits).abs().max()) < ATOL
+        assert float((batch.logits[b] - a.logits).abs().max() / a.logits.abs().max()) < LOGITS_REL
 
 
 def test_freed_pages_reused_by_a_shorter_sequence_hide_the_old_rows(model):
     """The new sequence's mask stops at its own length: the longer sequence's keys left in its pages get no weight."""
     gap, _ = _run(model, {0: [PROMPTS[1] * 3, PROMPTS[0]], 2: ["Hi"]}, {2: [PROMPTS[1] * 3]}, steps=4, pages=36)
-    assert gap < ATOL, gap
+    assert gap < LOGITS_REL, gap
 
 
 def test_pages_are_reserved_for_the_whole_request_and_returned(model):
