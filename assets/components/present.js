@@ -29,15 +29,12 @@ export default function (component) {
   let tries = 0, last = null;
   const look = () => {
     if (touched) { root.dataset.alPresentedAt = data.token; return; }
-    // not drawn yet: wait as long as it takes (a busy server draws the language model's maps late); the tries below
-    // count only once the page has drawn
-    if (!drawn()) { setTimeout(look, 100); return; }
-    const el = first();
+    const el = drawn() ? first() : null;
     const at = el ? el.getBoundingClientRect().top : null;
     const still = el !== null && at === last; // laid out: the same place twice in a row
     last = at;
     if (!still) {
-      if (++tries < 100) setTimeout(look, 100); // the maps draw after the script: look for 10 s more
+      if (++tries < 100) setTimeout(look, 100); // the maps draw after the script: look for 10 s
       else root.dataset.alPresentedAt = data.token; // a page without a map: its first screen is as drawn
       return;
     }
