@@ -58,7 +58,7 @@ def frame(refused: list[str]) -> None:
     presenter.frame(current.url_path)  # ?present=1: no sidebar, larger type, maps to the screen (every page and lesson)
     st.title(current.title)  # (a material icon in a heading is fetched from Google: none here)
     remember(current)
-    page.boundary(lambda: live.frame() or current.run())  # a seated student follows the class; paused: no page
+    page.boundary(lambda: live.frame(current.url_path) or current.run())  # a seated student follows the class; paused: no page
 
 
 def remember(current: st.Page) -> None:

@@ -57,6 +57,7 @@ class Seat(Client):
         self.auto: dict[str, float] = {}  # fragment id → interval
         self.counts: list[tuple[float, int]] = []
         self.truth_at: float | None = None  # when the page first drew the revealed answer
+        self.full_runs = 0  # runs of a whole page the server started for this phone (a fragment's run not counted)
         self.lock = asyncio.Lock()
 
     def _handle(self, msg) -> None:
@@ -65,6 +66,7 @@ class Seat(Client):
             self.auto[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
         elif kind == "new_session" and not msg.metadata.run.fragment_ids:
             self.auto.clear()  # a full run: the browser drops its timers, and the run sends the ones it draws
+            self.full_runs += 1
         elif kind == "stop_auto_rerun":
             for fid in msg.stop_auto_rerun.fragment_ids:
                 self.auto.pop(fid, None)
@@ -191,9 +193,10 @@ async def one_class(n: int, idle: float, timeout: float, replicas: int = 1) -> d
         asked = await arrivals(students, lambda s: s.find(state.item(KEYS.answer, "q1")) is not None, t0, timeout)
         sent = await asyncio.gather(*(answer(s, "q1", i % 4) for i, s in enumerate(students)))
         await wait_for(lambda: teacher.counts and teacher.counts[-1][1] >= n, timeout)
-        t0 = time.monotonic()
+        t0, runs = time.monotonic(), [s.full_runs for s in students]
         classes.reveal(store, code, time.time())
         revealed = await arrivals(students, lambda s: s.truth_at is not None, t0, timeout)
+        reveal_runs = [s.full_runs - r for s, r in zip(students, runs, strict=True)]  # the page runs a reveal cost
         stop.set()
         await asyncio.gather(*loops)
         marks(mons, "end")
@@ -210,6 +213,7 @@ async def one_class(n: int, idle: float, timeout: float, replicas: int = 1) -> d
         counted.append(seen - t if seen is not None else float("nan"))
     idle_w = [mon.window("idle0", "idle1") for mon in mons]
     return {"n": n, "replicas": replicas, "follow": follow, "counted": counted, "asked": asked, "revealed": revealed,
+            "reveal_runs": reveal_runs,
             "idle_cpu": [w["server_cores"] * 100 for w in idle_w], "idle_s": idle_w[0]["seconds"],
             "rss": [mon.window("idle0", "end")["rss_peak"] for mon in mons],
             "errors": [e for s in students for e in s.errors] + [e for e in getattr(teacher, "errors", [])],

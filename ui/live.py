@@ -104,10 +104,11 @@ def seen(code: str, *, teacher: bool = False) -> None:
     st.session_state[KEYS.teacher_version if teacher else KEYS.version] = versions(code, teacher=teacher)
 
 
-def frame() -> bool:
-    """On every page, before it draws: the seat kept; for a seated student, the class's state → True when the
-    teacher paused the class (the page is not drawn). A new place to follow takes the student there. A class that
-    has ended is forgotten in this run, by the browser too (the keeper is drawn after the class was read)."""
+def frame(here: str = "") -> bool:
+    """On every page, before it draws (``here``: its URL path): the seat kept; for a seated student, the class's
+    state → True when the teacher paused the class (the page is not drawn). A new place to follow takes the student
+    there. A class that has ended is forgotten in this run, by the browser too (the keeper is drawn after the class
+    was read)."""
     seat, record = current(), None
     try:
         if seat is not None:
@@ -130,13 +131,15 @@ def frame() -> bool:
     if record["paused"]:
         st.info(t("live.paused"))
         return True
-    follow(record["follow"])
+    follow(record["follow"], here)
     return False
 
 
-def follow(target: dict | None) -> None:
+def follow(target: dict | None, here: str = "") -> None:
     """Take the student to the teacher's place once per change of it: a lesson, the Playground with the
-    teacher's scenario, or the class page (a question is open); None: free."""
+    teacher's scenario, or the class page (a question is open, or revealed); None: free. A student already on the
+    class page stays: this run draws it (switching to it would cut this run at the frame and run the page again, a
+    second run per phone at every reveal)."""
     if target == st.session_state.get(KEYS.followed):
         return
     st.session_state[KEYS.followed] = target
@@ -152,7 +155,7 @@ def follow(target: dict | None) -> None:
         scenario_state.apply(values, matrices)
         st.session_state[state.SCENARIO.url_loaded] = True  # the teacher's scenario, not the link's
         st.switch_page(nav.PAGE_BY_NAME["playground"].file, query_params=target.get("query") or {})
-    elif page == "live_class":
+    elif page == "live_class" and here != nav.PAGE_BY_NAME["live_class"].url:
         st.switch_page(nav.PAGE_BY_NAME["live_class"].file)
 
 
