@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -212,14 +213,11 @@ def storage(model) -> list[dict]:
         rel, top1 = change(P)
         rows.append({"name": name, "bytes": P.nbytes(), "one": _step_ms(model, 1, P), "forty": _step_ms(model, 40, P),
                      "rel": rel, "top1": top1})
-    raw = []
-    for ttype, shape, offset in reader.tensors.values():
-        if ttype in (gguf_file.Q4_1, gguf_file.Q8_0):
-            count = int(torch.tensor(shape).prod())
-            raw.append((reader._read(offset, count // gguf_file.BLOCK * gguf_file._BLOCK_BYTES[ttype]), ttype))
-    buf = torch.empty(max(b.numel() // gguf_file._BLOCK_BYTES[t] * gguf_file.BLOCK for b, t in raw))
-    dequant = lambda: [buf[:b.numel() // gguf_file._BLOCK_BYTES[t] * gguf_file.BLOCK].copy_(  # noqa: E731
-        gguf_file.dequantize(b, t)) for b, t in raw]
+    quantised = [name for name, (ttype, _, _) in reader.tensors.items() if ttype in (gguf_file.Q4_1, gguf_file.Q8_0)]
+    raw = [reader.raw(name) for name in quantised]  # (blocks, type) as the file stores them
+    weights = [math.prod(reader.tensors[name][1]) for name in quantised]  # each tensor's weights
+    buf = torch.empty(max(weights))
+    dequant = lambda: [buf[:n].copy_(gguf_file.dequantize(b, t)) for (b, t), n in zip(raw, weights, strict=True)]  # noqa: E731
     extra = _median_ms(dequant, 3)
     dense = sum(m.nbytes for m in W32.tensors() if m.dim() == 2)
     rows.append({"name": "the file's Q4_1 / Q8_0 blocks, dequantised for each product (estimated: a float32 step + "

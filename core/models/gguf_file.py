@@ -147,6 +147,19 @@ class GGUFFile:
             q[r:r1] = blocks[..., 2:].contiguous().view(torch.int8).view(r1 - r, length)
         return Q8Rows(q=q, scale=scale)
 
+    def raw(self, name: str) -> tuple[torch.Tensor, int]:
+        """Tensor ``name`` as the file stores it → (its bytes, uint8; its type): quantised blocks that
+        :func:`dequantize` turns into float32 (what a benchmark times), float32/float16 values as their bytes."""
+        if name not in self.tensors:
+            raise ValueError(f"the GGUF file has no tensor '{name}'")
+        ttype, shape, offset = self.tensors[name]
+        count = int(np.prod(shape))
+        if ttype in (F32, F16):
+            return self._read(offset, (4 if ttype == F32 else 2) * count), ttype
+        if ttype not in _BLOCK_BYTES:
+            raise ValueError(f"tensor '{name}' has type {ttype}, which this reader cannot read")
+        return self._read(offset, count // BLOCK_WEIGHTS[ttype] * _BLOCK_BYTES[ttype]), ttype
+
     def _read(self, offset: int, nbytes: int) -> torch.Tensor:
         """nbytes of tensor data at ``offset`` as a uint8 tensor (read, not mapped: no file pages stay resident)."""
         buf = torch.empty(nbytes, dtype=torch.uint8)

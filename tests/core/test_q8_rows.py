@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from core import pretrained
-from core.models import decoder
+from core.models import decoder, gguf_file
 from core.models.decoder_forward import norm
 from core.models.decoder_load import LlamaWeights, read_config, read_weights
 from core.models.gguf_file import Q8_0, GGUFFile, Q8Rows
@@ -117,3 +117,24 @@ def test_the_blocks_on_a_gpu_give_the_cpu_rows_and_head():
     E32 = E.dequantised()
     got = G.head(h.cuda()).cpu().double()  # a GPU's sums, in its own order (TF32 off: torch's default for matmul)
     assert bool(((got - (h @ E32.T).double()).abs() <= head_bound(h, E32)).all())
+
+
+@pytest.mark.parametrize("path", _paths())
+def test_a_tensors_raw_bytes_dequantise_to_the_tensor(path):
+    """GGUFFile.raw (what bench.smollm2 times the dequantising of): each type in the file, its stored bytes, which
+    ``dequantize`` (or the plain values) turn into ``tensor``'s values exactly."""
+    reader = GGUFFile(path())
+    seen = set()
+    for name, (ttype, _, _) in reader.tensors.items():
+        if ttype in seen:
+            continue
+        seen.add(ttype)
+        raw, kind = reader.raw(name)
+        assert kind == ttype and raw.dtype == torch.uint8
+        want = reader.tensor(name).reshape(-1)
+        got = (raw.view(torch.float32) if ttype == gguf_file.F32 else raw.view(torch.float16).float()
+               if ttype == gguf_file.F16 else gguf_file.dequantize(raw, ttype))
+        assert torch.equal(got, want), name
+    assert len(seen) >= 2
+    with pytest.raises(ValueError, match="no tensor"):
+        reader.raw("no.such.weight")
