@@ -1,7 +1,10 @@
 """Real browser: the presenter view (``?present=1``, from the frame: ui/presenter.py) on every page and every lesson
-of the tutorial, in both languages, at 1280×720: no sidebar, larger type, nothing cut off (no sideways overflow of
-the page), the page's main map (its first map, where it has one) on the first screen, and axe finds nothing serious
-or critical. One browser context per language, the pages one after the other."""
+of the tutorial, in both languages, at 1280×720 and at 1920×1080 (a projector's full HD): no sidebar, larger type,
+nothing cut off (no sideways overflow of the page), the page's main map (its first map, where it has one) on the
+first screen, and axe finds nothing serious or critical. One browser context per language, the pages one after the
+other, in two tabs: each view is opened at 1280×720 (measured and audited) and, beside it, in a tab of 1920×1080
+(measured: axe audits once, its rules read the DOM and the computed styles, which the window's size does not
+change; what the size changes, the layout, is measured at both)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from ui import nav, presenter
 from .a11y_audit import audit, grown
 from .conftest import ARTIFACTS
 
-SIZES = {1280: 720}
+SIZES = {1280: 720}  # the window each page opens in; then LARGE
+LARGE = {"width": 1920, "height": 1080}
 MAPS = ".alhm, .almaps, .alhv, .almv, .alinspector, .albars"  # assets/components/present.js
 # the page as the room sees it: the sidebar, the root type size, the page's width against the window's, and the
 # first map's box (None: the page has no map)
@@ -60,27 +64,39 @@ def test_presenter_view_on_every_page_and_lesson(server_url, chromium, lang, wid
     shots = Path(os.environ.get("ATTN_LAB_SHOTS") or ARTIFACTS)
     shots.mkdir(parents=True, exist_ok=True)
     bad: dict[str, list] = {}
+
+    def measured(page, name: str, h: int) -> list[str]:
+        m = page.evaluate(MEASURE, MAPS)
+        wrong = []
+        if m["sidebar"]:
+            wrong.append("sidebar shown")
+        if m["font"] < presenter.ROOT_PX and name != "playground":  # the Playground keeps its own presenter sizes
+            wrong.append(f"type {m['font']} px")
+        if max(m["wide"]) > 1:
+            wrong.append(f"cut off: wider than the window by {m['wide']} px")
+        if m["map"] is not None and not (0 <= m["map"][0] < h / 2):
+            wrong.append(f"main map at {m['map']} px, not on the first screen")
+        return wrong
+
     try:
-        page = ctx.new_page()
+        # two tabs, one per window size, each opening every view anew: a laptop's window and a projector's full HD
+        # (they draw side by side, on the two cores, as two browsers of a room would)
+        page, large = ctx.new_page(), ctx.new_page()
+        large.set_viewport_size(LARGE)
         for name, url in views(server_url, lang):
             page.goto(url)
+            large.goto(url)
             page.wait_for_function(DRAWN, arg=lang, timeout=120_000)
-            m = page.evaluate(MEASURE, MAPS)
-            wrong = []
-            if m["sidebar"]:
-                wrong.append("sidebar shown")
-            if m["font"] < presenter.ROOT_PX and name != "playground":  # the Playground keeps its own presenter sizes
-                wrong.append(f"type {m['font']} px")
-            if max(m["wide"]) > 1:
-                wrong.append(f"cut off: wider than the window by {m['wide']} px")
-            if m["map"] is not None and not (0 <= m["map"][0] < height / 2):
-                wrong.append(f"main map at {m['map']} px, not on the first screen")
+            wrong = measured(page, name, height)
             own, streamlit = audit(page)
             wrong += own + [f"Streamlit's own: {grown(streamlit)}"] * bool(grown(streamlit))
+            large.wait_for_function(DRAWN, arg=lang, timeout=120_000)
+            wrong += [f"at {LARGE['width']}×{LARGE['height']}: {w}" for w in measured(large, name, LARGE["height"])]
+            if name in ("masks", "kv_cache", "lesson weighted-average"):
+                for tab, w in ((page, width), (large, LARGE["width"])):
+                    tab.screenshot(path=str(shots / f"presenter-{lang}-{name.replace(' ', '-')}-{w}.png"))
             if wrong:
                 bad[name] = wrong
-            if name in ("masks", "kv_cache", "lesson weighted-average"):
-                page.screenshot(path=str(shots / f"presenter-{lang}-{name.replace(' ', '-')}-{width}.png"))
     finally:
         ctx.close()
     assert not bad, "\n".join(f"[{k}] {v}" for k, v in bad.items())
