@@ -146,7 +146,7 @@ def _change(page, control, kind: str, marker: str) -> None:
 
 # In Korean only: what a restart must give back (each page's first input, through the link and the session) does not
 # depend on the language; the Korean run also gives back the language itself, which English, the default, cannot
-# show. Both languages took 4 min each on CI's 2 cores, and the suite keeps within its 45 min (README).
+# show. Both languages took 4 min each on CI's 2 cores; the whole suite keeps within 45 min on a quiet 2-core machine.
 @pytest.mark.parametrize("lang", ["ko"])
 def test_every_page_gets_back_what_was_changed_after_a_kill_and_restart(chromium, tmp_path, lang):
     pages = [p for p in nav.PAGES if p.name not in NOT_KEPT]
