@@ -26,7 +26,8 @@ def chromium_path() -> str:
 @pytest.fixture(scope="session")
 def server_url():
     ARTIFACTS.mkdir(exist_ok=True)
-    with serve.serve(log=ARTIFACTS / "streamlit-server.log", seconds=90) as server:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # one server per test process (scripts/test.sh runs two)
+    with serve.serve(log=ARTIFACTS / f"streamlit-server{'-' * bool(worker)}{worker}.log", seconds=90) as server:
         yield server.url
 
 

@@ -1,4 +1,5 @@
-"""Helpers for the real-browser tests: read a heatmap's numbers in the page, wait for them, screenshots."""
+"""Helpers for the real-browser tests: read a heatmap's numbers in the page, wait for them, screenshots; what is cut
+off on a page (OVERFLOW), every component drawn (DRAWN), a lesson's hidden maps revealed."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 from ui import state
 from ui.state import css_class as css
 
-from .conftest import ARTIFACTS, settled
+from .conftest import ARTIFACTS, settled, wait_idle
 
 # a download made on the click (a notebook with its outputs, a CSV): a bound for a hung one, never a pace. (A missing
 # download under load was a click on a button being redrawn, not a slow file: see download() below.)
@@ -87,3 +88,49 @@ BUTTONS_OVER_LABELS = """() => {
   }
   return out;
 }"""
+
+
+# every element whose content could be cut off at the right edge; maps scroll on purpose only
+# when they hold more tokens than fit (not at the default sentence)
+OVERFLOW = """(allowScroll) => {
+  const sel = '[data-testid=stMarkdownContainer], .katex-display, [data-testid=stCode] pre, [data-testid=stCaptionContainer],'
+            + ' [data-testid=stAlertContainer], [data-testid=stBidiComponentIsolated], .stPlotlyChart, [data-testid=stDataFrame]';
+  const out = [];
+  for (const el of document.querySelectorAll(sel)) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    const roots = [el];
+    if (el.shadowRoot) roots.push(...el.shadowRoot.querySelectorAll('*'));
+    for (const e of roots) {
+      if (e.clientWidth <= 1 && e.clientHeight <= 1) continue;  // visually hidden text for screen readers (.sr-only)
+      // KaTeX's display box is 1–3 px narrower than its last glyph's ink box: 4 px of slack
+      const ox = getComputedStyle(e).overflowX;
+      // on a phone a box that scrolls sideways keeps all of its content reachable (README: "In a classroom")
+      if (allowScroll && (ox === 'auto' || ox === 'scroll')) continue;
+      if (e.scrollWidth > e.clientWidth + 4 && ox !== 'visible') {
+        out.push((el.getAttribute('data-testid') || el.className) + ': ' + (el.innerText || '').slice(0, 60)
+                 + ' [' + e.scrollWidth + ' > ' + e.clientWidth + ']');
+        break;
+      }
+    }
+  }
+  return out;
+}"""
+
+
+# every component on the page has drawn its content (a map, bars, a view): the post-condition for measuring
+DRAWN = """() => [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')].every(h => {
+  const r = h.getBoundingClientRect();
+  if (r.width === 0 || r.height === 0) return true;
+  const root = h.shadowRoot;
+  // the frame's invisible components (language, connection guard) draw one marker element only
+  return !!root && (!!root.querySelector('.al-silent') || root.querySelectorAll('*').length > 2);
+})"""
+
+
+def open_every_map(page, lesson) -> None:
+    """Reveal the lesson's predictions so that the maps they hide are drawn (and measured) too."""
+    for ex in lesson.exercises:
+        if ex.kind == "predict":
+            page.locator(css(state.item(state.TUTORIAL.reveal, "button", ex.id)) + " button").click()
+            wait_idle(page)

@@ -3,6 +3,11 @@ later are covered) and the Playground with the X editor and each setup tab open 
 390×844, every tutorial lesson (both widths); <html lang> follows the language. The large maps' and the
 bars' text alternatives: test_a11y_text_browser.py.
 
+The same page views are measured for clipping (test_layout_browser.py measures 1920): nothing cut off at 1280; on a
+phone nothing wider than its box except what scrolls sideways in it, and the page no wider than the phone; no page
+shows the error boundary. One view per page, language and width serves both checks; the pages of "Attention in
+today's LLMs" leave a screenshot each in test-artifacts/.
+
 Streamlit's own remaining violations (the sidebar navigation's list markup) are counted apart and
 may not grow (README, "Accessibility")."""
 
@@ -17,7 +22,8 @@ from ui import nav
 from ui.i18n import table
 
 from .a11y_audit import MAP_TABLES, SHOW_TABLES, audit, grown, settle, table_mismatches
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, settled
+from .helpers import DRAWN, OVERFLOW, open_every_map
 
 pytestmark = pytest.mark.browser
 CIRCLED = "①②③④⑤"  # the Playground numbers its setup tabs so (app_pages/playground.py)
@@ -44,6 +50,18 @@ def _record(name: str, started: float) -> None:
                                               encoding="utf-8")
 
 
+def clipped(page, width: int) -> list[str]:
+    """What is cut off in the page as laid out now (a phone: boxes that scroll sideways are fine, the page itself may
+    not be wider than the phone), and the error boundary if it shows."""
+    found = page.evaluate(OVERFLOW, width < 500)
+    if width < 500 and (wide := page.evaluate("() => document.documentElement.scrollWidth")) > width + 1:
+        found.append(f"the page is {wide} px wide")
+    if page.get_by_text(table("en")["err.unexpected"][:20]).count() or page.get_by_text(
+            table("ko")["err.unexpected"][:12]).count():
+        found.append("the error boundary shows")
+    return found
+
+
 def check_views(views: dict) -> None:
     own = {name: found[0] for name, found in views.items() if found[0]}
     more = {name: grown(found[1]) for name, found in views.items() if grown(found[1])}
@@ -59,15 +77,22 @@ def test_axe_every_page(server_url, chromium, lang, width):
     ctx = browser_context(chromium, width, lang)
     try:
         page = ctx.new_page()
-        views = {}
-        tables = {}
+        views, tables, cut = {}, {}, {}
         for info in nav.PAGES:
             page.goto(f"{server_url}/{info.url}?lang={lang}")
             settle(page, lang)
+            page.wait_for_function(DRAWN, timeout=60_000)
+            settled(page)  # components and formulas lay out after the script finishes
+            if found := clipped(page, width):
+                cut[info.name] = found
+                page.screenshot(path=str(ARTIFACTS / f"clipped-{info.name}-{width}-{lang}.png"))
+            if info.section == "modern":
+                page.screenshot(path=str(ARTIFACTS / f"llm-{info.name}-{width}-{lang}.png"))
             views[info.name] = audit(page)
             if width == 1280:  # every map's values as a table with token headers, equal to the map's numbers
                 page.evaluate(SHOW_TABLES)
                 tables[info.name] = table_mismatches(page.evaluate(MAP_TABLES))
+        assert not cut, cut
         check_views(views)
         assert not any(tables.values()), {k: v[:5] for k, v in tables.items() if v}
     finally:
@@ -78,17 +103,23 @@ def test_axe_every_page(server_url, chromium, lang, width):
 @pytest.mark.parametrize("width", list(WIDTHS))
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_axe_every_tutorial_lesson(server_url, chromium, lang, width):
-    """Every lesson at both widths (the 390×844 pass costs about 100 s per language on a 2-core machine
-    under load: 103 s beside 173 s at 1280 for English; README, "Accessibility")."""
+    """Every lesson at both widths, its predictions revealed: audited and measured for clipping."""
     started = time.perf_counter()
     ctx = browser_context(chromium, width, lang)
     try:
         page = ctx.new_page()
-        views = {}
+        views, cut = {}, {}
         for lesson in tutorial.LESSONS:
             page.goto(f"{server_url}/Tutorial?lesson={lesson.id}&lang={lang}")
             settle(page, lang)
+            open_every_map(page, lesson)  # the maps its predictions hide are drawn, measured and audited too
+            settle(page, lang)
+            page.wait_for_function(DRAWN, timeout=60_000)
+            if found := clipped(page, width):
+                cut[lesson.id] = found
+                page.screenshot(path=str(ARTIFACTS / f"clipped-lesson-{lesson.id}-{width}-{lang}.png"))
             views[lesson.id] = audit(page)
+        assert not cut, cut
         check_views(views)
     finally:
         ctx.close()
