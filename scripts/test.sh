@@ -23,8 +23,5 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 .venv/bin/python -m ruff check .
-# two test processes (pytest-xdist), a test file each at a time: a browser test mostly waits, on the server's run
-# or on the browser's drawing in turn, so two keep both cores of a 2-core machine busy (ATTN_LAB_TEST_PROCESSES=0:
-# one process, in the files' order). The 30 slowest tests at the end: the suite stays under 45 minutes on a quiet
-# 2-core machine
-.venv/bin/python -m pytest -n "${ATTN_LAB_TEST_PROCESSES:-2}" --dist loadfile --durations=30 "$@"
+# the 30 slowest tests at the end: the suite must stay under 45 minutes on a quiet 2-core machine
+.venv/bin/python -m pytest --durations=30 "$@"

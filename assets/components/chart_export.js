@@ -1,4 +1,4 @@
-// "SVG" and "PNG" under a plotly chart (ui/widgets/figures.py show_chart). Plotly.js — which Streamlit's
+// "SVG" and "PNG" under a plotly chart (ui.widgets.figures.show_chart). Plotly.js — which Streamlit's
 // chart element loads as window.Plotly — draws the chart on screen, with its data, layout and size,
 // as an SVG (Plotly.toImage); the chart's title (a heading on the page) goes on top. When the
 // picture has Hangul, the shipped Korean font goes inside as an @font-face, so its Korean renders on a

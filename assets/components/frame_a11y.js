@@ -1,7 +1,7 @@
 // Attention Lab frame: what the whole document needs for assistive technology, set once per run.
 // Streamlit serves one index.html with <html lang="en">; a screen reader reads Korean with English
 // rules unless the document's language follows the chosen one (WCAG 3.1.1). The high-contrast
-// setting puts a class on <html> that the frame's CSS (ui/widgets/a11y.py) keys on. A display
+// setting puts a class on <html> that the frame's CSS (ui.widgets.a11y) keys on. A display
 // formula wider than its column (a phone) scrolls sideways: it is made focusable, so a keyboard
 // can scroll it too (2.1.1); checked after the page changes, at most every 300 ms.
 function scrollersFocusable() {

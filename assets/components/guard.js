@@ -1,4 +1,4 @@
-// Attention Lab's connection guard: one per page, drawn by the frame (ui/widgets/guard.py), invisible.
+// Attention Lab's connection guard: one per page, drawn by the frame (ui.widgets.guard), invisible.
 //
 // A Streamlit session lives in one server's memory. When that server restarts or its replica is lost,
 // the browser reconnects to a NEW session, and Streamlit sends it the query string it last wrote

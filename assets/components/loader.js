@@ -1,5 +1,5 @@
 // A component whose code the server serves as a file (static/components/, written by scripts/make_components.py):
-// each element of it carries its data only, and the browser fetches the code once (ui/widgets/assets.py, served_js).
+// each element of it carries its data only, and the browser fetches the code once (ui.widgets.assets.served_js).
 // Python puts the file's address (with its version) and the message for a failed load in place of the two marks.
 // Until the code has drawn, the element's host is marked data-al-loading (what a test waits for before it reads the page).
 const loading = import(new URL("__CODE__", document.baseURI));

@@ -3,20 +3,19 @@
 // The weights arrive as base64 little-endian uint16 (or uint8 for long sentences: data.bytes),
 // value = round(α · scale), laid out (L, H, n, n).
 // Learner text (the tokens) is only ever set with textContent.
-const STOPS = [[0.0, [247, 251, 255]], [0.5, [107, 174, 214]], [1.0, [8, 48, 107]]];  // = ui/widgets/heatmap.py _SEQ
-
-function lut() {
+// the colour stops [[t, [r, g, b]], …] arrive with the data (attention_lab/colours.py SEQ: one copy of the palette)
+function lut(stops) {
   const out = new Uint8ClampedArray(256 * 3);
   for (let k = 0; k < 256; k++) {
     const t = k / 255;
-    const s = t <= 0.5 ? 0 : 1;
-    const [t0, c0] = STOPS[s], [t1, c1] = STOPS[s + 1];
+    let s = 0;
+    while (s < stops.length - 2 && t > stops[s + 1][0]) s++;
+    const [t0, c0] = stops[s], [t1, c1] = stops[s + 1];
     const f = (t - t0) / (t1 - t0);
     for (let ch = 0; ch < 3; ch++) out[3 * k + ch] = Math.round(c0[ch] + f * (c1[ch] - c0[ch]));
   }
   return out;
 }
-const COLOURS = lut();
 
 const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
@@ -36,6 +35,7 @@ export default function (component) {
   const started = performance.now();
   const L = data.layers, H = data.heads, n = data.n, scale = data.scale;
   const packed = decode(data.w, data.bytes);
+  const COLOURS = lut(data.stops);
   const value = (l, h, i, j) => packed[((l * H + h) * n + i) * n + j] / scale;
 
   // geometry: a column of layer numbers, a row of head numbers, H × L square maps

@@ -1,4 +1,4 @@
-// Presenter view (ui/presenter.py): the page's main map brought to the top of the first screen, once per page
+// Presenter view (the Python side: ui.presenter): the page's main map brought to the top of the first screen, once per page
 // shown: the first map drawn in the page (a heatmap, the pipeline's maps, a model's heads, the inspector, bars, a chart),
 // when it starts below the fold. A rerun of the same page leaves the page where the presenter scrolled it.
 const MAPS = ".alhm, .almaps, .alhv, .almv, .alinspector, .albars";

@@ -1,5 +1,5 @@
 // A student's seat in a live class, kept in this browser only (localStorage, per origin): the class's join code
-// and the student's id, so that a reload or a new tab is the same student again (ui/live.py). Invisible.
+// and the student's id, so that a reload or a new tab is the same student again (ui.live). Invisible.
 // data.seat: save it; data.ask: the session's first run, report the kept seat (if any) as the "seat" trigger;
 // data.forget: the student left, or the class is gone: remove it.
 const SEAT_KEY = "attention-lab.seat";

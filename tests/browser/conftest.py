@@ -23,11 +23,18 @@ def chromium_path() -> str:
     return path
 
 
+def pytest_configure(config):
+    """An `expect(...)` without a timeout of its own waits up to 60 s, not Playwright's 5 s: a bound for a hung page,
+    never a pace (a rerun on a busy 2-core machine can take seconds)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+
+
 @pytest.fixture(scope="session")
 def server_url():
     ARTIFACTS.mkdir(exist_ok=True)
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # one server per test process (scripts/test.sh runs two)
-    with serve.serve(log=ARTIFACTS / f"streamlit-server{'-' * bool(worker)}{worker}.log", seconds=90) as server:
+    with serve.serve(log=ARTIFACTS / "streamlit-server.log", seconds=90) as server:
         yield server.url
 
 

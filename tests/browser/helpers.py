@@ -31,7 +31,7 @@ def z(page, key: str) -> np.ndarray:
     return np.array([[np.nan if v is None else v for v in row] for row in found], dtype=float)
 
 
-def wait_z(page, key: str, predicate: str, timeout: int = 30_000) -> np.ndarray:
+def wait_z(page, key: str, predicate: str, timeout: int = 120_000) -> np.ndarray:
     """Wait until the heatmap's z satisfies a JS predicate on `z`, then return it."""
     page.wait_for_function(
         "([key, body]) => { " + FIND_Z + " if (!z) return false; return (new Function('z', 'return ' + body))(z); }",
@@ -134,3 +134,19 @@ def open_every_map(page, lesson) -> None:
         if ex.kind == "predict":
             page.locator(css(state.item(state.TUTORIAL.reveal, "button", ex.id)) + " button").click()
             wait_idle(page)
+
+
+# every text node holding Hangul, with its element's font stack (open shadow roots included)
+HANGUL_FONTS = """() => {
+  const out = [];
+  const walk = (root) => {
+    const it = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+    for (let n = it.currentNode; n; n = it.nextNode()) {
+      if (n.nodeType === Node.ELEMENT_NODE && n.shadowRoot) walk(n.shadowRoot);
+      if (n.nodeType === Node.TEXT_NODE && /[\\uac00-\\ud7a3]/.test(n.textContent) && n.parentElement)
+        out.push([n.textContent.trim().slice(0, 40), getComputedStyle(n.parentElement).fontFamily]);
+    }
+  };
+  walk(document.body);
+  return out;
+}"""

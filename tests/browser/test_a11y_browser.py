@@ -5,8 +5,8 @@ bars' text alternatives: test_a11y_text_browser.py.
 
 The same page views are measured for clipping (test_layout_browser.py measures 1920): nothing cut off at 1280; on a
 phone nothing wider than its box except what scrolls sideways in it, and the page no wider than the phone; no page
-shows the error boundary. One view per page, language and width serves both checks; the pages of "Attention in
-today's LLMs" leave a screenshot each in test-artifacts/.
+shows the error boundary; in Korean every Korean text can use the shipped Korean font. One view per page, language
+and width serves all of these; the pages of "Attention in today's LLMs" leave a screenshot each in test-artifacts/.
 
 Streamlit's own remaining violations (the sidebar navigation's list markup) are counted apart and
 may not grow (README, "Accessibility")."""
@@ -23,7 +23,7 @@ from ui.i18n import table
 
 from .a11y_audit import MAP_TABLES, SHOW_TABLES, audit, grown, settle, table_mismatches
 from .conftest import ARTIFACTS, settled
-from .helpers import DRAWN, OVERFLOW, open_every_map
+from .helpers import DRAWN, HANGUL_FONTS, OVERFLOW, open_every_map
 
 pytestmark = pytest.mark.browser
 CIRCLED = "①②③④⑤"  # the Playground numbers its setup tabs so (app_pages/playground.py)
@@ -77,7 +77,7 @@ def test_axe_every_page(server_url, chromium, lang, width):
     ctx = browser_context(chromium, width, lang)
     try:
         page = ctx.new_page()
-        views, tables, cut = {}, {}, {}
+        views, tables, cut, fonts = {}, {}, {}, {}
         for info in nav.PAGES:
             page.goto(f"{server_url}/{info.url}?lang={lang}")
             settle(page, lang)
@@ -88,11 +88,17 @@ def test_axe_every_page(server_url, chromium, lang, width):
                 page.screenshot(path=str(ARTIFACTS / f"clipped-{info.name}-{width}-{lang}.png"))
             if info.section == "modern":
                 page.screenshot(path=str(ARTIFACTS / f"llm-{info.name}-{width}-{lang}.png"))
+            if lang == "ko" and width == 1280:  # wherever Korean appears (labels, shape lines, code, charts), the
+                # element's font stack has the app's Korean web font: a machine without one would show boxes
+                texts = page.evaluate(HANGUL_FONTS)
+                if len(texts) <= 10 or (missing := [(x, f) for x, f in texts if "attention-lab-kr" not in f]):
+                    fonts[info.name] = missing[:5] if len(texts) > 10 else f"{len(texts)} Korean texts"
             views[info.name] = audit(page)
             if width == 1280:  # every map's values as a table with token headers, equal to the map's numbers
                 page.evaluate(SHOW_TABLES)
                 tables[info.name] = table_mismatches(page.evaluate(MAP_TABLES))
         assert not cut, cut
+        assert not fonts, fonts
         check_views(views)
         assert not any(tables.values()), {k: v[:5] for k, v in tables.items() if v}
     finally:

@@ -68,7 +68,7 @@ def in_map(key: str, tag: str = "TD"):
     return lambda d: d.get("tag") == tag and d.get("key") == cls
 
 
-def wait_focus(page, predicate_js: str, timeout: int = 30_000) -> None:
+def wait_focus(page, predicate_js: str, timeout: int = 120_000) -> None:
     page.wait_for_function("() => { const a = (" + ACTIVE + ")(); return !!a && (" + predicate_js + "); }", timeout=timeout)
 
 
@@ -86,8 +86,8 @@ def test_playground_by_keyboard_pick_a_query_then_block_a_cell(server_url, chrom
             page.keyboard.press(key)
         assert (focused(page)["i"], focused(page)["j"]) == ("2", "1")
         page.keyboard.press("Enter")  # = a click: query 2 goes to the inspector
-        expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("2", timeout=30_000)
-        expect(page.locator(css(PG_WEIGHTS) + " tr.hl th.row")).to_have_text("2 사과를", timeout=30_000)
+        expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("2", timeout=120_000)
+        expect(page.locator(css(PG_WEIGHTS) + " tr.hl th.row")).to_have_text("2 사과를", timeout=120_000)
         wait_focus(page, "a.tagName === 'TD' && a.dataset.i === '2' && a.dataset.j === '1'")  # focus kept through the rerun
         # the pick's run has ended and drawn (nothing stale, every component drawn) before the next key: a key
         # pressed while Streamlit re-renders the tab strip can land on an element that is being replaced
@@ -107,7 +107,7 @@ def test_playground_by_keyboard_pick_a_query_then_block_a_cell(server_url, chrom
         page.keyboard.press("Enter")
         expect(page.get_by_role("tab", name="④ Mask")).to_have_attribute("aria-selected", "true")
         mask = state.PLAYGROUND.chart_mask
-        page.locator(css(mask) + " td[data-i]").first.wait_for(timeout=30_000)
+        page.locator(css(mask) + " td[data-i]").first.wait_for(timeout=120_000)
         tab_until(page, in_map(mask))
         page.keyboard.press("ArrowRight")  # query 0, key 1
         page.keyboard.press("Enter")
@@ -128,7 +128,7 @@ def test_step_through_arrows_leave_text_boxes_alone(server_url, chromium):
         page = ctx.new_page()
         page.goto(f"{server_url}/Playground?lang=en&step=2")
         settle(page, "en")
-        expect(page.get_by_text(label.format(k=2, n=view.STEP_COUNT), exact=False).first).to_be_visible(timeout=30_000)
+        expect(page.get_by_text(label.format(k=2, n=view.STEP_COUNT), exact=False).first).to_be_visible(timeout=120_000)
         # the step's sentence is announced: it sits in a live region (role=status)
         expect(page.locator("[role=status]").filter(has_text=label.format(k=2, n=view.STEP_COUNT))).to_have_count(1)
         box = page.locator(css(state.SCENARIO.tokens) + " input")
@@ -144,7 +144,7 @@ def test_step_through_arrows_leave_text_boxes_alone(server_url, chromium):
         box.press("Escape")
         page.locator("[data-testid=stMain] h1").first.click()  # focus out of the box: now → steps
         page.keyboard.press("ArrowRight")
-        expect(page.get_by_text(label.format(k=3, n=view.STEP_COUNT), exact=False).first).to_be_visible(timeout=30_000)
+        expect(page.get_by_text(label.format(k=3, n=view.STEP_COUNT), exact=False).first).to_be_visible(timeout=120_000)
     finally:
         ctx.close()
 
@@ -183,7 +183,7 @@ def test_tutorial_exercise_by_keyboard_with_the_feedback_in_a_live_region(server
         page.goto(f"{server_url}/Tutorial?lesson=masks&lang=en")
         settle(page, "en")
         answer = css(state.item(state.TUTORIAL.answer, "masks.weight"))
-        page.locator(answer + " input").wait_for(timeout=30_000)
+        page.locator(answer + " input").wait_for(timeout=120_000)
         tab_until(page, lambda d: d.get("tag") == "INPUT" and d.get("key") == answer[1:])
         X = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, 1, 1]], dtype=float)
         z = np.where(np.tril(np.ones((4, 4), dtype=bool)), X @ X.T / math.sqrt(3), -np.inf)
@@ -196,7 +196,7 @@ def test_tutorial_exercise_by_keyboard_with_the_feedback_in_a_live_region(server
         page.keyboard.press("Enter")
         box = page.locator(css(state.item(state.TUTORIAL.panel, "exercise", "masks.weight")))
         ok = box.locator("[data-testid=stAlertContentSuccess]")
-        expect(ok).to_be_visible(timeout=30_000)
+        expect(ok).to_be_visible(timeout=120_000)
         # the feedback is announced: it sits in a live region (role=status)
         assert box.locator("[role=status] [data-testid=stAlertContentSuccess]").count() == 1
     finally:
@@ -233,9 +233,9 @@ def test_a_large_map_by_keyboard_pick_a_query_block_a_cell_and_read_its_summary(
         settle(page, "en")
         # the image is a named figure: what it is and its shape
         expect(page.get_by_role("figure", name=f"{words['step.weights']} — a map of {LARGE} × {LARGE}", exact=False)
-               ).to_have_count(1, timeout=30_000)
+               ).to_have_count(1, timeout=120_000)
         picker = css(state.item(PG_WEIGHTS, "a11y"))
-        page.locator(picker + " input[data-part=row]").wait_for(timeout=30_000)
+        page.locator(picker + " input[data-part=row]").wait_for(timeout=120_000)
         closed = page.evaluate(SUMMARY, weights_alt)["nodes"]
         got = tab_until(page, lambda d: d.get("tag") == "INPUT" and d.get("key") == _key_class(state.item(PG_WEIGHTS, "a11y")),
                         limit=300)
@@ -244,7 +244,7 @@ def test_a_large_map_by_keyboard_pick_a_query_block_a_cell_and_read_its_summary(
         page.keyboard.type("5")
         expect(page.locator(picker + " .picker .hover")).to_contain_text("5 w5")  # the live line names the cell
         page.keyboard.press("Enter")  # = a click on a cell of row 5: query 5 goes to the inspector
-        expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("5", timeout=30_000)
+        expect(page.locator(css(state.scenario_picker("query")) + " select")).to_have_value("5", timeout=120_000)
         wait_focus(page, "a.tagName === 'INPUT' && a.dataset.part === 'row'")  # focus kept through the rerun
         # the summary table by keyboard: Tab to its button, Enter
         tab_until(page, lambda d: d.get("tag") == "BUTTON" and d.get("text") == words["a11y.big.table"], limit=6)
@@ -291,7 +291,7 @@ def test_a_large_map_by_keyboard_pick_a_query_block_a_cell_and_read_its_summary(
         page.keyboard.type("1")
         page.keyboard.press("Enter")
         page.wait_for_function("(name) => { const z = (" + PLOTLY_Z + ")(name); return !!z && z[0][1] === 0; }",
-                               arg=words["step.weights"], timeout=30_000)
+                               arg=words["step.weights"], timeout=120_000)
         got = np.array(page.evaluate(PLOTLY_Z, words["step.weights"]), dtype=float)
         blocked = np.ones((LARGE, LARGE), dtype=bool)
         blocked[0, 1] = False

@@ -78,6 +78,21 @@ def _click(page, target: str):
     return lambda timeout: page.locator(target).click(timeout=timeout)
 
 
+def checked(page, target: str):
+    """An act for in_expander: the checkbox ``target`` ends checked. Its label is clicked only while it is not (a click
+    that a rerun drew over is made again, a checked box is never clicked back), and the act ends when the box shows
+    checked."""
+    from playwright.sync_api import expect
+
+    def act(timeout: int) -> None:
+        box = page.locator(target + " input[type=checkbox]")
+        if not box.is_checked():
+            page.locator(target + " label").click(timeout=timeout)
+        expect(box).to_be_checked(timeout=timeout)
+
+    return act
+
+
 def join(chromium, server_url: str, code: str, name: str, lang: str = "en"):
     ctx, page = _context(chromium, 390, 844)
     page.goto(f"{server_url}/Class?class={code}&lang={lang}")
@@ -163,7 +178,7 @@ def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
         assert rows[0] == ["Student", "Question", "Time (UTC)", "Answer", "Right"]
         assert sorted(r[0] for r in rows[1:]) == sorted(NAMES)  # the teacher's own export keeps the names
 
-        in_expander(teacher, "Export and end", _click(teacher, css(KEYS.end_sure) + " label"))
+        in_expander(teacher, "Export and end", checked(teacher, css(KEYS.end_sure)))
         in_expander(teacher, "Export and end", _click(teacher, css(KEYS.end) + " button"))
         shows(teacher, "The class has ended.")
         store = open_store()  # the server's store: the app folder's data/classes.sqlite3 (no ATTN_LAB_STORE here)
@@ -178,7 +193,9 @@ def test_a_teacher_and_three_students_run_a_class(server_url, chromium):
             ctx.close()
 
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
+# In Korean: the class in English runs in test_a_teacher_and_three_students_run_a_class; what this test adds (follow
+# me, a student's work on the projector) does not depend on the language, and the Korean run also shows its texts
+@pytest.mark.parametrize("lang", ["ko"])
 def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium, lang):
     lesson, ex_n = "softmax-temperature", 4  # an exercise well down its lesson: bringing it into view matters
     exercise = tutorial.lesson(lesson).exercises[ex_n - 1].id
@@ -243,7 +260,7 @@ def test_follow_me_to_an_exercise_and_show_a_students_work(server_url, chromium,
         assert "Zorvath" not in shown.inner_text()  # the copy carries no name
         teacher.locator(css(KEYS.hide) + " button").click()
         expect(phone.get_by_text(translate("live.work.shown", lang), exact=True)).to_have_count(0, timeout=LIVE_WAIT)
-        in_expander(teacher, translate("live.closing", lang), _click(teacher, css(KEYS.end_sure) + " label"))
+        in_expander(teacher, translate("live.closing", lang), checked(teacher, css(KEYS.end_sure)))
         in_expander(teacher, translate("live.closing", lang), _click(teacher, css(KEYS.end) + " button"))
         shows(teacher, plain(translate("live.ended.teacher", lang)))
         store = open_store()

@@ -16,7 +16,7 @@ from ui import state
 from ui.state import css_class as css
 
 from .conftest import ARTIFACTS, settled
-from .test_live_class_browser import LIVE_WAIT, in_expander, join, plain, shows, start
+from .test_live_class_browser import LIVE_WAIT, checked, in_expander, join, plain, shows, start
 
 KEYS = state.LIVE
 SEAT_KEY = "attention-lab.seat"  # assets/components/seat.js
@@ -96,8 +96,7 @@ def test_the_projector_at_1280x720_reads_whole_and_the_phone_forgets_an_ended_cl
         assert "✗" in marks.inner_text()
         assert teacher.evaluate(CUT_BUTTONS) == []
 
-        in_expander(teacher, translate("live.closing", lang), lambda timeout: teacher.locator(
-            css(KEYS.end_sure) + " label").click(timeout=timeout))
+        in_expander(teacher, translate("live.closing", lang), checked(teacher, css(KEYS.end_sure)))
         in_expander(teacher, translate("live.closing", lang), lambda timeout: teacher.locator(
             css(KEYS.end) + " button").click(timeout=timeout))
         shows(teacher, plain(translate("live.ended.teacher", lang)))

@@ -242,40 +242,6 @@ def test_a_closed_tab_keeps_its_settings_through_reruns_of_the_page_body(server_
     expect(page.locator(css(state.SCENARIO.causal) + " input")).to_be_checked()
 
 
-# every text node holding Hangul, with its element's font stack (open shadow roots included)
-HANGUL_FONTS = """() => {
-  const out = [];
-  const walk = (root) => {
-    const it = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
-    for (let n = it.currentNode; n; n = it.nextNode()) {
-      if (n.nodeType === Node.ELEMENT_NODE && n.shadowRoot) walk(n.shadowRoot);
-      if (n.nodeType === Node.TEXT_NODE && /[\\uac00-\\ud7a3]/.test(n.textContent) && n.parentElement)
-        out.push([n.textContent.trim().slice(0, 40), getComputedStyle(n.parentElement).fontFamily]);
-    }
-  };
-  walk(document.body);
-  return out;
-}"""
-
-
-def test_every_korean_text_on_every_page_can_use_the_shipped_font(server_url, chromium):
-    """Labels, shape lines, code and chart text: wherever Korean appears, the element's font
-    stack includes the app's Korean web font (else a machine without a Korean font shows boxes)."""
-    from ui.nav import PAGES
-
-    ctx = chromium.new_context(viewport={"width": 1500, "height": 2600}, locale="ko-KR")
-    page = ctx.new_page()
-    for info in PAGES:
-        name = info.url
-        page.goto(f"{server_url}/{name}")
-        settled(page)
-        texts = page.evaluate(HANGUL_FONTS)
-        assert len(texts) > 10, (name, texts)
-        missing = [(text, font) for text, font in texts if "attention-lab-kr" not in font]
-        assert not missing, (name, missing[:5])
-    ctx.close()
-
-
 def test_html_tokens_on_a_canvas_map_stay_text(server_url, new_page):
     """Past 16 tokens the labels are drawn on a canvas and named in the hover line: still text."""
     toks = ["<img/src=x/onerror=alert(1)>", "<script>alert(2)</script>"] + [f"t{i}" for i in range(18)]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
+from attention_lab import colours
 from core import pretrained
 from ui import state
 from ui.i18n import table
@@ -39,6 +40,24 @@ GEOM = """(key) => {
 }"""
 
 
+# one pixel of the model view's canvas, at (x, y) CSS pixels of its box
+PIXEL = """([key, x, y]) => {
+  const host = document.querySelector('.st-key-' + key + ' [data-testid=stBidiComponentIsolated]');
+  const c = host.shadowRoot.querySelector('.almv canvas');
+  const s = c.width / c.getBoundingClientRect().width;
+  return [...c.getContext('2d').getImageData(Math.floor(x * s), Math.floor(y * s), 1, 1).data].slice(0, 3);
+}"""
+
+
+def _palette(w: float) -> list[int]:
+    """The colour the canvas gives weight w: 4 decimals on the wire, then one of 256 steps of the maps' palette
+    (attention_lab.colours.SEQ, interpolated between its stops; JavaScript's Math.round)."""
+    half_up = lambda x: int(np.floor(x + 0.5))  # noqa: E731
+    t = min(255, half_up(half_up(w * 10_000) * 255 / 10_000)) / 255
+    (t0, c0), (t1, c1) = next((a, b) for a, b in zip(colours.SEQ, colours.SEQ[1:], strict=False) if t <= b[0])
+    return [half_up(a + (t - t0) / (t1 - t0) * (b - a)) for a, b in zip(c0, c1, strict=True)]
+
+
 def _key(key: str) -> str:
     return css(key)[len(".st-key-"):]
 
@@ -61,6 +80,14 @@ def test_model_view_click_opens_a_head_and_hover_shows_one_tokens_lines(server_u
     assert box["width"] >= g["left"] + 12 * (g["size"] + g["gap"]) - 1  # 12 heads across
     assert box["height"] >= g["top"] + 6 * (g["size"] + g["gap"]) - 1  # 6 layers down
     shot(page, "trained-model-en")
+    # its colours are the maps' palette (one copy, sent with the data): cells of layer 1, head 2, at their centres
+    n = len(trace.tokens)
+    for i, j in ((0, 0), (5, 7), (n - 1, 2), (3, 3)):
+        x = g["left"] + 2 * (g["size"] + g["gap"]) + (j + 0.5) * g["size"] / n
+        y = g["top"] + 1 * (g["size"] + g["gap"]) + (i + 0.5) * g["size"] / n
+        got = page.evaluate(PIXEL, [_key(KEYS.grid), x, y])
+        want = _palette(float(trace.attentions[1, 2, i, j]))
+        assert max(abs(a - b) for a, b in zip(got, want, strict=True)) <= 1, (i, j, got, want)
     # click the map of layer 2, head 3: the pipeline below shows that head's weights
     l, h = 2, 3
     canvas.click(position={"x": g["left"] + h * (g["size"] + g["gap"]) + g["size"] / 2,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import streamlit as st
 
+from attention_lab import colours
 from core.models.pretrained import ModelNotInstalled
 
 from .. import compute, settings
@@ -45,7 +46,8 @@ def model_view(attentions: np.ndarray, tokens: Sequence[str], selected: tuple[in
     return {"layers": L, "heads": H, "n": n, "scale": scale, "bytes": packed.itemsize,
             "w": base64.b64encode(packed.tobytes()).decode("ascii"),
             "tokens": [str(tok) for tok in tokens], "selected": [int(selected[0]), int(selected[1])],
-            "layer_word": layer_word, "head_word": head_word, "axes": axes}
+            "layer_word": layer_word, "head_word": head_word, "axes": axes,
+            "stops": [[t, list(rgb)] for t, rgb in colours.SEQ]}  # the maps' palette, drawn by the canvas
 
 
 def model_view_weights(spec: dict) -> np.ndarray:
