@@ -38,9 +38,9 @@ export default function (component) {
     calm = el !== null && at === last ? calm + 1 : 0; // laid out: the same place three times in a row (0.3 s)
     last = at;
     if (calm < 2) {
-      if (++tries < 100) setTimeout(look, 100); // the maps draw after the script: look for 10 s more
-      else done(); // a page without a map: its first screen is as drawn
-      return;
+      if (++tries < 100) { setTimeout(look, 100); return; } // the maps draw after the script: look for 10 s more
+      if (!el) { done(); return; } // a page without a map: its first screen is as drawn
+      // a map that never held still for 0.3 s in 10 s (a busy machine): brought up where it is now, as below
     }
     const box = el.getBoundingClientRect();
     if ((box.top < 0 || box.top > window.innerHeight * 0.45) && scrolls < 5) {
