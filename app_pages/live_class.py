@@ -229,12 +229,16 @@ def on_reveal(code: str) -> None:
 def closing(code: str) -> None:
     lang = current_lang()
 
-    def csv() -> str:  # made on the click, in a thread of its own (no session there)
-        s = compute.class_store()
-        return classes.export_csv(s.record(code) or {}, s.students(code), s.answers(code), lang)
-
+    # Written with the dashboard (which runs again on every write to the class, so it is current), not on the
+    # click. A file made on the click belongs to no session, and Streamlit deletes such a file once two script runs
+    # have ended anywhere on the server; three students' pages checking the class can end two runs between the
+    # file being made and the browser asking for it (the likely cause of a download cancelled in a CI run), and
+    # forty would do it often. This file belongs to the teacher's session until the dashboard's next run, and
+    # the click runs nothing.
+    s = compute.class_store()
+    csv = classes.export_csv(s.record(code) or {}, s.students(code), s.answers(code), lang)
     st.download_button(t("live.export"), data=csv, file_name=f"class-{code}.csv", mime="text/csv", key=KEYS.export,
-                       width="stretch")
+                       width="stretch", on_click="ignore")
     sure = st.checkbox(t("live.end.sure"), key=KEYS.end_sure)
     st.button(t("live.end"), key=KEYS.end, on_click=on_end, args=(code,), disabled=not sure, width="stretch")
 
