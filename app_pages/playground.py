@@ -58,7 +58,12 @@ def setup_tabs(names: list[str]):
     redraws the few controls in sight; the open tab survives language and page switches."""
     labels = [f"{CIRCLED[i]} {t(f'class.tab.{name}')}" for i, name in enumerate(names)]
     chosen = st.session_state.get(KEYS.tab_id)
-    st.session_state[KEYS.tab] = labels[names.index(chosen) if chosen in names else 0]
+    open_label = labels[names.index(chosen) if chosen in names else 0]
+    # written only when the widget does not hold it already (a language or page switch): a value the script writes
+    # is pressed on the browser when the run ends, and a run that ends after the learner has moved on (arrows
+    # through the tabs on a busy server: each tab is a run) would take them back to the tab that run was for
+    if st.session_state.get(KEYS.tab) != open_label:
+        st.session_state[KEYS.tab] = open_label
     return st.tabs(labels, key=KEYS.tab, on_change=on_tab, args=(tuple(labels), tuple(names)))
 
 

@@ -19,6 +19,36 @@ function scrollersFocusable() {
   }
 }
 
+// A tab that had the keyboard focus and lost it to the page because a run redrew its strip (each tab of a
+// stateful tab strip is a run; on a busy server, the strip is drawn again while the learner is on it) gets it
+// back: the tab with the same name in the same strip (found by the strip's Streamlit key class), within a
+// second, unless the learner has put the focus somewhere else meanwhile or used the mouse (a click on the
+// page's background also leaves the focus on the page: that is the learner's choice) (WCAG 2.4.3, focus order).
+function keepTabFocus() {
+  let pointer = -1e9;
+  document.addEventListener("pointerdown", () => { pointer = performance.now(); }, true);
+  document.addEventListener("focusout", (e) => {
+    const tab = e.target;
+    if (e.relatedTarget || !tab.getAttribute || tab.getAttribute("role") !== "tab") return;
+    const at = performance.now();
+    if (at - pointer < 500) return;
+    let box = tab;
+    while (box && ![...(box.classList || [])].some((c) => c.startsWith("st-key-"))) box = box.parentElement;
+    if (!box) return;
+    const cls = [...box.classList].find((c) => c.startsWith("st-key-"));
+    const name = tab.textContent;
+    const lost = () => !document.activeElement || document.activeElement === document.body;
+    for (const ms of [30, 120, 300, 700, 1000]) {
+      setTimeout(() => {
+        if (!lost() || pointer > at) return;
+        const strip = document.querySelector("." + CSS.escape(cls));
+        const again = strip && [...strip.querySelectorAll("[role=tab]")].find((t) => t.textContent === name);
+        if (again && again.isConnected) again.focus({ preventScroll: true });
+      }, ms);
+    }
+  }, true);
+}
+
 export default function (component) {
   const { data, parentElement } = component;
   const html = document.documentElement;
@@ -26,6 +56,10 @@ export default function (component) {
   html.dataset.alFrame = data.lang;  // the frame has run in this document (index.html's own lang is "en")
   silentMount(parentElement, false); // silent_lib.js: the "has run" marker
   html.classList.toggle("al-hc", !!data.hc);
+  if (!window.__attentionLabTabFocus) {
+    window.__attentionLabTabFocus = true;
+    keepTabFocus();
+  }
   if (!window.__attentionLabScrollers) {
     let pending = null;
     const later = () => {
