@@ -37,21 +37,40 @@ export default function (component) {
     const at = el ? el.getBoundingClientRect().top : null;
     calm = el !== null && at === last ? calm + 1 : 0; // laid out: the same place three times in a row (0.3 s)
     last = at;
-    if (calm < 2) {
-      if (++tries < 100) { setTimeout(look, 100); return; } // the maps draw after the script: look for 10 s more
-      if (!el) { done(); return; } // a page without a map: its first screen is as drawn
-      // a map that never held still for 0.3 s in 10 s (a busy machine): brought up where it is now, as below
-    }
+    tries += 1;
+    // no map yet: the maps draw after the script; look for 10 s, then the first screen is as drawn (a page without one)
+    if (!el) { if (tries < 100) setTimeout(look, 100); else done(); return; }
+    // a map: wait until it holds still, before a scroll and after each one (what is above it may still change its
+    // height: on a busy machine a scrolled map was left above the screen when that was not waited for); up to 30 s
+    if (calm < 2 && tries < 300) { setTimeout(look, 100); return; }
     const box = el.getBoundingClientRect();
     if ((box.top < 0 || box.top > window.innerHeight * 0.45) && scrolls < 5) {
       scrolls += 1;
       el.style.scrollMarginTop = "96px"; // its heading and caption above it stay in view
       el.scrollIntoView({ block: "start" });
-      calm = 0; last = null; // look again: what is above the map may still change its height after the scroll
+      calm = 0; last = null; tries = Math.min(tries, 200); // at least 10 s more to hold still where it was brought
       setTimeout(look, 100);
       return;
     }
     done();
+    setTimeout(watch, 200);
+  };
+  // after that, for 20 s: a map that a late change above it moved off the first screen (and held still there) is
+  // brought up again, while the presenter has not acted and scrolls are left
+  let watched = 0, wLast = null, wCalm = 0;
+  const watch = () => {
+    if (touched || ++watched > 100) return;
+    const el = first();
+    const at = el ? el.getBoundingClientRect().top : null;
+    wCalm = el !== null && at === wLast ? wCalm + 1 : 0;
+    wLast = at;
+    if (wCalm >= 2 && (at < 0 || at > window.innerHeight * 0.45) && scrolls < 5) {
+      scrolls += 1;
+      el.style.scrollMarginTop = "96px";
+      el.scrollIntoView({ block: "start" });
+      wCalm = 0; wLast = null;
+    }
+    setTimeout(watch, 200);
   };
   look();
 }
