@@ -226,17 +226,14 @@ def on_reveal(code: str) -> None:
         refused(err)
 
 
-def closing(code: str) -> None:
-    lang = current_lang()
-
-    # Written with the dashboard (which runs again on every write to the class, so it is current), not on the
-    # click. A file made on the click belongs to no session, and Streamlit deletes such a file once two script runs
-    # have ended anywhere on the server; three students' pages checking the class can end two runs between the
-    # file being made and the browser asking for it (the likely cause of a download cancelled in a CI run), and
-    # forty would do it often. This file belongs to the teacher's session until the dashboard's next run, and
-    # the click runs nothing.
-    s = compute.class_store()
-    csv = classes.export_csv(s.record(code) or {}, s.students(code), s.answers(code), lang)
+def closing(code: str, record: dict, students: dict, rows: list[dict]) -> None:
+    # The CSV is written with the dashboard, from the class it has just read (the dashboard runs again on every write
+    # to the class, so it is current), not on the click. A file made on the click belongs to no session, and
+    # Streamlit deletes such a file once two script runs have ended anywhere on the server; three students' pages
+    # checking the class can end two runs between the file being made and the browser asking for it (the likely
+    # cause of a download cancelled in a CI run), and forty would do it often. This file belongs to the teacher's
+    # session until the dashboard's next run, and the click runs nothing.
+    csv = classes.export_csv(record, students, rows, current_lang())
     st.download_button(t("live.export"), data=csv, file_name=f"class-{code}.csv", mime="text/csv", key=KEYS.export,
                        width="stretch", on_click="ignore")
     sure = st.checkbox(t("live.end.sure"), key=KEYS.end_sure)
@@ -267,7 +264,7 @@ def dashboard(code: str, key: str) -> None:
     with c2.expander(t("live.ask"), expanded=True):
         asking(code, record)
     with c3.expander(t("live.closing")):
-        closing(code)
+        closing(code, record, students, rows)
     exercises(record, students, rows)
     with st.expander(t("live.work")):
         work_panel(code, record, students)

@@ -27,6 +27,16 @@ export default function (component) {
     && [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')].every(
       (h) => !h.dataset.alLoading && (!h.shadowRoot || !!h.shadowRoot.querySelector('[class^=al], [class*=" al"]')));
   let tries = 0, last = null, calm = 0, scrolls = 0;
+  // a map off the first screen (above it, or starting below 45 % of its height) is scrolled to its top while scrolls
+  // are left; true when it was
+  const bringUp = (el) => {
+    const top = el.getBoundingClientRect().top;
+    if ((top >= 0 && top <= window.innerHeight * 0.45) || scrolls >= 5) return false;
+    scrolls += 1;
+    el.style.scrollMarginTop = "96px"; // its heading and caption above it stay in view
+    el.scrollIntoView({ block: "start" });
+    return true;
+  };
   const done = () => { root.dataset.alPresentedAt = data.token; }; // the tests' fact: the first screen is laid out
   const look = () => {
     if (touched) { done(); return; }
@@ -43,11 +53,7 @@ export default function (component) {
     // a map: wait until it holds still, before a scroll and after each one (what is above it may still change its
     // height: on a busy machine a scrolled map was left above the screen when that was not waited for); up to 30 s
     if (calm < 2 && tries < 300) { setTimeout(look, 100); return; }
-    const box = el.getBoundingClientRect();
-    if ((box.top < 0 || box.top > window.innerHeight * 0.45) && scrolls < 5) {
-      scrolls += 1;
-      el.style.scrollMarginTop = "96px"; // its heading and caption above it stay in view
-      el.scrollIntoView({ block: "start" });
+    if (bringUp(el)) {
       calm = 0; last = null; tries = Math.min(tries, 200); // at least 10 s more to hold still where it was brought
       setTimeout(look, 100);
       return;
@@ -64,12 +70,7 @@ export default function (component) {
     const at = el ? el.getBoundingClientRect().top : null;
     wCalm = el !== null && at === wLast ? wCalm + 1 : 0;
     wLast = at;
-    if (wCalm >= 2 && (at < 0 || at > window.innerHeight * 0.45) && scrolls < 5) {
-      scrolls += 1;
-      el.style.scrollMarginTop = "96px";
-      el.scrollIntoView({ block: "start" });
-      wCalm = 0; wLast = null;
-    }
+    if (wCalm >= 2 && bringUp(el)) { wCalm = 0; wLast = null; }
     setTimeout(watch, 200);
   };
   look();
