@@ -19,33 +19,51 @@ function scrollersFocusable() {
   }
 }
 
-// A tab that had the keyboard focus and lost it to the page because a run redrew its strip (each tab of a
-// stateful tab strip is a run; on a busy server, the strip is drawn again while the learner is on it) gets it
-// back: the tab with the same name in the same strip (found by the strip's Streamlit key class), within a
-// second, unless the learner has put the focus somewhere else meanwhile or used the mouse (a click on the
-// page's background also leaves the focus on the page: that is the learner's choice) (WCAG 2.4.3, focus order).
+// The tab a keyboard user moved to stays theirs through the runs it starts. Each tab of a stateful tab strip is a
+// run, and on a busy server a run that ends after the learner has moved on redraws the strip for its own tab: the
+// focus falls to the page, or moves to that older tab. Focus fallen from a tab to the page (not by the mouse) goes
+// back within a second; focus a run moved to another tab goes back too. Either way to the tab the learner's last
+// key left them on, within 5 s of it and with no mouse since (else to the tab that lost it), found by its name in
+// the strip with the same Streamlit key class. Focusing a tab selects it, so the strip follows them again (WCAG
+// 2.4.3, focus order).
 function keepTabFocus() {
-  let pointer = -1e9;
-  document.addEventListener("pointerdown", () => { pointer = performance.now(); }, true);
-  document.addEventListener("focusout", (e) => {
-    const tab = e.target;
-    if (e.relatedTarget || !tab.getAttribute || tab.getAttribute("role") !== "tab") return;
-    const at = performance.now();
-    if (at - pointer < 500) return;
+  let pointer = -1e9, key = -1e9, wanted = null; // wanted: {cls, name, at}: the tab the learner's last key left them on
+  const isTab = (el) => !!(el && el.getAttribute && el.getAttribute("role") === "tab");
+  const stripOf = (tab) => {
     let box = tab;
     while (box && ![...(box.classList || [])].some((c) => c.startsWith("st-key-"))) box = box.parentElement;
-    if (!box) return;
-    const cls = [...box.classList].find((c) => c.startsWith("st-key-"));
-    const name = tab.textContent;
-    const lost = () => !document.activeElement || document.activeElement === document.body;
+    return box ? [...box.classList].find((c) => c.startsWith("st-key-")) : null;
+  };
+  const recent = (cls) => wanted && wanted.cls === cls && pointer < wanted.at && performance.now() - wanted.at < 5000;
+  const focusTab = (target) => {
+    const strip = document.querySelector("." + CSS.escape(target.cls));
+    const again = strip && [...strip.querySelectorAll("[role=tab]")].find((t) => t.textContent === target.name);
+    if (again && again.isConnected) again.focus({ preventScroll: true });
+  };
+  document.addEventListener("pointerdown", () => { pointer = performance.now(); }, true);
+  document.addEventListener("keydown", (e) => { if (isTab(e.target)) key = performance.now(); }, true);
+  document.addEventListener("keyup", () => { // after the learner's key: the tab they are on now
+    const a = document.activeElement;
+    if (isTab(a) && performance.now() - key < 1000 && stripOf(a)) wanted = { cls: stripOf(a), name: a.textContent, at: performance.now() };
+  }, true);
+  // the focus fell to the page: back to the learner's tab (or to the tab that lost it), within a second
+  document.addEventListener("focusout", (e) => {
+    const tab = e.target, cls = isTab(tab) && stripOf(tab);
+    const at = performance.now();
+    if (!cls || e.relatedTarget || at - pointer < 500) return;
+    const target = recent(cls) ? wanted : { cls, name: tab.textContent };
     for (const ms of [30, 120, 300, 700, 1000]) {
       setTimeout(() => {
-        if (!lost() || pointer > at) return;
-        const strip = document.querySelector("." + CSS.escape(cls));
-        const again = strip && [...strip.querySelectorAll("[role=tab]")].find((t) => t.textContent === name);
-        if (again && again.isConnected) again.focus({ preventScroll: true });
+        const a = document.activeElement;
+        if (pointer < at && (!a || a === document.body)) focusTab(target);
       }, ms);
     }
+  }, true);
+  // a run moved the focus to another tab of the strip (no key of the learner's just before): back to theirs
+  document.addEventListener("focusin", (e) => {
+    const tab = e.target, cls = isTab(tab) && stripOf(tab);
+    if (!cls || performance.now() - key < 300 || !recent(cls) || tab.textContent === wanted.name) return;
+    setTimeout(() => { if (document.activeElement === tab && recent(cls)) focusTab(wanted); }, 30);
   }, true);
 }
 
